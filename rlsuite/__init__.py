@@ -1,0 +1,21 @@
+"""rlsuite: JAX-accelerated research suite for classical deep reinforcement learning."""
+
+from rlsuite import spaces, wrappers
+from rlsuite.environment import Environment
+from rlsuite.evaluation import EvalResult, evaluate
+from rlsuite.rollout import EnvBatch, reset_batch, rollout
+from rlsuite.transition import Transition
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "EnvBatch",
+    "Environment",
+    "EvalResult",
+    "Transition",
+    "evaluate",
+    "reset_batch",
+    "rollout",
+    "spaces",
+    "wrappers",
+]

@@ -1,0 +1,150 @@
+"""The environment contract (gymnax >= 1.0 style) and the one implementation of auto-reset.
+
+An environment is one instance; a batch is `jax.vmap` over keys, states, actions and, optionally,
+`params`::
+
+    obs, state = env.reset(key, params)
+    obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
+
+`step` auto-resets: where `terminated | truncated`, the returned `obs` and `state` belong to a fresh
+episode, and `info["final_observation"]` is the observation the finished episode ended in (the one to
+bootstrap from after a truncation).
+
+`params` is a pytree (`flax.struct.dataclass`) of physical constants and task parameters, so
+`jax.vmap` over it gives domain randomisation, task distributions and UED levels.
+
+Subclasses implement the single-episode core, `reset_env` and `step_env` (which never resets), plus
+`default_params`, `observation_space` and `action_space`. Wrappers (see `rlsuite.wrappers`) wrap that
+core, so `TimeLimit` and `EpisodeStatistics` see an episode end before the one auto-reset here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rlsuite.spaces import Box, Discrete, Space
+
+StepResult = tuple[Any, Any, jax.Array, jax.Array, jax.Array, dict]
+
+
+class Environment:
+    """Base class: subclasses define the single-episode core; `reset`/`step` add checks and auto-reset."""
+
+    # ----------------------------------------------------------------- to implement in subclasses
+    @property
+    def default_params(self) -> Any:
+        raise NotImplementedError
+
+    def reset_env(self, key: jax.Array, params: Any) -> tuple[Any, Any]:
+        """Start an episode: `(obs, state)`."""
+        raise NotImplementedError
+
+    def step_env(self, key: jax.Array, state: Any, action: jax.Array, params: Any) -> StepResult:
+        """One transition without auto-reset: `(obs, state, reward, terminated, truncated, info)`."""
+        raise NotImplementedError
+
+    def observation_space(self, params: Any) -> Space:
+        raise NotImplementedError
+
+    def action_space(self, params: Any) -> Space:
+        raise NotImplementedError
+
+    def validate_params(self, params: Any) -> None:
+        """Raise `ValueError` for invalid concrete parameter values (see `require`). Optional."""
+
+    @property
+    def name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        return f"{self.name}()"
+
+    # ----------------------------------------------------------------- the contract
+    def reset(self, key: jax.Array, params: Any = None) -> tuple[Any, Any]:
+        params = self.check_params(params)
+        return self.reset_env(key, params)
+
+    def step(self, key: jax.Array, state: Any, action: Any, params: Any = None) -> StepResult:
+        params = self.check_params(params)
+        action = self.check_action(action, params)
+        key_step, key_reset = jax.random.split(key)
+        obs_step, state_step, reward, terminated, truncated, info = self.step_env(
+            key_step, state, action, params
+        )
+        done = jnp.logical_or(terminated, truncated)
+        obs_reset, state_reset = self.reset_env(key_reset, params)
+        state = _select(done, state_reset, state_step)
+        obs = _select(done, obs_reset, obs_step)
+        info = {**info, "final_observation": obs_step}
+        return obs, state, reward, terminated, truncated, info
+
+    # ----------------------------------------------------------------- checks (run at trace time)
+    def check_params(self, params: Any) -> Any:
+        """Return `params` (or the defaults for `None`) after checking its type and concrete values."""
+        default = self.default_params
+        if params is None:
+            return default
+        if type(params) is not type(default):
+            raise TypeError(
+                f"{self.name}: params must be a {type(default).__name__}, got "
+                f"{type(params).__name__}; start from env.default_params and use .replace(...)"
+            )
+        self.validate_params(params)
+        return params
+
+    def check_action(self, action: Any, params: Any) -> jax.Array:
+        """Convert `action` to an array and check its shape and dtype against the action space."""
+        space = self.action_space(params)
+        action = jnp.asarray(action)
+        if action.shape != space.shape:
+            raise ValueError(
+                f"{self.name}: action shape {action.shape} does not match the action space "
+                f"{space!r}, which expects shape {space.shape} for one environment "
+                "(batch with jax.vmap)"
+            )
+        if isinstance(space, Discrete) and not jnp.issubdtype(action.dtype, jnp.integer):
+            raise TypeError(
+                f"{self.name}: a Discrete action must have an integer dtype, got {action.dtype}"
+            )
+        if isinstance(space, Box) and not jnp.issubdtype(action.dtype, jnp.floating):
+            raise TypeError(
+                f"{self.name}: a Box action must have a floating dtype, got {action.dtype}"
+            )
+        return action
+
+
+def _select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
+    return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
+
+
+def require(
+    params: Any, field: str, check: Callable[[np.ndarray], np.ndarray], allowed: str, env: str = ""
+) -> None:
+    """Raise a `ValueError` naming `field` and `allowed` when a concrete value fails `check`.
+
+    Traced values (inside `jit` or `vmap`) cannot be inspected and are skipped; validate a batch of
+    params before mapping over it by calling `env.check_params(batch)` outside the transformation.
+    """
+    value = getattr(params, field)
+    if isinstance(value, jax.core.Tracer):
+        return
+    value = np.asarray(value)
+    if not np.all(check(value)):
+        where = f"{env}: " if env else ""
+        raise ValueError(f"{where}invalid params.{field}={value!r}; allowed: {allowed}")
+
+
+def positive(params: Any, *fields: str, env: str = "") -> None:
+    """`require` every named field to be > 0."""
+    for field in fields:
+        require(params, field, lambda v: v > 0, "a value > 0", env)
+
+
+def param_fields(params: Any) -> list[str]:
+    """Names of the fields of a params dataclass."""
+    return [f.name for f in dataclasses.fields(params)]

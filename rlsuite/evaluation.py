@@ -1,0 +1,74 @@
+"""`evaluate`: run a fixed number of episodes inside `jit` and return per-episode returns and lengths.
+
+All episodes run side by side (a vmapped batch), each until its first episode end; the loop stops as
+soon as all have ended or after `max_steps`. Works under `jax.vmap` over seeds (or over policy
+parameters closed over by the policy). Whether the policy is deterministic is the policy's business:
+pass e.g. `lambda key, obs: (agent.act(state, obs, key, True), {})`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rlsuite.environment import Environment
+from rlsuite.rollout import Policy, reset_batch
+
+
+class EvalResult(NamedTuple):
+    """Per-episode results, each of shape `[num_episodes]`."""
+
+    returns: jax.Array  # undiscounted return, float32
+    lengths: jax.Array  # steps taken, int32
+    finished: jax.Array  # False where the episode was still running after `max_steps`
+
+
+def evaluate(
+    env: Environment,
+    env_params: Any,
+    policy: Policy,
+    key: jax.Array,
+    num_episodes: int,
+    max_steps: int | None = None,
+    params_axis: int | None = None,
+) -> EvalResult:
+    """Evaluate `policy` (signature `(key, obs_batch) -> (action_batch, extras)`) for `num_episodes`.
+
+    `max_steps` defaults to the environment's `max_episode_steps` (set by `TimeLimit`).
+    """
+    if max_steps is None:
+        max_steps = getattr(env, "max_episode_steps", None)
+        if max_steps is None:
+            raise ValueError(
+                f"evaluate: {env.name} has no max_episode_steps (no TimeLimit); pass max_steps"
+            )
+    if int(num_episodes) < 1:
+        raise ValueError(f"evaluate: num_episodes must be >= 1, got {num_episodes}")
+    env_params = env.check_params(env_params)
+    key, key_reset = jax.random.split(key)
+    batch = reset_batch(env, env_params, key_reset, num_episodes, params_axis)
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, params_axis))
+    zeros = jnp.zeros((num_episodes,), jnp.float32)
+    running = jnp.ones((num_episodes,), bool)
+    lengths = jnp.zeros((num_episodes,), jnp.int32)
+
+    def cond(carry):
+        _, _, running, _, _, t = carry
+        return jnp.any(running) & (t < max_steps)
+
+    def body(carry):
+        batch, key, running, returns, lengths, t = carry
+        key, key_policy, key_env = jax.random.split(key, 3)
+        action, _ = policy(key_policy, batch.obs)
+        keys = jax.random.split(key_env, num_episodes)
+        obs, state, reward, terminated, truncated, _ = step(keys, batch.state, action, env_params)
+        returns = returns + jnp.where(running, reward, 0.0)
+        lengths = lengths + running.astype(jnp.int32)
+        running = running & ~(terminated | truncated)
+        return type(batch)(state, obs), key, running, returns, lengths, t + 1
+
+    carry = (batch, key, running, zeros, lengths, jnp.zeros((), jnp.int32))
+    _, _, running, returns, lengths, _ = jax.lax.while_loop(cond, body, carry)
+    return EvalResult(returns, lengths, ~running)

@@ -1,0 +1,88 @@
+"""Observation and action spaces: shape, dtype and bounds of what an environment takes and returns.
+
+Spaces are plain Python objects (static under `jit`); they describe one environment instance. A batch
+of environments made with `jax.vmap` has a leading batch axis that the space does not mention.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+class Space:
+    """Base class. `shape` and `dtype` describe one element."""
+
+    shape: tuple[int, ...]
+    dtype: Any
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        raise NotImplementedError
+
+    def contains(self, x: jax.Array) -> jax.Array:
+        raise NotImplementedError
+
+
+class Discrete(Space):
+    """Integers `0, 1, ..., n - 1`, a scalar of integer dtype."""
+
+    def __init__(self, n: int, dtype: Any = jnp.int32):
+        if int(n) < 1:
+            raise ValueError(f"Discrete space needs n >= 1, got n={n}")
+        self.n = int(n)
+        self.shape = ()
+        self.dtype = jnp.dtype(dtype)
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        return jax.random.randint(key, (), 0, self.n, dtype=self.dtype)
+
+    def contains(self, x: jax.Array) -> jax.Array:
+        x = jnp.asarray(x)
+        return jnp.logical_and(x >= 0, x < self.n) & (x.shape == ())
+
+    def __repr__(self) -> str:
+        return f"Discrete({self.n})"
+
+
+class Box(Space):
+    """A box `[low, high]` of floats (bounds may be infinite), one element of shape `shape`."""
+
+    def __init__(self, low: Any, high: Any, shape: tuple[int, ...], dtype: Any = jnp.float32):
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = jnp.dtype(dtype)
+        self.low = np.broadcast_to(np.asarray(low, dtype=self.dtype), self.shape)
+        self.high = np.broadcast_to(np.asarray(high, dtype=self.dtype), self.shape)
+        if np.any(self.low > self.high):
+            raise ValueError(f"Box bounds need low <= high, got low={self.low} high={self.high}")
+
+    @property
+    def bounded(self) -> bool:
+        """True when every bound is finite (a uniform sample exists)."""
+        return bool(np.all(np.isfinite(self.low)) and np.all(np.isfinite(self.high)))
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        if not self.bounded:
+            raise ValueError(f"cannot sample uniformly from an unbounded {self!r}")
+        return jax.random.uniform(
+            key, self.shape, self.dtype, jnp.asarray(self.low), jnp.asarray(self.high)
+        )
+
+    def contains(self, x: jax.Array) -> jax.Array:
+        x = jnp.asarray(x)
+        if x.shape != self.shape:
+            return jnp.asarray(False)
+        return jnp.all((x >= self.low) & (x <= self.high))
+
+    def __repr__(self) -> str:
+        lo, hi = np.unique(self.low), np.unique(self.high)
+        lo = lo[0] if lo.size == 1 else self.low
+        hi = hi[0] if hi.size == 1 else self.high
+        return f"Box(low={lo}, high={hi}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+def flat_dim(space: Space) -> int:
+    """Number of scalars in one element (1 for `Discrete`)."""
+    return int(np.prod(space.shape, dtype=np.int64))

@@ -1,0 +1,35 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rlsuite.spaces import Box, Discrete, flat_dim
+
+
+def test_discrete_sample_and_contains():
+    space = Discrete(3)
+    samples = jax.vmap(space.sample)(jax.random.split(jax.random.key(0), 1000))
+    assert samples.dtype == jnp.int32
+    assert set(np.unique(samples).tolist()) == {0, 1, 2}
+    assert bool(space.contains(2)) and not bool(space.contains(3)) and not bool(space.contains(-1))
+    assert flat_dim(space) == 1
+
+
+def test_box_sample_within_bounds_and_contains():
+    space = Box(jnp.array([-1.0, 0.0]), jnp.array([1.0, 5.0]), (2,))
+    samples = jax.vmap(space.sample)(jax.random.split(jax.random.key(1), 1000))
+    assert samples.shape == (1000, 2) and samples.dtype == jnp.float32
+    assert np.all(samples >= space.low) and np.all(samples <= space.high)
+    assert samples[:, 1].max() > 4.0  # the second dimension spans [0, 5]
+    assert bool(space.contains(jnp.array([0.0, 4.0])))
+    assert not bool(space.contains(jnp.array([0.0, 6.0])))
+    assert not bool(space.contains(jnp.zeros(3)))
+
+
+def test_box_rejects_bad_bounds_and_unbounded_sampling():
+    with pytest.raises(ValueError, match="low <= high"):
+        Box(1.0, 0.0, (1,))
+    with pytest.raises(ValueError, match="unbounded"):
+        Box(-jnp.inf, jnp.inf, (2,)).sample(jax.random.key(0))
+    with pytest.raises(ValueError, match="n >= 1"):
+        Discrete(0)
