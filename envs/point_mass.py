@@ -4,7 +4,8 @@ The agent pushes a damped point mass in the square arena `[-arena_size, arena_si
 drawn at reset, uniformly from the box `[goal_low, goal_high]` (set `goal_low == goal_high` for a
 fixed goal, or vmap over them for a curriculum of levels). It is part of the state and of the
 observation `[position (2), velocity (2), goal (2)]`, and `info` reports `achieved_goal` (the
-position) and `desired_goal`, so goal-conditioned agents can relabel with `PointMass.compute_reward`.
+position) and `desired_goal`, so goal-conditioned agents can relabel with
+`PointMass.compute_reward`.
 
 Reward: `success - distance_cost * ||position - goal||` where `success = 1` within `goal_radius`
 (sparse by default). Episodes never terminate; the time limit (`max_episode_steps = 100`) truncates.
@@ -57,7 +58,9 @@ class PointMass(Environment):
         require(params, "start_range", lambda v: v >= 0, "a value >= 0", self.name)
         require(params, "distance_cost", lambda v: v >= 0, "a value >= 0", self.name)
         for field in ("goal_low", "goal_high"):
-            require(params, field, lambda v: v.shape[-1:] == (2,), "an array of shape (2,)", self.name)
+            require(
+                params, field, lambda v: v.shape[-1:] == (2,), "an array of shape (2,)", self.name
+            )
         require(params, "goal_high", lambda v: v >= params.goal_low, ">= goal_low", self.name)
 
     def reset_env(self, key: jax.Array, params: PointMassParams):
@@ -92,7 +95,7 @@ class PointMass(Environment):
 
     @classmethod
     def compute_reward(cls, achieved_goal, desired_goal, params: PointMassParams) -> jax.Array:
-        """The reward for reaching `achieved_goal` when `desired_goal` was asked (for relabelling)."""
+        """Reward for reaching `achieved_goal` when `desired_goal` was asked (for relabelling)."""
         distance = jnp.linalg.norm(achieved_goal - desired_goal, axis=-1)
         success = cls.success(achieved_goal, desired_goal, params).astype(jnp.float32)
         return (success - params.distance_cost * distance).astype(jnp.float32)

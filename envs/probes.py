@@ -1,15 +1,15 @@
 """Probe environments for debugging agents (after Andy Jones, "Debugging RL, Without the Agonizing
 Pain"). Each isolates one piece of an agent and has a known answer. Observations have shape `(1,)`.
 
-| env                     | episode   | reward                                  | known answer              |
-|-------------------------|-----------|-----------------------------------------|---------------------------|
-| ConstantReward          | 1 step    | 1                                       | V = 1                     |
-| ObservationReward       | 1 step    | obs, obs in {-1, +1}                    | V(obs) = obs              |
-| OneStepDiscount         | 2 steps   | 0, then 1; obs 0 then 1                 | V(0) = gamma, V(1) = 1    |
-| ActionReward            | 1 step    | discrete: +1 for action 1, -1 for 0;    | pi(1) = 1, V = 1          |
-|                         |           | continuous: -(a - 0.5)^2                | a = 0.5                   |
-| ObservationActionReward | 1 step    | discrete: +1 if action == (obs > 0),    | pi(obs > 0 | obs) = 1     |
-|                         |           | else -1; continuous: -(a - 0.5 obs)^2   | a = 0.5 obs               |
+| env                     | steps | reward                                | known answer           |
+|-------------------------|-------|---------------------------------------|------------------------|
+| ConstantReward          | 1     | 1                                     | V = 1                  |
+| ObservationReward       | 1     | obs, obs in {-1, +1}                  | V(obs) = obs           |
+| OneStepDiscount         | 2     | 0, then 1; obs 0 then 1               | V(0) = gamma, V(1) = 1 |
+| ActionReward            | 1     | discrete: +1 for action 1, -1 for 0;  | pi(1) = 1, V = 1       |
+|                         |       | continuous: -(a - 0.5)^2              | a = 0.5                |
+| ObservationActionReward | 1     | discrete: +1 if action == (obs > 0),  | pi(obs > 0) = 1        |
+|                         |       | else -1; continuous: -(a - 0.5 obs)^2 | a = 0.5 obs            |
 
 Every probe takes `continuous=False` (action space `Discrete(2)`) or `continuous=True`
 (`Box(-1, 1, (1,))`); where the reward ignores the action, so does the answer.

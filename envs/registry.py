@@ -1,8 +1,8 @@
 """`make(name, **kwargs) -> (env, params)` and `names()`: one place to build any environment.
 
-Names: ours (`"cartpole"`, `"pendulum"`, ..., `"probe/action_reward"`), Brax (`"brax/ant"`) and gymnax
-(`"gymnax/CartPole-v1"`). Keyword arguments that name a field of the environment's params override it
-(`make("cartpole", gravity=20.0)`); the others go to the environment's constructor
+Names: ours (`"cartpole"`, `"pendulum"`, ..., `"probe/action_reward"`), Brax (`"brax/ant"`) and
+gymnax (`"gymnax/CartPole-v1"`). Keyword arguments that name a field of the environment's params
+override it (`make("cartpole", gravity=20.0)`); the others go to the environment's constructor
 (`make("probe/action_reward", continuous=True)`, `make("brax/ant", backend="generalized")`).
 Our environments and Brax come wrapped in `TimeLimit` at their standard episode length unless
 `max_episode_steps` says otherwise (`None`: no limit); gymnax environments keep their own limit
@@ -43,9 +43,7 @@ def names() -> list[str]:
     from envs.gymnax_adapter import gymnax_names
 
     return (
-        list(OURS)
-        + [f"brax/{n}" for n in brax_names()]
-        + [f"gymnax/{n}" for n in gymnax_names()]
+        list(OURS) + [f"brax/{n}" for n in brax_names()] + [f"gymnax/{n}" for n in gymnax_names()]
     )
 
 

@@ -24,7 +24,7 @@ from rlsuite.wrappers import EpisodeStatistics
 @dataclasses.dataclass
 class Args:
     env: str = "cartpole"
-    """environment name (see `envs.names()`), e.g. cartpole, pendulum, brax/ant, gymnax/CartPole-v1"""
+    """environment name (`envs.names()`), e.g. cartpole, pendulum, brax/ant, gymnax/CartPole-v1"""
     num_envs: int = 1024
     """environments stepped side by side (vmapped)"""
     num_steps: int = 1000
@@ -35,7 +35,9 @@ class Args:
 
 def main(args: Args) -> dict:
     if args.num_envs < 1 or args.num_steps < 1:
-        raise ValueError(f"num_envs and num_steps must be >= 1, got {args.num_envs}, {args.num_steps}")
+        raise ValueError(
+            f"num_envs and num_steps must be >= 1, got {args.num_envs}, {args.num_steps}"
+        )
     env, params = envs.make(args.env)
     env = EpisodeStatistics(env)
     space = env.action_space(params)

@@ -6,22 +6,24 @@ An environment is one instance; a batch is `jax.vmap` over keys, states, actions
     obs, state = env.reset(key, params)
     obs, state, reward, terminated, truncated, info = env.step(key, state, action, params)
 
-`step` auto-resets: where `terminated | truncated`, the returned `obs` and `state` belong to a fresh
-episode, and `info["final_observation"]` is the observation the finished episode ended in (the one to
-bootstrap from after a truncation).
+`step` auto-resets: where `terminated | truncated`, the returned `obs` and `state` belong to a
+fresh episode, and `info["final_observation"]` is the observation the finished episode ended in
+(the one to bootstrap from after a truncation).
 
 `params` is a pytree (`flax.struct.dataclass`) of physical constants and task parameters, so
 `jax.vmap` over it gives domain randomisation, task distributions and UED levels.
 
-Subclasses implement the single-episode core, `reset_env` and `step_env` (which never resets), plus
-`default_params`, `observation_space` and `action_space`. Wrappers (see `rlsuite.wrappers`) wrap that
-core, so `TimeLimit` and `EpisodeStatistics` see an episode end before the one auto-reset here.
+Subclasses implement the single-episode core, `reset_env` and `step_env` (which never resets),
+plus `default_params`, `observation_space` and `action_space`. Wrappers (see `rlsuite.wrappers`)
+wrap that core, so `TimeLimit` and `EpisodeStatistics` see an episode end before the one auto-reset
+here.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -33,7 +35,7 @@ StepResult = tuple[Any, Any, jax.Array, jax.Array, jax.Array, dict]
 
 
 class Environment:
-    """Base class: subclasses define the single-episode core; `reset`/`step` add checks and auto-reset."""
+    """Subclasses define the single-episode core; `reset` / `step` add checks and auto-reset."""
 
     # ----------------------------------------------------------------- to implement in subclasses
     @property
@@ -45,7 +47,7 @@ class Environment:
         raise NotImplementedError
 
     def step_env(self, key: jax.Array, state: Any, action: jax.Array, params: Any) -> StepResult:
-        """One transition without auto-reset: `(obs, state, reward, terminated, truncated, info)`."""
+        """One transition, no auto-reset: `(obs, state, reward, terminated, truncated, info)`."""
         raise NotImplementedError
 
     def observation_space(self, params: Any) -> Space:
@@ -85,7 +87,7 @@ class Environment:
 
     # ----------------------------------------------------------------- checks (run at trace time)
     def check_params(self, params: Any) -> Any:
-        """Return `params` (or the defaults for `None`) after checking its type and concrete values."""
+        """Return `params` (defaults for `None`) after checking its type and concrete values."""
         default = self.default_params
         if params is None:
             return default

@@ -1,4 +1,4 @@
-"""`evaluate`: run a fixed number of episodes inside `jit` and return per-episode returns and lengths.
+"""`evaluate`: run a fixed number of episodes inside `jit`; per-episode returns and lengths.
 
 All episodes run side by side (a vmapped batch), each until its first episode end; the loop stops as
 soon as all have ended or after `max_steps`. Works under `jax.vmap` over seeds (or over policy
@@ -34,7 +34,7 @@ def evaluate(
     max_steps: int | None = None,
     params_axis: int | None = None,
 ) -> EvalResult:
-    """Evaluate `policy` (signature `(key, obs_batch) -> (action_batch, extras)`) for `num_episodes`.
+    """Run `policy` (`(key, obs_batch) -> (action_batch, extras)`) for `num_episodes` episodes.
 
     `max_steps` defaults to the environment's `max_episode_steps` (set by `TimeLimit`).
     """

@@ -60,7 +60,9 @@ def rollout(
         action, extras = policy(key_policy, batch.obs)
         num_envs = jax.tree.leaves(batch.obs)[0].shape[0]
         keys = jax.random.split(key_env, num_envs)
-        obs, state, reward, terminated, truncated, info = step(keys, batch.state, action, env_params)
+        obs, state, reward, terminated, truncated, info = step(
+            keys, batch.state, action, env_params
+        )
         info = dict(info)
         next_obs = info.pop("final_observation")
         transition = Transition(

@@ -1,7 +1,7 @@
 """Observation and action spaces: shape, dtype and bounds of what an environment takes and returns.
 
-Spaces are plain Python objects (static under `jit`); they describe one environment instance. A batch
-of environments made with `jax.vmap` has a leading batch axis that the space does not mention.
+Spaces are plain Python objects (static under `jit`); they describe one environment instance. A
+batch of environments made with `jax.vmap` has a leading batch axis that the space does not mention.
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Wrappers every agent needs: time limit, episode statistics, action clipping/rescaling, flattening.
+"""Wrappers every agent needs: time limit, episode statistics, action clipping and rescaling,
+observation flattening.
+
 
 A wrapper is an `Environment` around another one. It wraps the single-episode core (`reset_env`,
 `step_env`), so the one auto-reset in `Environment.step` resets the whole stack at once and every
@@ -111,8 +113,8 @@ class EpisodeStatistics(Wrapper):
     """Adds the running return and length of the current episode to `info`.
 
     `info["episode_return"]` and `info["episode_length"]` include the current step, so where
-    `info["episode_done"]` (= terminated | truncated) they are the finished episode's totals. Averaging
-    finished episodes over a rollout: `sum(ret * done) / max(sum(done), 1)`.
+    `info["episode_done"]` (= terminated | truncated) they are the finished episode's totals.
+    Averaging finished episodes over a rollout: `sum(ret * done) / max(sum(done), 1)`.
     """
 
     def reset_env(self, key: jax.Array, params: Any) -> tuple[Any, EpisodeStatisticsState]:

@@ -44,7 +44,14 @@ class Counter(Environment):
         state = CounterState(state.start, state.count + 1)
         terminated = (params.terminate_at > 0) & (state.count >= params.terminate_at)
         reward = action[0] + 1.0
-        return self._obs(state), state, reward, terminated, jnp.zeros((), bool), {"count": state.count}
+        return (
+            self._obs(state),
+            state,
+            reward,
+            terminated,
+            jnp.zeros((), bool),
+            {"count": state.count},
+        )
 
     def _obs(self, state):
         return jnp.reshape(state.start + state.count, (1,)).astype(jnp.float32)

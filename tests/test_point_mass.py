@@ -43,7 +43,9 @@ def test_reset_draws_goals_in_box_and_fixed_goal():
     assert np.all(np.abs(state.goal) <= 1.5) and np.all(np.abs(state.position) <= 0.5)
     assert np.unique(np.asarray(state.goal[:, 0])).size > 400
     np.testing.assert_array_equal(obs[:, 4:], state.goal)
-    fixed = env.default_params.replace(goal_low=jnp.array([1.0, -1.0]), goal_high=jnp.array([1.0, -1.0]))
+    fixed = env.default_params.replace(
+        goal_low=jnp.array([1.0, -1.0]), goal_high=jnp.array([1.0, -1.0])
+    )
     _, state = jax.vmap(env.reset, in_axes=(0, None))(keys, fixed)
     np.testing.assert_allclose(state.goal, np.tile([1.0, -1.0], (500, 1)))
 

@@ -66,7 +66,5 @@ def test_rollout_with_one_params_per_env():
     env = Counter(random_start=False)
     params = CounterParams(terminate_at=jnp.array([1, 2, 3]))
     batch = reset_batch(env, params, jax.random.key(0), NUM_ENVS, params_axis=0)
-    _, tr = rollout(
-        env, params, constant_policy(0.0), jax.random.key(1), batch, 6, params_axis=0
-    )
+    _, tr = rollout(env, params, constant_policy(0.0), jax.random.key(1), batch, 6, params_axis=0)
     np.testing.assert_array_equal(tr.terminated.sum(0), [6, 3, 2])
