@@ -1,6 +1,6 @@
 """rlsuite: JAX-accelerated research suite for classical deep reinforcement learning."""
 
-from rlsuite import spaces, wrappers
+from rlsuite import buffers, returns, running_stats, spaces, wrappers
 from rlsuite.environment import Environment
 from rlsuite.evaluation import EvalResult, evaluate
 from rlsuite.rollout import EnvBatch, reset_batch, rollout
@@ -9,6 +9,9 @@ from rlsuite.transition import Transition
 __version__ = "0.1.0"
 
 __all__ = [
+    "buffers",
+    "returns",
+    "running_stats",
     "EnvBatch",
     "Environment",
     "EvalResult",
