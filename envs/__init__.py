@@ -1,7 +1,6 @@
 """Environments for rlsuite: our pure-JAX tasks, probe environments, and Brax / gymnax adapters.
 
-    import envs
-    env, params = envs.make("cartpole")
+Build any of them by name with `envs.make("cartpole")`, which returns `(env, params)`.
 """
 
 from envs.registry import make, names
