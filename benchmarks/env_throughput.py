@@ -1,0 +1,463 @@
+"""Environment steps per second: our environments beside gymnax's, and our brax adapter beside brax.
+
+Two measurements, in one run, on one machine:
+
+1. Classic control. Our `CartPole` and `Pendulum` (each in `TimeLimit(env, env.max_episode_steps)`,
+   auto-resetting `Environment.step`) beside gymnax's `CartPole-v1` and `Pendulum-v1` (gymnax's own
+   auto-resetting `step`), for each batch size in `--batch-sizes`.
+2. Brax adapter overhead. `TimeLimit(BraxEnv(name), 1000)` (auto-reset to a *fresh* random start
+   state) beside (a) the raw brax `env.step` (no reset at all) and (b) brax's training wrappers
+   (`brax.envs.wrappers.training.wrap`: `VmapWrapper` + `EpisodeWrapper` + `AutoResetWrapper`, how
+   brax's PPO/SAC run, which restarts every episode from one cached first state). Three
+   diagnostic rows explain the difference and measure two proposals (benchmark code, not library
+   code): our wrapped core without auto-reset; the fresh resets computed only on steps where some
+   environment finished (`lax.cond(any(done))`); and resets computed only for the finished
+   environments, a few slots per step (gather, reset, scatter).
+
+Each measurement jits one function that resets a batch with `jax.vmap` and `lax.scan`s `--steps`
+batched steps with uniformly random actions; the function returns the final carry (env state
+included, so no part of the simulation is dead code) and a checksum of observations and rewards.
+Compile time is measured separately (`jit(...).lower(...).compile()`); the step rate is
+`num_envs * steps / best wall time` over `--repeats` runs after one warm-up, each ended with
+`block_until_ready`.
+
+    python benchmarks/env_throughput.py          # defaults: a few minutes on 2 CPU cores
+    python benchmarks/env_throughput.py --batch-sizes 1 64 --steps 200 --brax-envs inverted_pendulum
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import importlib.metadata
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import tyro
+from rich.console import Console
+from rich.table import Table
+
+from rlsuite.wrappers import TimeLimit
+
+
+@dataclasses.dataclass
+class Args:
+    """Flags of the environment throughput benchmark."""
+
+    batch_sizes: list[int] = dataclasses.field(default_factory=lambda: [1, 64, 1024, 4096])
+    """Numbers of vmapped environments for the classic-control comparison."""
+    steps: int = 1000
+    """Batched steps per timed run (classic control)."""
+    repeats: int = 5
+    """Timed runs per measurement (after one warm-up); the best is reported."""
+    classic_envs: list[str] = dataclasses.field(default_factory=lambda: ["cartpole", "pendulum"])
+    """Which of our classic-control environments to compare with gymnax (cartpole, pendulum)."""
+    brax_envs: list[str] = dataclasses.field(default_factory=lambda: ["inverted_pendulum", "ant"])
+    """Brax environments for the adapter-overhead comparison (empty: skip it)."""
+    brax_backend: str = "mjx"
+    """Brax physics backend."""
+    brax_batch: int = 64
+    """Number of vmapped brax environments."""
+    brax_steps: int = 300
+    """Batched steps per timed run (brax)."""
+    brax_episode_length: int = 1000
+    """Time limit for our `TimeLimit` and brax's `EpisodeWrapper`."""
+    brax_reset_slots: int = 0
+    """Reset slots per step of the compacted-reset diagnostic (0: brax_batch // 16)."""
+    seed: int = 0
+    out: Path = Path("benchmarks/results/env_throughput.json")
+    """Where to write the JSON results."""
+    markdown: bool = True
+    """Also print the tables as Markdown (for benchmarks/RESULTS.md)."""
+
+
+# ------------------------------------------------------------------------------------------- timing
+def measure(
+    runs: dict[str, Callable[[jax.Array], Any]], key: jax.Array, repeats: int, env_steps: int
+) -> dict[str, dict]:
+    """Compile each run (timed), warm each up once, then time `repeats` rounds, the runs taking
+    turns within a round (so that drift in machine speed hits all alike); keep each one's best."""
+    compiled, results = {}, {}
+    for name, run in runs.items():
+        start = time.perf_counter()
+        compiled[name] = jax.jit(run).lower(key).compile()
+        results[name] = {"compile_s": time.perf_counter() - start, "times_s": []}
+        jax.block_until_ready(compiled[name](key))
+    for i in range(repeats):
+        key_run = jax.random.fold_in(key, i + 1)
+        for name, fn in compiled.items():
+            start = time.perf_counter()
+            out = jax.block_until_ready(fn(key_run))
+            results[name]["times_s"].append(time.perf_counter() - start)
+            results[name]["checksum_last_run"] = float(out[0])
+            results[name]["episode_ends"] = float(out[1])
+    for r in results.values():
+        r["best_s"] = min(r["times_s"])
+        r["steps_per_s"] = env_steps / r["best_s"]
+    return results
+
+
+def scan_runner(init, step, sample_action, num_envs: int, num_steps: int):
+    """`run(key) -> (checksum, episode_ends, final_carry)` over `num_steps` batched steps.
+
+    `init(keys) -> state`; `step(keys, state, actions) -> (state, obs, reward, done)`, all batched.
+    """
+
+    def run(key):
+        key_init, key_loop = jax.random.split(key)
+        state = init(jax.random.split(key_init, num_envs))
+
+        def body(carry, _):
+            state, key, checksum, ends = carry
+            key, key_action, key_step = jax.random.split(key, 3)
+            actions = jax.vmap(sample_action)(jax.random.split(key_action, num_envs))
+            state, obs, reward, done = step(jax.random.split(key_step, num_envs), state, actions)
+            checksum = checksum + jnp.sum(obs) + jnp.sum(reward)
+            ends = ends + jnp.sum(done)
+            return (state, key, checksum, ends), None
+
+        carry = (state, key_loop, jnp.zeros(()), jnp.zeros((), jnp.int32))
+        carry, _ = jax.lax.scan(body, carry, None, length=num_steps)
+        return carry[2], carry[3], carry
+
+    return run
+
+
+# ---------------------------------------------------------------------------------- classic control
+def contract_batch(env, params):
+    """Batched `init`/`step` for anything with the six-output `step` (ours and gymnax's)."""
+
+    def init(keys):
+        return jax.vmap(env.reset, in_axes=(0, None))(keys, params)[1]
+
+    def step(keys, state, actions):
+        obs, state, reward, terminated, truncated, info = jax.vmap(
+            env.step, in_axes=(0, 0, 0, None)
+        )(keys, state, actions, params)
+        obs = obs + info["final_observation"]  # what a training loop reads
+        return state, obs, reward, jnp.logical_or(terminated, truncated)
+
+    return init, step
+
+
+def classic_pairs(names: list[str]):
+    import gymnax
+
+    from envs.cartpole import CartPole
+    from envs.pendulum import Pendulum
+
+    ours = {"cartpole": (CartPole, "CartPole-v1"), "pendulum": (Pendulum, "Pendulum-v1")}
+    for name in names:
+        cls, gymnax_name = ours[name]
+        env = TimeLimit(cls(), cls.max_episode_steps)
+        reference, reference_params = gymnax.make(gymnax_name)
+        yield name, env, env.default_params, gymnax_name, reference, reference_params
+
+
+def bench_classic(args: Args) -> list[dict]:
+    rows = []
+    key = jax.random.PRNGKey(args.seed)
+    for name, env, params, gymnax_name, reference, reference_params in classic_pairs(
+        args.classic_envs
+    ):
+        for num_envs in args.batch_sizes:
+            row = {"env": name, "gymnax_env": gymnax_name, "num_envs": num_envs}
+            runs = {}
+            for side, e, p in (("ours", env, params), ("gymnax", reference, reference_params)):
+                init, step = contract_batch(e, p)
+                runs[side] = scan_runner(init, step, e.action_space(p).sample, num_envs, args.steps)
+            row.update(measure(runs, key, args.repeats, num_envs * args.steps))
+            row["ratio"] = row["ours"]["steps_per_s"] / row["gymnax"]["steps_per_s"]
+            rows.append(row)
+            _progress(
+                f"{name:9s} n={num_envs:5d}  ours {row['ours']['steps_per_s']:.3g}/s  "
+                f"gymnax {row['gymnax']['steps_per_s']:.3g}/s  ratio {row['ratio']:.2f}"
+            )
+    return rows
+
+
+# --------------------------------------------------------------------------------------------- brax
+def brax_variants(name: str, backend: str, episode_length: int, slots: int) -> tuple[dict, int]:
+    """`variant -> (init, step)` for the same brax environment, all batched."""
+    from brax.envs.wrappers import training
+
+    from envs.brax_adapter import BraxEnv
+
+    env = BraxEnv(name, backend=backend)
+    raw = env.brax_env
+    limited = TimeLimit(env, episode_length)
+    params = limited.default_params
+    variants = {}
+
+    def raw_init(keys):
+        return jax.vmap(raw.reset)(keys)
+
+    def raw_step(keys, state, actions):
+        state = jax.vmap(raw.step)(state, actions)
+        return state, state.obs, state.reward, state.done > 0.5
+
+    variants["brax raw step (no reset)"] = (raw_init, raw_step)
+
+    wrapped = training.wrap(raw, episode_length=episode_length)  # Vmap + Episode + AutoReset
+
+    def wrapped_step(keys, state, actions):
+        state = wrapped.step(state, actions)
+        return state, state.obs, state.reward, state.done > 0.5
+
+    variants["brax training wrappers"] = (wrapped.reset, wrapped_step)
+    variants[_OURS] = contract_batch(limited, params)
+
+    def core_init(keys):
+        return jax.vmap(limited.reset_env, in_axes=(0, None))(keys, params)[1]
+
+    def core_step(keys, state, actions):
+        obs, state, reward, terminated, truncated, _ = jax.vmap(
+            limited.step_env, in_axes=(0, 0, 0, None)
+        )(keys, state, actions, params)
+        return state, obs, reward, jnp.logical_or(terminated, truncated)
+
+    variants["diag: ours without auto-reset"] = (core_init, core_step)
+
+    # Two proposals for a cheaper auto-reset with the same semantics (fresh start state, same keys),
+    # measured here and not library code: both need the whole batch, so they would live in a
+    # batched step (a rollout helper), not in the single-environment `Environment.step`.
+    def batched_core(keys, state, actions):
+        keys = jax.vmap(jax.random.split)(
+            keys
+        )  # (step key, reset key) per env, as Environment.step
+        obs, state, reward, terminated, truncated, _ = jax.vmap(
+            limited.step_env, in_axes=(0, 0, 0, None)
+        )(keys[:, 0], state, actions, params)
+        return obs, state, reward, jnp.logical_or(terminated, truncated), keys[:, 1]
+
+    def reset_all(done, keys_reset, obs, state):
+        fresh = jax.vmap(limited.reset_env, in_axes=(0, None))(keys_reset, params)
+
+        def select(a, b):
+            return jnp.where(jnp.reshape(done, done.shape + (1,) * (a.ndim - 1)), a, b)
+
+        return jax.tree.map(select, fresh, (obs, state))
+
+    def cond_step(keys, state, actions):
+        """Reset (all, then select) only on steps where some environment finished."""
+        final_obs, state, reward, done, keys_reset = batched_core(keys, state, actions)
+        obs, state = jax.lax.cond(
+            jnp.any(done),
+            lambda o, s: reset_all(done, keys_reset, o, s),
+            lambda o, s: (o, s),
+            final_obs,
+            state,
+        )
+        return state, obs + final_obs, reward, done
+
+    variants["diag: ours, reset under lax.cond(any(done))"] = (core_init, cond_step)
+
+    def compact_step(keys, state, actions):
+        """Reset only the finished environments, up to `slots` per step (gather, reset, scatter);
+        fall back to resetting all when more than `slots` finish at once."""
+        final_obs, state, reward, done, keys_reset = batched_core(keys, state, actions)
+        num_envs = done.shape[0]
+
+        def reset_some(obs, state):
+            index = jnp.nonzero(done, size=slots, fill_value=num_envs)[0]  # num_envs: no slot
+            fresh = jax.vmap(limited.reset_env, in_axes=(0, None))(
+                keys_reset[jnp.minimum(index, num_envs - 1)], params
+            )
+            return jax.tree.map(lambda a, b: a.at[index].set(b, mode="drop"), (obs, state), fresh)
+
+        obs, state = jax.lax.cond(
+            jnp.sum(done) > slots,
+            lambda o, s: reset_all(done, keys_reset, o, s),
+            reset_some,
+            final_obs,
+            state,
+        )
+        return state, obs + final_obs, reward, done
+
+    variants[f"diag: ours, resets of finished envs only ({slots} slots)"] = (
+        core_init,
+        compact_step,
+    )
+    return variants, env.action_size
+
+
+def bench_brax(args: Args) -> list[dict]:
+    rows = []
+    key = jax.random.PRNGKey(args.seed)
+    n, steps = args.brax_batch, args.brax_steps
+    for name in args.brax_envs:
+        slots = args.brax_reset_slots or max(1, n // 16)
+        variants, action_size = brax_variants(
+            name, args.brax_backend, args.brax_episode_length, slots
+        )
+
+        def sample(key, action_size=action_size):
+            return jax.random.uniform(key, (action_size,), minval=-1.0, maxval=1.0)
+
+        runs = {
+            variant: scan_runner(init, step, sample, n, steps)
+            for variant, (init, step) in variants.items()
+        }
+        results = measure(runs, key, args.repeats, n * steps)
+        for variant, r in results.items():
+            _progress(
+                f"{name:18s} {variant:52s} {r['steps_per_s']:.3g}/s (compile {r['compile_s']:.1f}s)"
+            )
+        ours, raw, wrapped = (results[v]["best_s"] for v in (_OURS, _RAW, _WRAPPED))
+        for r in results.values():
+            r["time_vs_raw_pct"] = 100 * (r["best_s"] / raw - 1)
+            r["time_vs_brax_wrappers_pct"] = 100 * (r["best_s"] / wrapped - 1)
+        rows.append(
+            {
+                "env": name,
+                "backend": args.brax_backend,
+                "num_envs": n,
+                "steps": steps,
+                "variants": results,
+                "ours_overhead_vs_raw_pct": 100 * (ours / raw - 1),
+                "ours_overhead_vs_brax_wrappers_pct": 100 * (ours / wrapped - 1),
+            }
+        )
+    return rows
+
+
+_RAW = "brax raw step (no reset)"
+_OURS = "ours: TimeLimit(BraxEnv)"
+_WRAPPED = "brax training wrappers"
+
+
+# ------------------------------------------------------------------------------------------- report
+def machine_info() -> dict:
+    cpu = platform.processor() or "unknown"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    cpu = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    versions = {}
+    for package in ("jax", "jaxlib", "brax", "mujoco", "mujoco-mjx", "gymnax", "flax"):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "cpu": cpu,
+        "cpu_count": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "jax_backend": jax.default_backend(),
+        "devices": [str(d.device_kind) for d in jax.devices()],
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "versions": versions,
+        "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def classic_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    header = ["env", "num_envs", "ours steps/s", "gymnax steps/s", "ours/gymnax"]
+    header += ["compile ours (s)", "compile gymnax (s)"]
+    body = [
+        [
+            f"{r['env']} / {r['gymnax_env']}",
+            str(r["num_envs"]),
+            f"{r['ours']['steps_per_s']:,.0f}",
+            f"{r['gymnax']['steps_per_s']:,.0f}",
+            f"{r['ratio']:.2f}",
+            f"{r['ours']['compile_s']:.2f}",
+            f"{r['gymnax']['compile_s']:.2f}",
+        ]
+        for r in rows
+    ]
+    return header, body
+
+
+def brax_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    header = ["env", "variant", "steps/s", "time vs raw", "time vs brax wrappers", "episode ends"]
+    header += ["compile (s)"]
+    body = []
+    for r in rows:
+        for variant, v in r["variants"].items():
+            body.append(
+                [
+                    f"{r['env']} ({r['backend']}, n={r['num_envs']})",
+                    variant,
+                    f"{v['steps_per_s']:,.0f}",
+                    f"{v['time_vs_raw_pct']:+.1f}%",
+                    f"{v['time_vs_brax_wrappers_pct']:+.1f}%",
+                    f"{v['episode_ends']:.0f}",
+                    f"{v['compile_s']:.1f}",
+                ]
+            )
+    return header, body
+
+
+def print_table(console: Console, title: str, header: list[str], body: list[list[str]]) -> None:
+    table = Table(title=title)
+    for column in header:
+        table.add_column(column, justify="left" if column in ("env", "variant") else "right")
+    for row in body:
+        table.add_row(*row)
+    console.print(table)
+
+
+def markdown(header: list[str], body: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |"]
+    lines.append("|" + "|".join("---" if h in ("env", "variant") else "---:" for h in header) + "|")
+    lines += ["| " + " | ".join(row) + " |" for row in body]
+    return "\n".join(lines)
+
+
+def _progress(message: str) -> None:
+    print(message, flush=True)
+
+
+def main(args: Args) -> dict:
+    console = Console(width=200)
+    machine = machine_info()
+    console.print(
+        f"machine: {machine['cpu']}, {machine['cpus_usable']} usable cores, "
+        f"jax {machine['versions']['jax']} ({machine['jax_backend']})"
+    )
+    classic = bench_classic(args) if args.classic_envs else []
+    brax_rows = bench_brax(args) if args.brax_envs else []
+    result = {
+        "machine": machine,
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "classic": classic,
+        "brax": brax_rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+
+    tables = []
+    if classic:
+        title = f"Classic control: env steps/s ({args.steps} steps, random actions)"
+        tables.append((title, *classic_table(classic)))
+    if brax_rows:
+        title = (
+            f"Brax adapter overhead: {args.brax_steps} steps, random actions "
+            "(time = wall time per step; + is slower)"
+        )
+        tables.append((title, *brax_table(brax_rows)))
+    for title, header, body in tables:
+        print_table(console, title, header, body)
+    if args.markdown:
+        for title, header, body in tables:
+            print(f"\n**{title}**\n\n{markdown(header, body)}")
+    console.print(f"wrote {args.out}")
+    return result
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
