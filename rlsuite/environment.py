@@ -125,9 +125,16 @@ def _select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
 
 
 def require(
-    params: Any, field: str, check: Callable[[np.ndarray], np.ndarray], allowed: str, env: str = ""
+    params: Any,
+    field: str,
+    check: Callable[[np.ndarray], np.ndarray],
+    allowed: str,
+    env: str = "",
+    kind: str = "params",
 ) -> None:
     """Raise a `ValueError` naming `field` and `allowed` when a concrete value fails `check`.
+
+    `env` names the owner in the message and `kind` the pytree (`params`, `hparams`, ...).
 
     Traced values (inside `jit` or `vmap`) cannot be inspected and are skipped; validate a batch of
     params before mapping over it by calling `env.check_params(batch)` outside the transformation.
@@ -138,13 +145,13 @@ def require(
     value = np.asarray(value)
     if not np.all(check(value)):
         where = f"{env}: " if env else ""
-        raise ValueError(f"{where}invalid params.{field}={value!r}; allowed: {allowed}")
+        raise ValueError(f"{where}invalid {kind}.{field}={value!r}; allowed: {allowed}")
 
 
-def positive(params: Any, *fields: str, env: str = "") -> None:
+def positive(params: Any, *fields: str, env: str = "", kind: str = "params") -> None:
     """`require` every named field to be > 0."""
     for field in fields:
-        require(params, field, lambda v: v > 0, "a value > 0", env)
+        require(params, field, lambda v: v > 0, "a value > 0", env, kind)
 
 
 def param_fields(params: Any) -> list[str]:

@@ -1,0 +1,61 @@
+"""The agent contract: the optax idea applied to algorithms, a small NamedTuple of pure functions.
+
+    agent = ppo.make(config, env, env_params)   # config: frozen dataclass of static values
+    state = agent.init(key, hparams)            # hparams: struct dataclass of traced scalars
+    state, metrics = agent.update(state, hparams)   # one iteration: collect + learn
+    action = agent.act(state, obs, key, deterministic)
+
+Static values (network sizes, `num_envs`, `num_steps`) live in the config and are closed over;
+numeric hyperparameters are an argument, so seeds and hyperparameter batches are both `vmap` axes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+
+
+class Agent(NamedTuple):
+    """An algorithm bound to one environment.
+
+    name: the algorithm's name (`"ppo"`), recorded in checkpoints.
+    config: the frozen static configuration.
+    env, env_params: the environment as the agent steps it (with the wrappers it added).
+    default_hparams: the hyperparameters used when none are given.
+    init: `(key, hparams) -> state`, the whole learner state as one pytree.
+    update: `(state, hparams) -> (state, metrics)`, one iteration; metrics are scalars.
+    act: `(state, obs, key, deterministic) -> action` for one observation or a batch.
+    check_hparams: raises a `ValueError` naming the field for invalid concrete hparams.
+    env_steps_per_update: environment steps one `update` takes (all parallel envs).
+    """
+
+    name: str
+    config: Any
+    env: Any
+    env_params: Any
+    default_hparams: Any
+    init: Callable[[jax.Array, Any], Any]
+    update: Callable[[Any, Any], tuple[Any, dict]]
+    act: Callable[[Any, Any, jax.Array, bool], jax.Array]
+    check_hparams: Callable[[Any], None]
+    env_steps_per_update: int
+
+
+def check_config(config: Any, positive_ints: tuple[str, ...]) -> None:
+    """Raise a `ValueError` naming the field when a config's integer field is not >= 1."""
+    for name in positive_ints:
+        value = getattr(config, name)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(
+                f"{type(config).__name__}.{name} must be an integer >= 1, got {value!r}"
+            )
+
+
+def config_dict(config: Any) -> dict:
+    """A JSON-able dict of a config dataclass (tuples become lists)."""
+    return {
+        k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()
+    }

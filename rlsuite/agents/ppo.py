@@ -1,0 +1,321 @@
+"""Proximal Policy Optimization (Schulman et al., 2017, arXiv:1707.06347) for discrete and
+continuous actions, following the implementation details catalogued by Huang et al. (2022, ICLR
+blog track).
+
+One `update` reads top-down: collect a rollout -> advantages (GAE that knows truncation) -> epochs
+of shuffled minibatches, each a clipped-surrogate step with a global-norm gradient clip.
+
+    agent = ppo.make(PPOConfig(num_envs=8), env, env_params)
+    state = agent.init(key, agent.default_hparams)
+    state, metrics = agent.update(state, agent.default_hparams)
+
+Deviations and choices, written down:
+- Observation normalisation statistics live in the learner state. A rollout is collected and learned
+  from with the same statistics (so the first ratio is exactly 1); they are updated afterwards.
+- Reward scaling divides rewards by the running standard deviation of the discounted return (as
+  gymnasium's `NormalizeReward`), with statistics in the learner state; episode returns in the
+  metrics are always the raw ones.
+- The learning rate anneals linearly per update, from `learning_rate` to 0 at
+  `config.total_timesteps`.
+- Continuous actions are an unsquashed diagonal Gaussian; the environment clips them (`ClipAction`),
+  and the unclipped sample is what the log-probability is taken of.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from rlsuite import losses, running_stats
+from rlsuite.agent import Agent, check_config
+from rlsuite.environment import Environment, positive, require
+from rlsuite.networks import ActorCritic, activation_fn
+from rlsuite.returns import gae
+from rlsuite.rollout import EnvBatch, reset_batch, rollout
+from rlsuite.spaces import Box, Discrete
+from rlsuite.wrappers import ClipAction, EpisodeStatistics
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """Static configuration (shapes, loop sizes, switches); closed over by the jitted functions."""
+
+    num_envs: int = 4
+    """parallel environments per agent"""
+    num_steps: int = 128
+    """steps per environment in each rollout"""
+    num_minibatches: int = 4
+    """minibatches per epoch; must divide num_envs * num_steps"""
+    update_epochs: int = 4
+    """passes over each rollout"""
+    total_timesteps: int = 500_000
+    """environment steps of the whole run (sets the learning-rate annealing horizon)"""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """hidden layer sizes of the actor and of the critic"""
+    activation: str = "tanh"
+    """hidden activation: tanh, relu, elu or gelu"""
+    anneal_lr: bool = True
+    """anneal the learning rate linearly to 0 over total_timesteps"""
+    normalize_advantages: bool = True
+    """normalise advantages per minibatch"""
+    clip_value_loss: bool = True
+    """clip the value loss around the rollout's values (PPO's value clipping)"""
+    normalize_observations: bool = False
+    """normalise observations with running statistics kept in the learner state"""
+    scale_rewards: bool = False
+    """divide rewards by the running std of the discounted return"""
+
+    def __post_init__(self):
+        check_config(self, ("num_envs", "num_steps", "num_minibatches", "update_epochs"))
+        check_config(self, ("total_timesteps",))
+        batch = self.num_envs * self.num_steps
+        if batch % self.num_minibatches:
+            raise ValueError(
+                f"PPOConfig.num_minibatches={self.num_minibatches} must divide the batch "
+                f"num_envs * num_steps = {self.num_envs} * {self.num_steps} = {batch}"
+            )
+        if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
+            raise ValueError(f"PPOConfig.hidden_sizes must be sizes >= 1, got {self.hidden_sizes}")
+        activation_fn(self.activation)
+
+    @property
+    def num_updates(self) -> int:
+        """Updates in the whole run: `total_timesteps // (num_envs * num_steps)` (at least 1)."""
+        return max(1, self.total_timesteps // (self.num_envs * self.num_steps))
+
+
+@struct.dataclass
+class PPOHparams:
+    """Numeric hyperparameters: traced, so a batch of them is a `vmap` axis."""
+
+    learning_rate: float = 2.5e-4
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    vf_clip_eps: float = 0.2
+    vf_coef: float = 0.5
+    ent_coef: float = 0.01
+    max_grad_norm: float = 0.5
+    adam_eps: float = 1e-5
+
+
+@struct.dataclass
+class PPOState:
+    params: dict
+    opt_state: optax.OptState
+    obs_stats: running_stats.RunningStats
+    return_stats: running_stats.RunningStats
+    discounted_return: jax.Array  # [num_envs], for reward scaling
+    env: EnvBatch
+    key: jax.Array
+    update_step: jax.Array
+
+
+def check_hparams(hp: PPOHparams) -> None:
+    """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
+    if not isinstance(hp, PPOHparams):
+        raise TypeError(f"ppo: hparams must be a PPOHparams, got {type(hp).__name__}")
+    fields = ("learning_rate", "clip_eps", "vf_clip_eps", "max_grad_norm", "adam_eps")
+    positive(hp, *fields, env="ppo", kind="hparams")
+    for field in ("gamma", "gae_lambda"):
+        require(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "ppo", "hparams")
+    for field in ("vf_coef", "ent_coef"):
+        require(hp, field, lambda v: v >= 0, "a value >= 0", "ppo", "hparams")
+
+
+def _optimizer(hp: PPOHparams) -> optax.GradientTransformation:
+    # Built from traced hyperparameters inside the update; its state's structure does not depend
+    # on their values. The learning rate is applied separately (annealed).
+    return optax.chain(
+        optax.clip_by_global_norm(hp.max_grad_norm), optax.scale_by_adam(eps=hp.adam_eps)
+    )
+
+
+def actor_critic(config: PPOConfig, action_space, env_name: str = "env") -> ActorCritic:
+    """The actor-critic network PPO uses for `action_space` (`apply(params, obs)`)."""
+    if isinstance(action_space, Discrete):
+        return ActorCritic(config.hidden_sizes, config.activation, num_actions=action_space.n)
+    if isinstance(action_space, Box) and len(action_space.shape) == 1 and action_space.bounded:
+        dim = action_space.shape[0]
+        return ActorCritic(config.hidden_sizes, config.activation, action_dim=dim)
+    raise TypeError(
+        f"ppo handles Discrete or bounded 1-D Box action spaces; {env_name} has {action_space!r}"
+    )
+
+
+def make(
+    config: PPOConfig,
+    env: Environment,
+    env_params=None,
+    policy_loss: Callable = losses.ppo_policy_loss,
+) -> Agent:
+    """Bind PPO to `env`. `policy_loss(log_prob, old_log_prob, advantages, clip_eps) ->
+    (loss, metrics)` may be replaced by a research variant."""
+    if not isinstance(config, PPOConfig):
+        raise TypeError(f"ppo.make needs a PPOConfig, got {type(config).__name__}")
+    env_params = env.check_params(env_params)
+    space = env.action_space(env_params)
+    network = actor_critic(config, space, env.name)
+    if isinstance(space, Box):
+        env = ClipAction(env)
+    obs_space = env.observation_space(env_params)
+    if len(obs_space.shape) != 1:
+        raise TypeError(
+            f"ppo needs vector observations (wrap with FlattenObservation); got {obs_space!r}"
+        )
+    env = EpisodeStatistics(env)
+    obs_shape = obs_space.shape
+
+    def apply(params, obs_stats, obs):
+        if config.normalize_observations:
+            obs = running_stats.normalize(obs_stats, obs, clip=10.0)
+        return network.apply(params, obs)
+
+    def init(key, hp: PPOHparams) -> PPOState:
+        key, key_net, key_env = jax.random.split(key, 3)
+        params = network.init(key_net, jnp.zeros((1, *obs_shape)))
+        return PPOState(
+            params=params,
+            opt_state=_optimizer(hp).init(params),
+            obs_stats=running_stats.init(obs_shape),
+            return_stats=running_stats.init(()),
+            discounted_return=jnp.zeros((config.num_envs,)),
+            env=reset_batch(env, env_params, key_env, config.num_envs),
+            key=key,
+            update_step=jnp.zeros((), jnp.int32),
+        )
+
+    def collect(state: PPOState, key):
+        def policy(key, obs):
+            dist, value = apply(state.params, state.obs_stats, obs)
+            action = dist.sample(seed=key)
+            return action, {"log_prob": dist.log_prob(action), "value": value}
+
+        return rollout(env, env_params, policy, key, state.env, config.num_steps)
+
+    def scale_rewards(state: PPOState, tr, hp):
+        if not config.scale_rewards:
+            return tr.reward, state.return_stats, state.discounted_return
+
+        def accumulate(ret, xs):
+            reward, done = xs
+            ret = ret * hp.gamma + reward
+            return jnp.where(done, 0.0, ret), ret
+
+        last, returns = jax.lax.scan(accumulate, state.discounted_return, (tr.reward, tr.done))
+        stats = running_stats.update(state.return_stats, returns)
+        return tr.reward / jnp.sqrt(stats.var + 1e-8), stats, last
+
+    def loss_fn(params, obs_stats, batch, hp):
+        dist, value = apply(params, obs_stats, batch["obs"])
+        log_prob = dist.log_prob(batch["action"])
+        advantages = batch["advantages"]
+        if config.normalize_advantages:
+            advantages = losses.normalize_advantages(advantages)
+        pi_loss, pi_metrics = policy_loss(log_prob, batch["log_prob"], advantages, hp.clip_eps)
+        if config.clip_value_loss:
+            v_loss = losses.clipped_value_loss(
+                value, batch["value"], batch["targets"], hp.vf_clip_eps
+            )
+        else:
+            v_loss = losses.value_loss(value, batch["targets"])
+        entropy = dist.entropy().mean()
+        total = pi_loss + hp.vf_coef * v_loss - hp.ent_coef * entropy
+        metrics = {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": entropy, **pi_metrics}
+        return total, metrics
+
+    def learning_rate(state: PPOState, hp: PPOHparams):
+        if not config.anneal_lr:
+            return jnp.asarray(hp.learning_rate, jnp.float32)
+        return hp.learning_rate * jnp.maximum(1.0 - state.update_step / config.num_updates, 0.0)
+
+    def learn(state: PPOState, batch, key, lr, hp):
+        tx = _optimizer(hp)
+        batch_size = config.num_envs * config.num_steps
+
+        def minibatch_step(carry, minibatch):
+            params, opt_state = carry
+            grads, metrics = jax.grad(loss_fn, has_aux=True)(params, state.obs_stats, minibatch, hp)
+            updates, opt_state = tx.update(grads, opt_state, params)
+            params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
+            return (params, opt_state), metrics
+
+        def epoch(carry, key):
+            order = jax.random.permutation(key, batch_size)
+            shuffled = jax.tree.map(
+                lambda x: x[order].reshape(config.num_minibatches, -1, *x.shape[1:]), batch
+            )
+            return jax.lax.scan(minibatch_step, carry, shuffled)
+
+        keys = jax.random.split(key, config.update_epochs)
+        (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
+        return params, opt_state, jax.tree.map(jnp.mean, metrics)
+
+    def update(state: PPOState, hp: PPOHparams):
+        key, key_collect, key_learn = jax.random.split(state.key, 3)
+        env_batch, tr = collect(state, key_collect)
+        rewards, return_stats, discounted_return = scale_rewards(state, tr, hp)
+        _, next_values = apply(state.params, state.obs_stats, tr.next_obs)
+        values = tr.extras["value"]
+        advantages = gae(
+            rewards, values, next_values, tr.terminated, tr.truncated, hp.gamma, hp.gae_lambda
+        )
+        batch = {
+            "obs": tr.obs,
+            "action": tr.action,
+            "log_prob": tr.extras["log_prob"],
+            "value": values,
+            "advantages": advantages,
+            "targets": advantages + values,
+        }
+        batch = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batch)
+        lr = learning_rate(state, hp)
+        params, opt_state, metrics = learn(state, batch, key_learn, lr, hp)
+        obs_stats = state.obs_stats
+        if config.normalize_observations:
+            obs_stats = running_stats.update(obs_stats, tr.obs)
+        state = PPOState(
+            params=params,
+            opt_state=opt_state,
+            obs_stats=obs_stats,
+            return_stats=return_stats,
+            discounted_return=discounted_return,
+            env=env_batch,
+            key=key,
+            update_step=state.update_step + 1,
+        )
+        done = tr.info["episode_done"]
+        episodes = done.sum()
+        episodic_return = (tr.info["episode_return"] * done).sum() / jnp.maximum(episodes, 1)
+        metrics = {f"losses/{k}": v for k, v in metrics.items()}
+        metrics["charts/episodic_return"] = jnp.where(episodes > 0, episodic_return, jnp.nan)
+        metrics["charts/episodic_length"] = jnp.where(
+            episodes > 0,
+            (tr.info["episode_length"] * done).sum() / jnp.maximum(episodes, 1),
+            jnp.nan,
+        )
+        metrics["charts/episodes"] = episodes
+        metrics["charts/learning_rate"] = lr
+        return state, metrics
+
+    def act(state: PPOState, obs, key, deterministic: bool = False):
+        dist, _ = apply(state.params, state.obs_stats, obs)
+        return dist.mode() if deterministic else dist.sample(seed=key)
+
+    return Agent(
+        name="ppo",
+        config=config,
+        env=env,
+        env_params=env_params,
+        default_hparams=PPOHparams(),
+        init=init,
+        update=update,
+        act=act,
+        check_hparams=check_hparams,
+        env_steps_per_update=config.num_envs * config.num_steps,
+    )

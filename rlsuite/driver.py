@@ -1,0 +1,99 @@
+"""The training driver: one jittable `lax.scan` of `agent.update`, batched over seeds and
+hyperparameters, and a host loop that runs it in chunks with checkpoints, logs and progress.
+
+    state, metrics = train(agent, key, hparams, num_updates)          # one run, jittable
+    states = init_batch(agent, keys, hparams)                         # N runs
+    states, metrics = run_batch(agent, states, hparams, num_updates)  # vmapped over runs
+
+`hparams_axis=None` shares one set of hyperparameters across the runs (a seed sweep);
+`hparams_axis=0` takes one set per run (a hyperparameter sweep; repeat entries for seeds).
+Per-run parameters are initialised with `jax.lax.map` rather than `vmap` (a batched QR from
+orthogonal initialisation can deadlock XLA on CPU; DESIGN.md section 7); everything else is vmapped.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+from rlsuite.agent import Agent
+from rlsuite.evaluation import EvalResult, evaluate
+
+
+def run(agent: Agent, state: Any, hparams: Any, num_updates: int) -> tuple[Any, dict]:
+    """`num_updates` updates in one `lax.scan`; metrics gain a leading `[num_updates]` axis."""
+    return jax.lax.scan(lambda s, _: agent.update(s, hparams), state, None, length=num_updates)
+
+
+def train(agent: Agent, key: jax.Array, hparams: Any, num_updates: int) -> tuple[Any, dict]:
+    """Initialise and train one run: a pure, jittable function of the key and hyperparameters."""
+    return run(agent, agent.init(key, hparams), hparams, num_updates)
+
+
+def init_batch(agent: Agent, keys: jax.Array, hparams: Any, hparams_axis: int | None = None):
+    """Learner states for `len(keys)` runs, stacked on a leading axis (`lax.map`, see above)."""
+    if hparams_axis is None:
+        return jax.lax.map(lambda key: agent.init(key, hparams), keys)
+    hparams = batch_hparams(hparams, keys.shape[0])
+    return jax.lax.map(lambda args: agent.init(*args), (keys, hparams))
+
+
+def run_batch(
+    agent: Agent, states: Any, hparams: Any, num_updates: int, hparams_axis: int | None = None
+) -> tuple[Any, dict]:
+    """`run` vmapped over the leading run axis; metrics are `[num_runs, num_updates]`."""
+    if hparams_axis is not None:
+        hparams = batch_hparams(hparams, jax.tree.leaves(states)[0].shape[0])
+    batched = jax.vmap(run, in_axes=(None, 0, hparams_axis, None))
+    return batched(agent, states, hparams, num_updates)
+
+
+def evaluate_batch(
+    agent: Agent, states: Any, key: jax.Array, num_episodes: int, deterministic: bool = True
+) -> EvalResult:
+    """Evaluate every run's policy for `num_episodes` episodes: results are `[num_runs, E]`.
+
+    Observation statistics are read from each state and never updated (frozen in evaluation).
+    """
+
+    def one(state, key):
+        def policy(key, obs):
+            return agent.act(state, obs, key, deterministic), {}
+
+        return evaluate(agent.env, agent.env_params, policy, key, num_episodes)
+
+    num_runs = jax.tree.leaves(states)[0].shape[0]
+    return jax.vmap(one)(states, jax.random.split(key, num_runs))
+
+
+def shard_runs(tree: Any, num_runs: int) -> Any:
+    """Place the leading run axis of `tree` across the available devices (`jax.sharding`).
+
+    With one device, or a run count the devices do not divide, the tree is returned unchanged;
+    jitted functions then follow the placement of their inputs (no `pmap`).
+    """
+    devices = jax.devices()
+    if len(devices) == 1 or num_runs % len(devices):
+        return tree
+    mesh = Mesh(np.asarray(devices), ("runs",))
+    sharding = NamedSharding(mesh, PartitionSpec("runs"))
+    return jax.device_put(tree, sharding)
+
+
+def batch_hparams(hparams: Any, num_runs: int) -> Any:
+    """Give every scalar leaf of `hparams` a leading `[num_runs]` axis; batched leaves (already
+    `[num_runs]`) are kept, so `hparams.replace(learning_rate=jnp.array([...]))` is a sweep."""
+
+    def leaf(x):
+        x = jnp.asarray(x)
+        if x.ndim == 0:
+            return jnp.broadcast_to(x, (num_runs,))
+        if x.shape[0] != num_runs:
+            raise ValueError(f"batched hparams need a leading axis of {num_runs}, got {x.shape}")
+        return x
+
+    return jax.tree.map(leaf, hparams)

@@ -1,0 +1,149 @@
+"""PPO: probe environments with known answers, learning on CartPole, seeds, bad input."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import envs
+from rlsuite import driver
+from rlsuite.agents import ppo
+
+PROBE_CONFIG = ppo.PPOConfig(
+    num_envs=16,
+    num_steps=8,
+    num_minibatches=2,
+    update_epochs=4,
+    anneal_lr=False,
+    hidden_sizes=(32, 32),
+)
+PROBE_HPARAMS = ppo.PPOHparams(learning_rate=3e-3, gamma=0.9, ent_coef=0.0, vf_clip_eps=10.0)
+
+
+def train_probe(name, continuous=False, num_updates=150, seed=0):
+    env, params = envs.make(f"probe/{name}", continuous=continuous)
+    agent = ppo.make(PROBE_CONFIG, env, params)
+    state, _ = jax.jit(driver.train, static_argnums=(0, 3))(
+        agent, jax.random.key(seed), PROBE_HPARAMS, num_updates
+    )
+    network = ppo.actor_critic(PROBE_CONFIG, env.action_space(params))
+    return lambda obs: network.apply(state.params, jnp.asarray(obs, jnp.float32))
+
+
+def test_probe_constant_reward_value_is_one():
+    _, value = train_probe("constant_reward")(jnp.zeros((1, 1)))
+    np.testing.assert_allclose(value, [1.0], atol=0.05)
+
+
+def test_probe_observation_reward_value_is_observation():
+    _, value = train_probe("observation_reward")(jnp.array([[-1.0], [1.0]]))
+    np.testing.assert_allclose(value, [-1.0, 1.0], atol=0.05)
+
+
+def test_probe_one_step_discount_value_is_gamma():
+    # V(obs 0) = gamma * 1 = 0.9, V(obs 1) = 1.
+    _, value = train_probe("one_step_discount")(jnp.array([[0.0], [1.0]]))
+    np.testing.assert_allclose(value, [0.9, 1.0], atol=0.05)
+
+
+def test_probe_action_reward_discrete_and_continuous():
+    dist, value = train_probe("action_reward")(jnp.zeros((1, 1)))
+    assert float(dist.probs[0, 1]) > 0.95
+    np.testing.assert_allclose(value, [1.0], atol=0.15)
+    dist, _ = train_probe("action_reward", continuous=True, num_updates=300)(jnp.zeros((1, 1)))
+    np.testing.assert_allclose(dist.mean()[0, 0], 0.5, atol=0.1)
+
+
+def test_probe_observation_action_reward_discrete_and_continuous():
+    obs = jnp.array([[-1.0], [1.0]])
+    dist, _ = train_probe("observation_action_reward")(obs)
+    assert float(dist.probs[0, 0]) > 0.95 and float(dist.probs[1, 1]) > 0.95
+    dist, _ = train_probe("observation_action_reward", continuous=True, num_updates=300)(obs)
+    np.testing.assert_allclose(dist.mean()[:, 0], [-0.5, 0.5], atol=0.1)
+
+
+@pytest.fixture(scope="module")
+def cartpole_agent():
+    env, params = envs.make("cartpole")
+    return ppo.make(ppo.PPOConfig(total_timesteps=500_000), env, params)
+
+
+def test_cartpole_learns_over_four_vmapped_seeds(cartpole_agent):
+    agent = cartpole_agent
+    num_updates = agent.config.num_updates  # 500k steps / 512 per update
+    keys = jax.random.split(jax.random.key(0), 4)
+    states = jax.jit(driver.init_batch, static_argnums=0)(agent, keys, agent.default_hparams)
+    states, metrics = jax.jit(driver.run_batch, static_argnums=(0, 3))(
+        agent, states, agent.default_hparams, num_updates
+    )
+    result = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))(
+        agent, states, jax.random.key(1), 10
+    )
+    per_seed = np.asarray(result.returns.mean(axis=1))
+    assert metrics["charts/episodic_return"].shape == (4, num_updates)
+    assert per_seed.mean() >= 475, per_seed
+
+
+def test_same_key_same_run_different_key_different_run(cartpole_agent):
+    agent = cartpole_agent
+    train = jax.jit(driver.train, static_argnums=(0, 3))
+    hp = agent.default_hparams
+    _, m1 = train(agent, jax.random.key(3), hp, 5)
+    _, m2 = train(agent, jax.random.key(3), hp, 5)
+    _, m3 = train(agent, jax.random.key(4), hp, 5)
+    for name in m1:
+        np.testing.assert_array_equal(m1[name], m2[name], err_msg=name)
+    assert not np.array_equal(m1["losses/value_loss"], m3["losses/value_loss"])
+
+
+def test_vmapped_seed_matches_separate_run(cartpole_agent):
+    agent = cartpole_agent
+    hp = agent.default_hparams
+    keys = jax.random.split(jax.random.key(5), 3)
+    states = driver.init_batch(agent, keys, hp)
+    _, batched = jax.jit(driver.run_batch, static_argnums=(0, 3))(agent, states, hp, 1)
+    for i in range(3):
+        _, single = jax.jit(driver.train, static_argnums=(0, 3))(agent, keys[i], hp, 1)
+        for name in single:
+            np.testing.assert_allclose(batched[name][i], single[name], rtol=1e-4, atol=1e-6)
+
+
+def test_hyperparameter_batch_is_a_vmap_axis(cartpole_agent):
+    agent = cartpole_agent
+    hp = agent.default_hparams.replace(learning_rate=jnp.array([1e-4, 1e-3]))
+    keys = jnp.stack([jax.random.key(0)] * 2)
+    states = driver.init_batch(agent, keys, hp, hparams_axis=0)
+    _, metrics = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))(agent, states, hp, 2, 0)
+    np.testing.assert_allclose(metrics["charts/learning_rate"][:, 0], [1e-4, 1e-3], rtol=1e-6)
+    # Same seed, different learning rates: the second update differs.
+    assert metrics["losses/value_loss"][0, 1] != metrics["losses/value_loss"][1, 1]
+
+
+def test_bad_input_raises_before_compiling():
+    env, params = envs.make("cartpole")
+    with pytest.raises(ValueError, match=r"num_minibatches=3 must divide .* 512"):
+        ppo.PPOConfig(num_minibatches=3)
+    with pytest.raises(ValueError, match="PPOConfig.num_envs must be an integer >= 1"):
+        ppo.PPOConfig(num_envs=0)
+    with pytest.raises(ValueError, match="unknown activation 'sigmoid'"):
+        ppo.PPOConfig(activation="sigmoid")
+    agent = ppo.make(ppo.PPOConfig(), env, params)
+    with pytest.raises(ValueError, match=r"invalid hparams.learning_rate=.*allowed: a value > 0"):
+        agent.check_hparams(ppo.PPOHparams(learning_rate=-1e-3))
+    with pytest.raises(ValueError, match=r"hparams.gamma"):
+        agent.check_hparams(ppo.PPOHparams(gamma=1.5))
+    box = envs.make("point_mass")[0]
+    with pytest.raises(TypeError, match="needs a PPOConfig"):
+        ppo.make({"num_envs": 4}, box)
+
+
+def test_unsupported_action_space_is_rejected():
+    from rlsuite.spaces import Box
+    from tests.counter_env import Counter
+
+    class Unbounded(Counter):
+        def action_space(self, params):
+            return Box(-jnp.inf, jnp.inf, (1,))
+
+    with pytest.raises(TypeError, match="Discrete or bounded 1-D Box"):
+        ppo.make(ppo.PPOConfig(), Unbounded())
