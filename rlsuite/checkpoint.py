@@ -1,0 +1,421 @@
+"""Checkpoints of the whole learner state, written and read with orbax.
+
+The training driver saves one pytree (params, optimizer state, normaliser statistics, env state,
+PRNG keys, step counters; every leaf with a leading seed axis when seeds are vmapped) between
+chunks, and a resumed run restores it whole, so that it continues bitwise where the interrupted
+one stopped::
+
+    save(ckpt_dir, step, state, {"algo": "ppo", "env": "cartpole", "env_steps": n})
+    state, meta = restore(ckpt_dir, jax.eval_shape(agent.init, key, hparams),
+                          expect={"algo": "ppo", "env": "cartpole"})
+
+Layout: ``directory/<step>/`` is one orbax checkpoint with three items: ``state`` (the leaves as
+a flat dict ``{"0": leaf_0, ...}`` in ``jax.tree.leaves`` order), ``metadata`` (the caller's
+JSON dict) and ``manifest`` (JSON: per leaf its path, shape, dtype, PRNG key implementation and a
+SHA-256 of its bytes). The tree structure itself comes from the restore target, so empty nodes
+(``optax.EmptyState()``), ``None`` and custom pytree classes need no support from orbax.
+
+Guarantees:
+  * Saving is synchronous and atomic: orbax writes ``<step>.orbax-checkpoint-tmp`` and renames it
+    when complete; ``save`` returns only after the rename. Old steps beyond ``max_to_keep`` are
+    deleted after that. A directory holding an incomplete temporary directory is still usable.
+  * Typed PRNG keys (``jax.random.key``) are stored as ``jax.random.key_data`` and rebuilt with
+    ``jax.random.wrap_key_data`` using the recorded implementation. Zero-size leaves (which orbax
+    refuses) live in the manifest only.
+  * ``restore``, ``latest_step`` and ``read_metadata`` never write to the directory. Every
+    failure (missing directory, no complete step, unreadable or corrupt files, a leaf whose bytes
+    do not match their hash, a target of another structure, shape or dtype, metadata that does
+    not match ``expect``) raises ``CheckpointError`` naming the directory, chained to the orbax
+    error where there is one.
+  * ``save`` refuses (before writing anything) a step that is not newer than the latest one, and
+    a directory whose checkpoints disagree with the new metadata on ``guard_keys`` (by default
+    ``algo`` and ``env``): ``max_to_keep`` would otherwise delete another run's checkpoints.
+"""
+
+import hashlib
+import json
+import pathlib
+from collections.abc import Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+_STATE, _METADATA, _MANIFEST = "state", "metadata", "manifest"
+_FORMAT = 1
+
+
+class CheckpointError(ValueError):
+    """A checkpoint directory that cannot be used as asked (missing, corrupt, foreign)."""
+
+
+def _brief(error: Exception, limit: int = 300) -> str:
+    """``Type: message`` cut to ``limit`` characters (the full error is chained)."""
+    text = f"{type(error).__name__}: {error}"
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _ocp():
+    import orbax.checkpoint as ocp  # heavy: imported on first use
+
+    return ocp
+
+
+# ----------------------------------------------------------------------------- leaves
+
+
+def _is_key(x) -> bool:
+    return jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _as_array(x):
+    return x if hasattr(x, "shape") and hasattr(x, "dtype") else jnp.asarray(x)
+
+
+def _spec(x) -> tuple[tuple[int, ...], str]:
+    """(shape, dtype name) of a concrete or abstract leaf (Python scalars as JAX types them)."""
+    x = _as_array(x)
+    return tuple(int(d) for d in x.shape), str(x.dtype)
+
+
+def _target_records(target) -> list[dict]:
+    leaves, _ = jax.tree_util.tree_flatten_with_path(target)
+    records = []
+    for path, leaf in leaves:
+        shape, dtype = _spec(leaf)
+        records.append({"path": jax.tree_util.keystr(path), "shape": list(shape), "dtype": dtype})
+    return records
+
+
+def _host_leaves(state) -> tuple[list[np.ndarray], list[dict]]:
+    """The leaves as NumPy arrays (keys as key data) and their manifest records."""
+    paths_leaves, _ = jax.tree_util.tree_flatten_with_path(state)
+    arrays, records = [], []
+    for path, leaf in paths_leaves:
+        leaf = _as_array(leaf)
+        shape, dtype = _spec(leaf)
+        impl = None
+        if _is_key(leaf):
+            impl = str(jax.random.key_impl(leaf))
+            leaf = jax.random.key_data(leaf)
+        array = np.asarray(jax.device_get(leaf))
+        arrays.append(array)
+        records.append(
+            {
+                "path": jax.tree_util.keystr(path),
+                "shape": list(shape),
+                "dtype": dtype,
+                "key_impl": impl,
+                "stored_shape": list(array.shape),
+                "stored_dtype": str(array.dtype),
+                "sha256": hashlib.sha256(array.tobytes()).hexdigest(),
+            }
+        )
+    return arrays, records
+
+
+# ----------------------------------------------------------------------------- directory
+
+
+def _step_dirs(directory: pathlib.Path) -> dict[int, pathlib.Path]:
+    """Complete (finalized) step directories named by a plain integer."""
+    if not directory.is_dir():
+        return {}
+    paths = _ocp().step.checkpoint_steps_paths(directory)
+    return {int(p.name): pathlib.Path(p) for p in paths if p.name.isdigit()}
+
+
+def all_steps(directory) -> list[int]:
+    """Sorted steps of the complete checkpoints in ``directory`` (``[]`` if there is none)."""
+    return sorted(_step_dirs(pathlib.Path(directory)))
+
+
+def latest_step(directory) -> int | None:
+    """Newest complete step in ``directory``; ``None`` if none (temporary dirs are ignored)."""
+    steps = all_steps(directory)
+    return steps[-1] if steps else None
+
+
+def _find_step(directory: pathlib.Path, step: int | None) -> tuple[int, pathlib.Path]:
+    if not directory.exists():
+        raise CheckpointError(f"checkpoint directory {directory} does not exist.")
+    if not directory.is_dir():
+        raise CheckpointError(f"checkpoint directory {directory} is not a directory.")
+    steps = _step_dirs(directory)
+    if not steps:
+        raise CheckpointError(f"checkpoint directory {directory} holds no complete checkpoint.")
+    if step is None:
+        step = max(steps)
+    if step not in steps:
+        raise CheckpointError(
+            f"checkpoint directory {directory} has no complete step {step} "
+            f"(complete steps: {sorted(steps)})."
+        )
+    return step, steps[step]
+
+
+def _read_json_items(step_dir: pathlib.Path, names: Sequence[str]) -> dict[str, Any]:
+    ocp = _ocp()
+    args = ocp.args.Composite(**{name: ocp.args.JsonRestore() for name in names})
+    try:
+        with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
+            restored = checkpointer.restore(step_dir, args=args)
+        items = {name: restored[name] for name in names}
+    except Exception as e:
+        raise CheckpointError(
+            f"checkpoint {step_dir} is unreadable or corrupt ({', '.join(names)}): {_brief(e)}"
+        ) from e
+    for name, item in items.items():
+        if not isinstance(item, dict):
+            raise CheckpointError(f"checkpoint {step_dir} has a corrupt {name!r} item.")
+    return items
+
+
+def read_metadata(directory, step: int | None = None) -> dict:
+    """The metadata dict saved with ``step`` (latest complete step by default)."""
+    _, step_dir = _find_step(pathlib.Path(directory), step)
+    return _read_json_items(step_dir, [_METADATA])[_METADATA]
+
+
+# ----------------------------------------------------------------------------- save
+
+
+def _check_guard(directory: pathlib.Path, metadata: dict, guard_keys: Sequence[str]) -> None:
+    keys = [k for k in guard_keys if k in metadata]
+    if not keys:
+        return
+    for step, step_dir in sorted(_step_dirs(directory).items()):
+        saved = _read_json_items(step_dir, [_METADATA])[_METADATA]
+        for key in keys:
+            if saved.get(key) != metadata[key]:
+                raise CheckpointError(
+                    f"checkpoint directory {directory} holds step {step} with {key}="
+                    f"{saved.get(key)!r}, not {key}={metadata[key]!r}; refusing to save into it "
+                    "(use another directory)."
+                )
+
+
+def save(
+    directory,
+    step: int,
+    state,
+    metadata: dict,
+    max_to_keep: int | None = 3,
+    guard_keys: Sequence[str] = ("algo", "env"),
+) -> pathlib.Path:
+    """Saves ``state`` and ``metadata`` as ``directory/<step>/`` and returns that path.
+
+    Args:
+      directory: checkpoint directory (created if missing).
+      step: integer step name, newer than every step already in ``directory``.
+      state: pytree of jax/NumPy arrays, typed PRNG key arrays and scalars.
+      metadata: JSON-serialisable dict (tuples come back as lists), e.g.
+        ``{"algo": "ppo", "env": "cartpole", "config": {...}, "env_steps": 4096}``.
+      max_to_keep: keep this many newest steps (``None``: all); older ones are deleted only
+        after the new step is complete.
+      guard_keys: entries of ``metadata`` that every existing checkpoint must share.
+
+    Returns:
+      the path of the complete step directory.
+
+    Raises:
+      CheckpointError: the step exists or is older than the latest one, the directory holds
+        another run's (or unreadable) checkpoints, or orbax failed to write.
+      TypeError: ``metadata`` is not JSON-serialisable.
+    """
+    directory = pathlib.Path(directory).absolute()
+    step = int(step)
+    if step < 0:
+        raise ValueError(f"step must be >= 0, got {step}.")
+    if max_to_keep is not None and max_to_keep < 1:
+        raise ValueError(f"max_to_keep must be >= 1 or None, got {max_to_keep}.")
+    if not isinstance(metadata, dict):
+        raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}.")
+    try:
+        metadata = json.loads(json.dumps(metadata))
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"checkpoint metadata must be JSON-serialisable: {e}") from e
+    if directory.exists() and not directory.is_dir():
+        raise CheckpointError(f"checkpoint directory {directory} is not a directory.")
+
+    latest = latest_step(directory)
+    if latest is not None and step <= latest:
+        what = "already exists" if step in _step_dirs(directory) else "is older than"
+        raise CheckpointError(
+            f"checkpoint step {step} {what} the latest step {latest} in {directory}; "
+            "refusing to overwrite or interleave checkpoints."
+        )
+    _check_guard(directory, metadata, guard_keys)
+
+    arrays, records = _host_leaves(state)
+    leaves = {str(i): a for i, a in enumerate(arrays) if a.size > 0}
+    manifest = {"format": _FORMAT, "jax_version": jax.__version__, "leaves": records}
+
+    ocp = _ocp()
+    options = ocp.CheckpointManagerOptions(
+        max_to_keep=max_to_keep, enable_async_checkpointing=False, create=True
+    )
+    args = ocp.args.Composite(
+        **{
+            _STATE: ocp.args.StandardSave(leaves),
+            _METADATA: ocp.args.JsonSave(metadata),
+            _MANIFEST: ocp.args.JsonSave(manifest),
+        }
+    )
+    try:
+        with ocp.CheckpointManager(
+            directory, item_names=(_STATE, _METADATA, _MANIFEST), options=options
+        ) as manager:
+            manager.save(step, args=args, force=True)
+            manager.wait_until_finished()
+    except Exception as e:
+        raise CheckpointError(f"saving step {step} to {directory} failed: {_brief(e)}") from e
+    step_dir = directory / str(step)
+    if step not in _step_dirs(directory):
+        raise CheckpointError(f"saving step {step} to {directory} did not complete.")
+    return step_dir
+
+
+# ----------------------------------------------------------------------------- restore
+
+
+def _check_expect(directory: pathlib.Path, step: int, metadata: dict, expect: dict) -> None:
+    expect = json.loads(json.dumps(expect))  # compare as saved (tuples -> lists)
+    for key, value in expect.items():
+        if key not in metadata:
+            raise CheckpointError(
+                f"checkpoint {directory} (step {step}) has no metadata entry {key!r}; "
+                f"expected {key}={value!r}."
+            )
+        if metadata[key] != value:
+            raise CheckpointError(
+                f"checkpoint {directory} (step {step}) was saved with {key}={metadata[key]!r}, "
+                f"expected {key}={value!r}."
+            )
+
+
+def _check_structure(directory: pathlib.Path, step: int, saved: list, target: list) -> None:
+    problems = []
+    if len(saved) != len(target):
+        problems.append(f"{len(saved)} leaves saved, {len(target)} in the target")
+    for s, t in zip(saved, target, strict=False):
+        if (s["path"], s["shape"], s["dtype"]) != (t["path"], t["shape"], t["dtype"]):
+            problems.append(
+                f"saved {s['path']} {s['dtype']}{tuple(s['shape'])} vs "
+                f"target {t['path']} {t['dtype']}{tuple(t['shape'])}"
+            )
+        if len(problems) >= 5:
+            break
+    if problems:
+        raise CheckpointError(
+            f"checkpoint {directory} (step {step}) does not match the restore target: "
+            + "; ".join(problems)
+        )
+
+
+def _rebuild_leaf(array: np.ndarray, record: dict, target_leaf):
+    if record["key_impl"] is not None:
+        array = jax.random.wrap_key_data(jnp.asarray(array), impl=record["key_impl"])
+    if isinstance(target_leaf, bool | int | float | complex):
+        return type(target_leaf)(np.asarray(array).item())
+    if isinstance(target_leaf, np.ndarray | np.generic):
+        return np.asarray(array)
+    return jax.device_put(array, getattr(target_leaf, "sharding", None))
+
+
+_RECORD_KEYS = ("path", "shape", "dtype", "key_impl", "stored_shape", "stored_dtype", "sha256")
+
+
+def _check_manifest(step_dir: pathlib.Path, manifest: dict) -> None:
+    if manifest.get("format") != _FORMAT:
+        raise CheckpointError(
+            f"checkpoint {step_dir} has an unknown or corrupt manifest "
+            f"(format {manifest.get('format')!r}, expected {_FORMAT})."
+        )
+    records = manifest.get("leaves")
+    if not isinstance(records, list) or not all(
+        isinstance(r, dict) and all(k in r for k in _RECORD_KEYS) for r in records
+    ):
+        raise CheckpointError(f"checkpoint {step_dir} has a corrupt manifest (leaf records).")
+
+
+def restore(directory, target, expect: dict | None = None, step: int | None = None):
+    """Restores a checkpoint into the structure, shapes and dtypes of ``target``.
+
+    Args:
+      directory: checkpoint directory written by ``save``.
+      target: pytree like the saved state: concrete arrays or ``jax.ShapeDtypeStruct``s (e.g.
+        ``jax.eval_shape(agent.init, key, hparams)``). Leaves come back as jax arrays (on the
+        target leaf's sharding if it has one), NumPy arrays for NumPy leaves, Python scalars for
+        Python scalars.
+      expect: metadata entries that must equal the saved ones, e.g.
+        ``{"algo": "ppo", "env": "cartpole"}``.
+      step: step to restore; the latest complete one by default.
+
+    Returns:
+      ``(state, metadata)``.
+
+    Raises:
+      CheckpointError: see the module docstring. The directory is never written.
+    """
+    directory = pathlib.Path(directory).absolute()
+    step, step_dir = _find_step(directory, step)
+    items = _read_json_items(step_dir, [_METADATA, _MANIFEST])
+    metadata, manifest = items[_METADATA], items[_MANIFEST]
+    _check_manifest(step_dir, manifest)
+    if expect:
+        _check_expect(directory, step, metadata, expect)
+    records = manifest["leaves"]
+    target_leaves, treedef = jax.tree.flatten(target)
+    _check_structure(directory, step, records, _target_records(target))
+
+    arrays = _read_leaves(step_dir, records)
+    leaves = []
+    for i, (record, target_leaf) in enumerate(zip(records, target_leaves, strict=True)):
+        array = arrays[i]
+        if hashlib.sha256(array.tobytes()).hexdigest() != record["sha256"]:
+            raise CheckpointError(
+                f"checkpoint {step_dir} is corrupt: leaf {record['path']} does not match the "
+                "hash recorded when it was saved."
+            )
+        leaves.append(_rebuild_leaf(array, record, target_leaf))
+    return jax.tree.unflatten(treedef, leaves), metadata
+
+
+def _read_leaves(step_dir: pathlib.Path, records: list[dict]) -> list[np.ndarray]:
+    ocp = _ocp()
+    specs = [(tuple(r["stored_shape"]), jnp.dtype(r["stored_dtype"])) for r in records]
+    restore_args = {
+        str(i): ocp.RestoreArgs(restore_type=np.ndarray, dtype=dtype)
+        for i, (shape, dtype) in enumerate(specs)
+        if int(np.prod(shape)) > 0
+    }
+    stored = {}
+    if restore_args:
+        try:
+            with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
+                restored = checkpointer.restore(
+                    step_dir,
+                    args=ocp.args.Composite(
+                        **{_STATE: ocp.args.PyTreeRestore(restore_args=restore_args)}
+                    ),
+                )
+            stored = dict(restored[_STATE])
+        except Exception as e:
+            raise CheckpointError(
+                f"checkpoint {step_dir} is unreadable or corrupt (state): {_brief(e)}"
+            ) from e
+    arrays = []
+    for i, (shape, dtype) in enumerate(specs):
+        if str(i) not in restore_args:
+            arrays.append(np.zeros(shape, dtype))
+            continue
+        array = np.asarray(stored.get(str(i)))
+        if array.shape != shape or array.dtype != dtype:
+            raise CheckpointError(
+                f"checkpoint {step_dir} is corrupt: leaf {records[i]['path']} was read as "
+                f"{array.dtype}{array.shape}, the manifest says {dtype}{shape}."
+            )
+        arrays.append(array)
+    return arrays

@@ -1,0 +1,322 @@
+"""Metrics files (JSON lines and CSV), with TensorBoard and Weights & Biases on request.
+
+The training driver calls ``MetricsLogger.log`` on the host between jitted chunks, never inside
+jit. Every row is one seed at one point of training::
+
+    {"env_steps": 4096, "seed": 0, "charts/episodic_return": 21.5, "losses/policy_loss": -0.01}
+
+Metric names follow CleanRL (``charts/...``, ``losses/...``). ``metrics.jsonl`` is the record;
+``metrics.csv`` holds the same rows. CSV columns are the keys in order of first appearance: a
+row without some column leaves it empty, and a row with a new key (e.g. evaluation metrics
+logged every few chunks) rewrites ``metrics.csv`` once with the wider header.
+
+TensorBoard (tensorboardX, under ``out_dir/tensorboard``) gets one scalar per metric per seed,
+tag ``f"{name}/seed_{i}"``, x-axis ``env_steps``. Weights & Biases gets the same keys in one
+``run.log`` per ``env_steps`` value, with ``env_steps`` as the x-axis. Both are imported only
+when asked; if missing, the constructor raises ``ImportError`` before it writes anything.
+
+Resuming a run from the checkpoint at ``env_steps == S`` (``resume_from_step=S``): rows with
+``env_steps > S`` were logged after that checkpoint and are about to be recomputed, so they are
+appended to ``metrics.jsonl.stale`` / ``metrics.csv.stale`` (nothing is lost; a line cut short
+by a kill also goes there; the CSV header is repeated there when it changed) and removed from
+the main files; new rows are appended. Without ``resume_from_step`` an ``out_dir`` that already
+holds metrics is refused (``FileExistsError``).
+"""
+
+import csv
+import io
+import json
+import os
+import pathlib
+from collections.abc import Mapping
+
+import numpy as np
+
+JSONL, CSV = "metrics.jsonl", "metrics.csv"
+STALE = ".stale"
+_INSTALL = "pip install 'rlsuite[logging]'"
+_RESERVED = ("env_steps", "seed")
+
+
+def read_metrics(out_dir) -> list[dict]:
+    """The rows of ``out_dir/metrics.jsonl`` in the order they were written."""
+    path = pathlib.Path(out_dir) / JSONL
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} line {number} is not a JSON object: {line[:80]!r}") from e
+    return rows
+
+
+def _import_backend(module: str, flag: str):
+    try:
+        return __import__(module)
+    except ImportError as e:
+        raise ImportError(
+            f"MetricsLogger({flag}=True) needs the {module!r} package: {_INSTALL}"
+        ) from e
+
+
+def _nonempty(path: pathlib.Path) -> bool:
+    return path.exists() and path.stat().st_size > 0
+
+
+def _first_line(path: pathlib.Path) -> str:
+    with open(path, newline="") as f:
+        return f.readline()
+
+
+def _replace(path: pathlib.Path, text: str) -> None:
+    """Writes ``text`` to ``path`` atomically (temporary file + rename)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _append(path: pathlib.Path, text: str) -> None:
+    with open(path, "a", newline="") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _csv_text(fields: list[str], rows: list[dict], header: bool = True) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, restval="", lineterminator="\n")
+    if header:
+        writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def _fields_of(rows: list[dict]) -> list[str]:
+    fields = list(_RESERVED)
+    for row in rows:
+        fields.extend(k for k in row if k not in fields)
+    return fields
+
+
+def _split_jsonl(path: pathlib.Path, step: int) -> tuple[list[str], list[dict], list[str]]:
+    """(kept lines, kept rows, stale lines) of a metrics.jsonl for a resume at ``step``."""
+    kept_lines, kept_rows, stale = [], [], []
+    for line in path.read_text().splitlines(keepends=True) if path.exists() else []:
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+            keep = line.endswith("\n") and int(row["env_steps"]) <= step
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            keep = False
+        if keep:
+            kept_lines.append(line)
+            kept_rows.append(row)
+        else:
+            stale.append(line if line.endswith("\n") else line + "\n")
+    return kept_lines, kept_rows, stale
+
+
+def _stale_csv_lines(path: pathlib.Path, step: int) -> tuple[str, list[str]]:
+    """(header line, stale data lines) of a metrics.csv for a resume at ``step``."""
+    if not _nonempty(path):
+        return "", []
+    lines = path.read_text().splitlines(keepends=True)
+    header, stale = lines[0], []
+    names = next(csv.reader([header]))
+    column = names.index("env_steps") if "env_steps" in names else None
+    for line in lines[1:]:
+        fields = next(csv.reader([line]), [])
+        try:
+            keep = len(fields) == len(names) and line.endswith("\n") and int(fields[column]) <= step
+        except (TypeError, ValueError):
+            keep = False
+        if not keep and line.strip():
+            stale.append(line if line.endswith("\n") else line + "\n")
+    return header if header.endswith("\n") else header + "\n", stale
+
+
+class MetricsLogger:
+    """Writes per-seed metric rows to ``out_dir`` (see the module docstring).
+
+    Args:
+      out_dir: directory for ``metrics.jsonl``, ``metrics.csv`` and ``tensorboard/``.
+      tensorboard: also write TensorBoard event files (needs tensorboardX).
+      wandb: also log to Weights & Biases (needs wandb).
+      wandb_project: W&B project name.
+      config: run configuration (JSON-able dict) passed to ``wandb.init``.
+      resume_from_step: ``env_steps`` of the checkpoint a resumed run starts from.
+    """
+
+    def __init__(
+        self,
+        out_dir,
+        *,
+        tensorboard: bool = False,
+        wandb: bool = False,
+        wandb_project: str | None = None,
+        config: dict | None = None,
+        resume_from_step: int | None = None,
+    ):
+        tbx = _import_backend("tensorboardX", "tensorboard") if tensorboard else None
+        wandb_module = _import_backend("wandb", "wandb") if wandb else None
+        self.out_dir = pathlib.Path(out_dir)
+        self._jsonl_path, self._csv_path = self.out_dir / JSONL, self.out_dir / CSV
+        if resume_from_step is None:
+            for path in (self._jsonl_path, self._csv_path):
+                if _nonempty(path):
+                    raise FileExistsError(
+                        f"{path} already holds metrics; pass resume_from_step=<env_steps of the "
+                        "checkpoint> to continue that run, or use another out_dir."
+                    )
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self._fields: list[str] = []
+        if resume_from_step is not None:
+            self._resume(int(resume_from_step))
+        self._jsonl = open(self._jsonl_path, "a")
+        self._csv = open(self._csv_path, "a", newline="")
+        self._tb = None
+        if tbx is not None:
+            purge = None if resume_from_step is None else int(resume_from_step) + 1
+            self._tb = tbx.SummaryWriter(str(self.out_dir / "tensorboard"), purge_step=purge)
+        self._wandb = None
+        if wandb_module is not None:
+            self._wandb = wandb_module.init(
+                project=wandb_project, config=config, dir=str(self.out_dir)
+            )
+            self._wandb.define_metric("env_steps")
+            self._wandb.define_metric("*", step_metric="env_steps")
+
+    def _resume(self, step: int) -> None:
+        kept_lines, kept_rows, stale = _split_jsonl(self._jsonl_path, step)
+        header, stale_csv = _stale_csv_lines(self._csv_path, step)
+        # Copy what is about to be dropped first, then shrink the main files.
+        if stale:
+            _append(self.out_dir / (JSONL + STALE), "".join(stale))
+        if stale_csv:
+            stale_path = self.out_dir / (CSV + STALE)
+            with_header = not _nonempty(stale_path) or _first_line(stale_path) != header
+            _append(stale_path, (header if with_header else "") + "".join(stale_csv))
+        if self._jsonl_path.exists():
+            _replace(self._jsonl_path, "".join(kept_lines))
+        if self._csv_path.exists() or kept_rows:
+            self._fields = _fields_of(kept_rows) if kept_rows else []
+            _replace(self._csv_path, _csv_text(self._fields, kept_rows) if kept_rows else "")
+
+    def log(self, env_steps, metrics: Mapping[str, object]) -> None:
+        """Writes one row per seed (and per update, for a chunk) and flushes.
+
+        Two forms, told apart by ``env_steps``:
+          * one point: ``env_steps`` an int; each metric ``[num_seeds]``, or a scalar for a single
+            run (seed 0).
+          * a whole chunk: ``env_steps`` a 1-D array ``[T]`` (one entry per update in the chunk);
+            each metric ``[num_seeds, T]``, or ``[T]`` for a single run. Rows are written in time
+            order, seeds in index order within each time.
+
+        Values are converted to Python floats on the host (``NaN`` is written as ``NaN``).
+        """
+        steps = np.asarray(env_steps)
+        if steps.ndim > 1:
+            raise ValueError(f"env_steps must be an int or 1-D, got shape {steps.shape}.")
+        chunk = steps.ndim == 1
+        values = self._seed_time_values(steps, metrics, chunk)
+        if not values:
+            return
+        num_seeds = next(iter(values.values())).shape[0]
+        rows = []
+        for t, step in enumerate(steps.reshape(-1)):
+            for seed in range(num_seeds):
+                row = {"env_steps": int(step), "seed": seed}
+                row.update({name: float(v[seed, t]) for name, v in values.items()})
+                rows.append(row)
+        self._write(rows)
+
+    def _seed_time_values(self, steps: np.ndarray, metrics, chunk: bool) -> dict[str, np.ndarray]:
+        """Metrics as host arrays ``[num_seeds, T]`` (T = 1 for one point)."""
+        length = steps.shape[0] if chunk else 1
+        out = {}
+        for name, value in metrics.items():
+            if name in _RESERVED:
+                raise ValueError(f"metric name {name!r} is reserved for the row index.")
+            array = np.asarray(value, dtype=np.float64)  # pulls jax arrays to the host
+            if chunk:
+                if array.ndim == 1:
+                    array = array[None]
+                if array.ndim != 2 or array.shape[1] != length:
+                    raise ValueError(
+                        f"metric {name!r} has shape {np.shape(value)}; with env_steps of length "
+                        f"{length} it must be [num_seeds, {length}] or [{length}]."
+                    )
+            else:
+                if array.ndim > 1:
+                    raise ValueError(
+                        f"metric {name!r} has shape {np.shape(value)}; with an int env_steps it "
+                        "must be [num_seeds] or a scalar."
+                    )
+                array = array.reshape(-1, 1)
+            out[name] = array
+        seeds = {a.shape[0] for a in out.values()}
+        if len(seeds) > 1:
+            shapes = {n: np.shape(v) for n, v in metrics.items()}
+            raise ValueError(f"metrics disagree on the number of seeds: {shapes}.")
+        return out
+
+    def _write(self, rows: list[dict]) -> None:
+        if not rows:
+            return
+        self._jsonl.write("".join(json.dumps(row) + "\n" for row in rows))
+        self._jsonl.flush()
+        new_fields = [k for k in _fields_of(rows) if k not in self._fields]
+        if new_fields and self._fields:
+            # A wider header: rewrite the CSV from the JSONL record (which has these rows).
+            self._fields += new_fields
+            self._csv.close()
+            _replace(self._csv_path, _csv_text(self._fields, read_metrics(self.out_dir)))
+            self._csv = open(self._csv_path, "a", newline="")
+        else:
+            header = not self._fields
+            self._fields += new_fields
+            self._csv.write(_csv_text(self._fields, rows, header=header))
+        self._csv.flush()
+        if self._tb is not None:
+            for row in rows:
+                for name, value in row.items():
+                    if name not in _RESERVED:
+                        tag = f"{name}/seed_{row['seed']}"
+                        self._tb.add_scalar(tag, value, global_step=row["env_steps"])
+            self._tb.flush()
+        if self._wandb is not None:
+            self._log_wandb(rows)
+
+    def _log_wandb(self, rows: list[dict]) -> None:
+        by_step: dict[int, dict] = {}
+        for row in rows:
+            entry = by_step.setdefault(row["env_steps"], {"env_steps": row["env_steps"]})
+            for name, value in row.items():
+                if name not in _RESERVED:
+                    entry[f"{name}/seed_{row['seed']}"] = value
+        for entry in by_step.values():
+            self._wandb.log(entry)
+
+    def close(self) -> None:
+        """Flushes and closes the files and backends (safe to call twice)."""
+        for f in (getattr(self, "_jsonl", None), getattr(self, "_csv", None)):
+            if f is not None and not f.closed:
+                f.close()
+        if getattr(self, "_tb", None) is not None:
+            self._tb.close()
+            self._tb = None
+        if getattr(self, "_wandb", None) is not None:
+            self._wandb.finish()
+            self._wandb = None
+
+    def __enter__(self) -> "MetricsLogger":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

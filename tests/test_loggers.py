@@ -1,0 +1,232 @@
+"""Metrics logger: exact per-seed rows in JSONL and CSV, chunk form, resume, refusal to
+overwrite, optional backends imported only when asked."""
+
+import csv
+import json
+import subprocess
+import sys
+import types
+
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rlsuite.loggers import CSV, JSONL, MetricsLogger, read_metrics
+
+RET, LOSS = "charts/episodic_return", "losses/policy_loss"
+
+
+def read_csv(out_dir) -> list[dict]:
+    with open(out_dir / CSV, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def assert_csv_matches_jsonl(out_dir):
+    """Every JSONL row appears in the CSV, in order, with the same values."""
+    rows, table = read_metrics(out_dir), read_csv(out_dir)
+    assert len(rows) == len(table)
+    for row, line in zip(rows, table, strict=True):
+        assert set(line) >= set(row)
+        for key, value in line.items():
+            if key not in row:
+                assert value == ""
+            elif key in ("env_steps", "seed"):
+                assert int(value) == row[key]
+            else:
+                assert float(value) == row[key]
+
+
+def test_point_rows_per_seed_exact(tmp_path):
+    with MetricsLogger(tmp_path) as logger:
+        logger.log(128, {RET: jnp.array([1.5, -2.0, 0.1]), LOSS: np.array([0.25, 0.5, 0.75])})
+        logger.log(256, {RET: jnp.array([3.0, 4.0, 5.0]), LOSS: np.array([0.0, 1.0, 2.0])})
+    rows = read_metrics(tmp_path)
+    # 0.1 is a float32 in the jax array: the row holds that float32 value exactly.
+    assert rows == [
+        {"env_steps": 128, "seed": 0, RET: 1.5, LOSS: 0.25},
+        {"env_steps": 128, "seed": 1, RET: -2.0, LOSS: 0.5},
+        {"env_steps": 128, "seed": 2, RET: float(np.float32(0.1)), LOSS: 0.75},
+        {"env_steps": 256, "seed": 0, RET: 3.0, LOSS: 0.0},
+        {"env_steps": 256, "seed": 1, RET: 4.0, LOSS: 1.0},
+        {"env_steps": 256, "seed": 2, RET: 5.0, LOSS: 2.0},
+    ]
+    assert list(read_csv(tmp_path)[0]) == ["env_steps", "seed", RET, LOSS]
+    assert_csv_matches_jsonl(tmp_path)
+
+
+def test_scalar_metrics_are_one_seed(tmp_path):
+    with MetricsLogger(tmp_path) as logger:
+        logger.log(10, {RET: jnp.float32(2.5), LOSS: 1})
+    assert read_metrics(tmp_path) == [{"env_steps": 10, "seed": 0, RET: 2.5, LOSS: 1.0}]
+
+
+def test_chunk_form(tmp_path):
+    returns = np.arange(6, dtype=np.float32).reshape(2, 3)  # [num_seeds=2, T=3]
+    with MetricsLogger(tmp_path) as logger:
+        logger.log(np.array([100, 200, 300]), {RET: returns, LOSS: -returns})
+        logger.log(jnp.array([400, 500]), {RET: jnp.array([7.0, 8.0])})  # single run, [T]
+    rows = read_metrics(tmp_path)
+    assert [(r["env_steps"], r["seed"], r[RET]) for r in rows] == [
+        (100, 0, 0.0),
+        (100, 1, 3.0),
+        (200, 0, 1.0),
+        (200, 1, 4.0),
+        (300, 0, 2.0),
+        (300, 1, 5.0),
+        (400, 0, 7.0),
+        (500, 0, 8.0),
+    ]
+    assert [r.get(LOSS) for r in rows[:6]] == [-0.0, -3.0, -1.0, -4.0, -2.0, -5.0]
+    assert LOSS not in rows[6]
+    assert_csv_matches_jsonl(tmp_path)
+
+
+def test_shape_errors(tmp_path):
+    with MetricsLogger(tmp_path) as logger:
+        with pytest.raises(ValueError, match="must be \\[num_seeds, 3\\]"):
+            logger.log(np.array([1, 2, 3]), {RET: np.zeros((2, 4))})
+        with pytest.raises(ValueError, match="disagree on the number of seeds"):
+            logger.log(5, {RET: np.zeros(2), LOSS: np.zeros(3)})
+        with pytest.raises(ValueError, match="reserved"):
+            logger.log(5, {"seed": np.zeros(2)})
+    assert read_metrics(tmp_path) == []
+
+
+def test_new_key_widens_csv(tmp_path):
+    with MetricsLogger(tmp_path) as logger:
+        logger.log(1, {RET: np.array([1.0, 2.0])})
+        logger.log(2, {RET: np.array([3.0, 4.0]), "eval/return": np.array([5.0, 6.0])})
+        logger.log(3, {RET: np.array([7.0, 8.0])})
+    table = read_csv(tmp_path)
+    assert list(table[0]) == ["env_steps", "seed", RET, "eval/return"]
+    assert [r["eval/return"] for r in table] == ["", "", "5.0", "6.0", "", ""]
+    assert_csv_matches_jsonl(tmp_path)
+
+
+def test_refuses_to_overwrite_existing_logs(tmp_path):
+    with MetricsLogger(tmp_path) as logger:
+        logger.log(1, {RET: np.array([1.0])})
+    before = (tmp_path / JSONL).read_bytes(), (tmp_path / CSV).read_bytes()
+    with pytest.raises(FileExistsError, match="resume_from_step"):
+        MetricsLogger(tmp_path)
+    assert ((tmp_path / JSONL).read_bytes(), (tmp_path / CSV).read_bytes()) == before
+
+
+def _log_run(logger, steps):
+    for step in steps:
+        logger.log(step, {RET: np.array([step / 10, step / 20]), LOSS: np.array([1.0, 2.0])})
+
+
+def test_resume_moves_rows_after_checkpoint_to_stale_and_appends(tmp_path):
+    with MetricsLogger(tmp_path) as logger:
+        _log_run(logger, [100, 200, 300, 400])
+    original = read_metrics(tmp_path)
+    original_csv = (tmp_path / CSV).read_text().splitlines()
+    # The run was killed after logging 400; its last checkpoint was at 200.
+    with MetricsLogger(tmp_path, resume_from_step=200) as logger:
+        assert read_metrics(tmp_path) == original[:4]
+        _log_run(logger, [300, 400, 500])
+    rows = read_metrics(tmp_path)
+    assert [r["env_steps"] for r in rows] == [100, 100, 200, 200, 300, 300, 400, 400, 500, 500]
+    assert rows[:4] == original[:4]
+    stale = [json.loads(line) for line in (tmp_path / (JSONL + ".stale")).read_text().splitlines()]
+    assert stale == original[4:]
+    stale_csv = (tmp_path / (CSV + ".stale")).read_text().splitlines()
+    assert stale_csv == [original_csv[0]] + original_csv[5:]
+    assert_csv_matches_jsonl(tmp_path)
+    # A second resume appends to the stale files: nothing is lost.
+    with MetricsLogger(tmp_path, resume_from_step=300):
+        pass
+    stale = [json.loads(line) for line in (tmp_path / (JSONL + ".stale")).read_text().splitlines()]
+    assert stale == original[4:] + rows[6:]
+    stale_csv = (tmp_path / (CSV + ".stale")).read_text().splitlines()
+    assert len(stale_csv) == 1 + 4 + 4 and stale_csv.count(original_csv[0]) == 1
+    assert [r["env_steps"] for r in read_metrics(tmp_path)] == [100, 100, 200, 200, 300, 300]
+    assert_csv_matches_jsonl(tmp_path)
+
+
+def test_resume_moves_a_line_cut_short_by_a_kill_to_stale(tmp_path):
+    with MetricsLogger(tmp_path) as logger:
+        _log_run(logger, [100])
+    with open(tmp_path / JSONL, "a") as f:
+        f.write('{"env_steps": 1')  # the kill hit mid-write
+    with open(tmp_path / CSV, "a") as f:
+        f.write("1")
+    with MetricsLogger(tmp_path, resume_from_step=100) as logger:
+        _log_run(logger, [200])
+    assert [r["env_steps"] for r in read_metrics(tmp_path)] == [100, 100, 200, 200]
+    assert (tmp_path / (JSONL + ".stale")).read_text() == '{"env_steps": 1\n'
+    assert (tmp_path / (CSV + ".stale")).read_text().splitlines()[1:] == ["1"]
+    assert_csv_matches_jsonl(tmp_path)
+
+
+def test_resume_into_empty_dir_starts_fresh(tmp_path):
+    with MetricsLogger(tmp_path / "run", resume_from_step=50) as logger:
+        _log_run(logger, [100])
+    assert len(read_metrics(tmp_path / "run")) == 2
+    assert not (tmp_path / "run" / (JSONL + ".stale")).exists()
+
+
+def test_tensorboard_event_file_written(tmp_path):
+    pytest.importorskip("tensorboardX")
+    with MetricsLogger(tmp_path, tensorboard=True) as logger:
+        logger.log(128, {RET: np.array([1.5, 2.5])})
+    events = list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
+    assert len(events) == 1
+    data = events[0].read_bytes()
+    assert f"{RET}/seed_0".encode() in data and f"{RET}/seed_1".encode() in data
+
+
+@pytest.mark.parametrize("flag,module", [("wandb", "wandb"), ("tensorboard", "tensorboardX")])
+def test_backend_asked_but_missing_raises_before_writing(tmp_path, monkeypatch, flag, module):
+    monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
+    with pytest.raises(ImportError, match=r"pip install 'rlsuite\[logging\]'"):
+        MetricsLogger(tmp_path / "run", **{flag: True})
+    assert not (tmp_path / "run").exists()
+
+
+def test_wandb_receives_per_seed_keys(tmp_path, monkeypatch):
+    """With a stand-in wandb module: init with the config, env_steps as x-axis, finish."""
+    calls = []
+
+    class Run:
+        def define_metric(self, name, **kwargs):
+            calls.append(("define_metric", name, kwargs))
+
+        def log(self, data):
+            calls.append(("log", data))
+
+        def finish(self):
+            calls.append(("finish",))
+
+    def init(**kwargs):
+        calls.append(("init", kwargs))
+        return Run()
+
+    monkeypatch.setitem(sys.modules, "wandb", types.SimpleNamespace(init=init))
+    config = {"lr": 3e-4}
+    with MetricsLogger(tmp_path, wandb=True, wandb_project="proj", config=config) as logger:
+        logger.log(np.array([10, 20]), {RET: np.array([[1.0, 2.0], [3.0, 4.0]])})
+    assert calls[0] == ("init", {"project": "proj", "config": config, "dir": str(tmp_path)})
+    assert ("define_metric", "*", {"step_metric": "env_steps"}) in calls
+    logs = [c[1] for c in calls if c[0] == "log"]
+    assert logs == [
+        {"env_steps": 10, f"{RET}/seed_0": 1.0, f"{RET}/seed_1": 3.0},
+        {"env_steps": 20, f"{RET}/seed_0": 2.0, f"{RET}/seed_1": 4.0},
+    ]
+    assert calls[-1] == ("finish",)
+
+
+def test_backends_not_imported_unless_asked(tmp_path):
+    code = (
+        "import sys, numpy as np\n"
+        "from rlsuite.loggers import MetricsLogger\n"
+        f"with MetricsLogger({str(tmp_path)!r}) as logger:\n"
+        "    logger.log(1, {'charts/episodic_return': np.array([1.0])})\n"
+        "print(sorted(m for m in ('tensorboardX', 'wandb', 'tensorboard') if m in sys.modules))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "[]"
+    assert len(read_metrics(tmp_path)) == 1
