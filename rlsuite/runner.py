@@ -1,0 +1,183 @@
+"""`fit`: the host loop around the jitted driver. It runs `num_updates` in chunks and, between
+chunks, saves an orbax checkpoint of the whole batched learner state, writes per-seed metrics and
+moves a progress bar; at the end it evaluates every seed's policy and writes `final.json`.
+
+    result = fit(agent, jax.random.key(0), num_seeds=8, out_dir="runs/demo", env_name="cartpole")
+    result = fit(agent, jax.random.key(0), num_seeds=8, out_dir="runs/demo", resume=True, ...)
+
+A resumed run restores the latest checkpoint and continues with the same chunk boundaries, so it
+ends bitwise where the uninterrupted run would have. Files under `out_dir`: `checkpoints/<update>/`,
+`metrics.jsonl`, `metrics.csv`, `final.json`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import numpy as np
+
+from rlsuite import checkpoint, driver
+from rlsuite.agent import Agent, config_dict
+from rlsuite.loggers import MetricsLogger
+
+
+@dataclasses.dataclass
+class FitResult:
+    states: Any  # the batched learner state, leading axis [num_seeds]
+    metrics: dict  # name -> np.ndarray [num_seeds, updates run in this call]
+    eval_returns: np.ndarray  # [num_seeds, eval_episodes]
+    summary: dict  # what final.json holds
+
+
+def fit(
+    agent: Agent,
+    key: jax.Array,
+    hparams: Any = None,
+    *,
+    num_seeds: int = 1,
+    num_updates: int | None = None,
+    chunk_updates: int | None = None,
+    hparams_axis: int | None = None,
+    out_dir: str | pathlib.Path | None = None,
+    resume: bool = False,
+    env_name: str = "",
+    eval_episodes: int = 10,
+    progress: bool = True,
+    logger_options: dict | None = None,
+    on_chunk: Callable[[int, dict], None] | None = None,
+) -> FitResult:
+    """Train `num_seeds` runs of `agent` (vmapped, sharded over devices) and evaluate them.
+
+    `num_updates` defaults to `agent.config.num_updates`; `chunk_updates` (default: a tenth of
+    the run) sets how often checkpoints, logs and progress happen. `on_chunk(update, metrics)` is
+    called on the host after each chunk is saved.
+    """
+    hparams = agent.default_hparams if hparams is None else hparams
+    agent.check_hparams(hparams)
+    num_updates = int(num_updates or agent.config.num_updates)
+    chunk_updates = int(chunk_updates or max(1, num_updates // 10))
+    for name, value in (("num_seeds", num_seeds), ("num_updates", num_updates)):
+        if value < 1:
+            raise ValueError(f"fit: {name} must be >= 1, got {value}")
+    if chunk_updates < 1:
+        raise ValueError(f"fit: chunk_updates must be >= 1, got {chunk_updates}")
+    if resume and out_dir is None:
+        raise ValueError("fit: resume=True needs the out_dir of the run to continue")
+    metadata = {
+        "algo": agent.name,
+        "env": env_name,
+        "num_seeds": num_seeds,
+        "config": config_dict(agent.config),
+        "hparams": jax.tree.map(lambda x: np.asarray(x).tolist(), dataclasses.asdict(hparams)),
+    }
+    key_init, key_eval = jax.random.split(key)
+    keys = jax.random.split(key_init, num_seeds)
+    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
+    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))
+
+    ckpt_dir = None if out_dir is None else pathlib.Path(out_dir) / "checkpoints"
+    start = 0
+    if resume:
+        target = jax.eval_shape(init, agent, keys, hparams, hparams_axis)
+        expect = {k: metadata[k] for k in ("algo", "env", "num_seeds", "config", "hparams")}
+        states, saved = checkpoint.restore(ckpt_dir, target, expect=expect)
+        start = int(saved["update"])
+    else:
+        if ckpt_dir is not None and checkpoint.latest_step(ckpt_dir) is not None:
+            raise FileExistsError(
+                f"{ckpt_dir} already holds checkpoints; resume the run or use another out_dir"
+            )
+        states = init(agent, keys, hparams, hparams_axis)
+    states = driver.shard_runs(states, num_seeds)
+
+    logger = None
+    if out_dir is not None:
+        resume_step = start * agent.env_steps_per_update if resume else None
+        logger = MetricsLogger(out_dir, resume_from_step=resume_step, **(logger_options or {}))
+    steps_per_update = agent.env_steps_per_update
+    collected: dict[str, list] = {}
+    wall_start = time.perf_counter()
+    with _Progress(progress, num_updates * steps_per_update, start * steps_per_update) as bar:
+        update = start
+        while update < num_updates:
+            n = min(chunk_updates, num_updates - update)
+            states, metrics = run(agent, states, hparams, n, hparams_axis)
+            metrics = jax.tree.map(np.asarray, metrics)
+            update += n
+            env_steps = (np.arange(update - n, update) + 1) * steps_per_update
+            if logger is not None:
+                logger.log(env_steps, metrics)
+            if ckpt_dir is not None:
+                saved = {**metadata, "update": update, "env_steps": update * steps_per_update}
+                checkpoint.save(ckpt_dir, update, states, saved)
+            for name, value in metrics.items():
+                collected.setdefault(name, []).append(value)
+            bar.advance(update * steps_per_update, metrics.get("charts/episodic_return"))
+            if on_chunk is not None:
+                on_chunk(update, metrics)
+    wall_seconds = time.perf_counter() - wall_start
+    if logger is not None:
+        logger.close()
+
+    evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
+    eval_returns = np.asarray(evaluation(agent, states, key_eval, eval_episodes).returns)
+    steps_run = (num_updates - start) * steps_per_update
+    summary = {
+        "algo": agent.name,
+        "env": env_name,
+        "num_seeds": num_seeds,
+        "env_steps": num_updates * steps_per_update,
+        "env_steps_this_call": steps_run,
+        "wall_seconds": round(wall_seconds, 3),
+        "env_steps_per_second": round(steps_run * num_seeds / max(wall_seconds, 1e-9)),
+        "eval_episodes": eval_episodes,
+        "eval_return_per_seed": eval_returns.mean(axis=1).tolist(),
+        "eval_return_mean": float(eval_returns.mean()),
+    }
+    if out_dir is not None:
+        (pathlib.Path(out_dir) / "final.json").write_text(json.dumps(summary, indent=2) + "\n")
+    metrics = {k: np.concatenate(v, axis=1) for k, v in collected.items()}
+    return FitResult(states, metrics, eval_returns, summary)
+
+
+class _Progress:
+    """A rich progress bar over environment steps (a no-op when disabled)."""
+
+    def __init__(self, enabled: bool, total: int, completed: int):
+        self.enabled, self.total, self.completed = enabled, total, completed
+
+    def __enter__(self):
+        if self.enabled:
+            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.progress = Progress(
+                TextColumn("[bold]env steps[/] {task.completed:,.0f}/{task.total:,.0f}"),
+                BarColumn(),
+                TextColumn("{task.fields[rate]}"),
+                TextColumn("return {task.fields[ret]}"),
+                TimeElapsedColumn(),
+            )
+            self.progress.start()
+            self.task = self.progress.add_task("", total=self.total, completed=self.completed)
+            self.progress.update(self.task, rate="", ret="-")
+            self.t0, self.s0 = time.perf_counter(), self.completed
+        return self
+
+    def advance(self, completed: int, returns: np.ndarray | None) -> None:
+        if not self.enabled:
+            return
+        rate = (completed - self.s0) / max(time.perf_counter() - self.t0, 1e-9)
+        ret = "-"
+        if returns is not None and np.isfinite(returns[:, -1]).any():
+            ret = f"{np.nanmean(returns[:, -1]):.1f}"
+        self.progress.update(self.task, completed=completed, rate=f"{rate:,.0f} steps/s", ret=ret)
+
+    def __exit__(self, *exc):
+        if self.enabled:
+            self.progress.stop()

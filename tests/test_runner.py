@@ -1,0 +1,131 @@
+"""The host loop: chunks, checkpoints, logs, exact resume after a kill, clear errors."""
+
+import hashlib
+import json
+import pathlib
+
+import jax
+import numpy as np
+import pytest
+
+import envs
+from rlsuite import checkpoint, runner
+from rlsuite.agents import ppo
+from rlsuite.checkpoint import CheckpointError
+from rlsuite.loggers import read_metrics
+
+CONFIG = ppo.PPOConfig(num_envs=4, num_steps=16, num_minibatches=2, total_timesteps=6 * 64)
+
+
+@pytest.fixture(scope="module")
+def agent():
+    env, params = envs.make("cartpole")
+    return ppo.make(CONFIG, env, params)
+
+
+def fit(agent, out_dir, **kwargs):
+    options = dict(num_seeds=2, chunk_updates=2, env_name="cartpole", eval_episodes=2)
+    return runner.fit(
+        agent, jax.random.key(0), out_dir=out_dir, progress=False, **{**options, **kwargs}
+    )
+
+
+def tree_hash(path: pathlib.Path) -> dict:
+    return {
+        str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in path.rglob("*") if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(agent, tmp_path_factory):
+    out = tmp_path_factory.mktemp("full")
+    return out, fit(agent, out)
+
+
+def test_files_written_and_summary(uninterrupted):
+    out, result = uninterrupted
+    summary = json.loads((out / "final.json").read_text())
+    for key in ("algo", "env", "num_seeds", "env_steps", "wall_seconds", "env_steps_per_second"):
+        assert key in summary
+    assert summary["env_steps"] == 6 * 64 and summary["num_seeds"] == 2
+    assert len(summary["eval_return_per_seed"]) == 2
+    assert summary["eval_return_mean"] == pytest.approx(np.mean(summary["eval_return_per_seed"]))
+    assert checkpoint.all_steps(out / "checkpoints") == [2, 4, 6]
+    rows = read_metrics(out)
+    assert [r["env_steps"] for r in rows[:4]] == [64, 64, 128, 128] and len(rows) == 12
+    assert result.metrics["losses/value_loss"].shape == (2, 6)
+    np.testing.assert_allclose(
+        [r["losses/value_loss"] for r in rows if r["seed"] == 1],
+        result.metrics["losses/value_loss"][1],
+    )
+
+
+def test_resume_after_kill_equals_uninterrupted_run(agent, uninterrupted, tmp_path, monkeypatch):
+    full_dir, full = uninterrupted
+    save = checkpoint.save
+
+    def dying_save(directory, step, *args, **kwargs):
+        if step == 4:  # killed after the metrics of update 4 were logged, before its checkpoint
+            raise KeyboardInterrupt
+        return save(directory, step, *args, **kwargs)
+
+    monkeypatch.setattr(checkpoint, "save", dying_save)
+    with pytest.raises(KeyboardInterrupt):
+        fit(agent, tmp_path)
+    monkeypatch.setattr(checkpoint, "save", save)
+    assert checkpoint.latest_step(tmp_path / "checkpoints") == 2
+    resumed = fit(agent, tmp_path, resume=True)
+    for a, b in zip(jax.tree.leaves(full.states), jax.tree.leaves(resumed.states), strict=True):
+        a = jax.random.key_data(a) if jax.dtypes.issubdtype(a.dtype, jax.dtypes.prng_key) else a
+        b = jax.random.key_data(b) if jax.dtypes.issubdtype(b.dtype, jax.dtypes.prng_key) else b
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert read_metrics(tmp_path) == read_metrics(full_dir)
+    stale = (tmp_path / "metrics.jsonl.stale").read_text().splitlines()
+    assert len(stale) == 4  # updates 3 and 4 of two seeds, logged before the kill
+    np.testing.assert_array_equal(resumed.eval_returns, full.eval_returns)
+
+
+def test_existing_run_is_never_overwritten(agent, uninterrupted):
+    out, _ = uninterrupted
+    before = tree_hash(out)
+    with pytest.raises(FileExistsError, match="already holds checkpoints"):
+        fit(agent, out)
+    assert tree_hash(out) == before
+
+
+@pytest.mark.parametrize("field,value", [("algo", "sac"), ("env", "pendulum")])
+def test_checkpoint_from_another_run_is_refused_and_untouched(agent, uninterrupted, field, value):
+    out, _ = uninterrupted
+    before = tree_hash(out)
+    if field == "algo":
+        other = agent._replace(name=value)
+        with pytest.raises(CheckpointError, match="algo"):
+            fit(other, out, resume=True)
+    else:
+        with pytest.raises(CheckpointError, match="env"):
+            fit(agent, out, resume=True, env_name=value)
+    assert tree_hash(out) == before
+
+
+def test_corrupt_checkpoint_is_refused_and_untouched(agent, uninterrupted, tmp_path):
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(uninterrupted[0], out)
+    for path in (out / "checkpoints" / "6").rglob("*"):
+        if path.is_file() and path.stat().st_size > 200:
+            path.write_bytes(path.read_bytes()[:100])
+    before = tree_hash(out)
+    with pytest.raises(CheckpointError, match="checkpoints"):
+        fit(agent, out, resume=True)
+    assert tree_hash(out) == before
+
+
+def test_bad_arguments_fail_before_compiling(agent, tmp_path):
+    with pytest.raises(ValueError, match="hparams.learning_rate"):
+        fit(agent, tmp_path, hparams=ppo.PPOHparams(learning_rate=-1.0))
+    with pytest.raises(ValueError, match="num_seeds must be >= 1"):
+        fit(agent, tmp_path, num_seeds=0)
+    with pytest.raises(ValueError, match="resume=True needs the out_dir"):
+        runner.fit(agent, jax.random.key(0), resume=True, progress=False)
+    assert not any(tmp_path.iterdir())
