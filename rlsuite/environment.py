@@ -145,7 +145,7 @@ def require(
     value = np.asarray(value)
     if not np.all(check(value)):
         where = f"{env}: " if env else ""
-        raise ValueError(f"{where}invalid {kind}.{field}={value!r}; allowed: {allowed}")
+        raise ValueError(f"{where}invalid {kind}.{field}={value.tolist()!r}; allowed: {allowed}")
 
 
 def positive(params: Any, *fields: str, env: str = "", kind: str = "params") -> None:

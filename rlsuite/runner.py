@@ -88,6 +88,11 @@ def fit(
         expect = {k: metadata[k] for k in ("algo", "env", "num_seeds", "config", "hparams")}
         states, saved = checkpoint.restore(ckpt_dir, target, expect=expect)
         start = int(saved["update"])
+        if start >= num_updates:
+            raise ValueError(
+                f"fit: the run in {out_dir} already completed {start} of {num_updates} updates; "
+                "nothing to resume"
+            )
     else:
         if ckpt_dir is not None and checkpoint.latest_step(ckpt_dir) is not None:
             raise FileExistsError(
@@ -164,8 +169,9 @@ class _Progress:
                 TimeElapsedColumn(),
             )
             self.progress.start()
-            self.task = self.progress.add_task("", total=self.total, completed=self.completed)
-            self.progress.update(self.task, rate="", ret="-")
+            self.task = self.progress.add_task(
+                "", total=self.total, completed=self.completed, rate="", ret="-"
+            )
             self.t0, self.s0 = time.perf_counter(), self.completed
         return self
 

@@ -94,14 +94,23 @@ class PPOHparams:
     """Numeric hyperparameters: traced, so a batch of them is a `vmap` axis."""
 
     learning_rate: float = 2.5e-4
+    """Adam step size (annealed to 0 when config.anneal_lr)"""
     gamma: float = 0.99
+    """discount factor"""
     gae_lambda: float = 0.95
+    """GAE trace parameter"""
     clip_eps: float = 0.2
+    """surrogate clipping range"""
     vf_clip_eps: float = 0.2
+    """value clipping range (when config.clip_value_loss)"""
     vf_coef: float = 0.5
+    """weight of the value loss"""
     ent_coef: float = 0.01
+    """weight of the entropy bonus"""
     max_grad_norm: float = 0.5
+    """global gradient-norm clip"""
     adam_eps: float = 1e-5
+    """Adam epsilon"""
 
 
 @struct.dataclass

@@ -1,0 +1,103 @@
+"""The command line, run as a user runs it: subprocesses with tiny budgets."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--no-progress"]
+
+
+def rlsuite(*args, cwd=None, timeout=240):
+    cmd = [sys.executable, "-m", "rlsuite.cli", *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("cli") / "demo"
+    proc = rlsuite(
+        "train",
+        "ppo",
+        "--env",
+        "cartpole",
+        "--num-seeds",
+        "2",
+        "--total-timesteps",
+        "640",
+        "--chunks",
+        "2",
+        "--out",
+        out,
+        *TINY,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "evaluation return" in proc.stdout
+    return out
+
+
+def test_train_writes_the_run_files(run_dir):
+    for name in ("config.json", "metrics.jsonl", "metrics.csv", "final.json"):
+        assert (run_dir / name).is_file(), name
+    assert any((run_dir / "checkpoints").iterdir())
+    final = json.loads((run_dir / "final.json").read_text())
+    for key in (
+        "algo",
+        "env",
+        "num_seeds",
+        "env_steps",
+        "wall_seconds",
+        "env_steps_per_second",
+        "eval_return_per_seed",
+        "eval_return_mean",
+    ):
+        assert key in final, key
+    assert final["algo"] == "ppo" and final["env"] == "cartpole" and final["num_seeds"] == 2
+    assert final["env_steps"] == 640 and len(final["eval_return_per_seed"]) == 2
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["config"]["num_envs"] == 4 and config["hparams"]["learning_rate"] == 2.5e-4
+
+
+def test_eval_and_plot(run_dir, tmp_path):
+    proc = rlsuite("eval", run_dir, "--episodes", "3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout[proc.stdout.index("{") :])
+    assert summary["episodes"] == 3 and len(summary["eval_return_per_seed"]) == 2
+    png = tmp_path / "curves.png"
+    proc = rlsuite("plot", run_dir, run_dir, "--out", png)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    proc = rlsuite("plot", run_dir, "--out", png)  # never overwrites
+    assert proc.returncode == 2 and "exists" in proc.stderr
+
+
+def test_a_finished_or_existing_run_is_left_alone(run_dir):
+    before = (run_dir / "final.json").read_text()
+    proc = rlsuite("train", "--resume", run_dir, "--no-progress")
+    assert proc.returncode == 2 and "nothing to resume" in proc.stderr
+    proc = rlsuite("train", "ppo", "--out", run_dir, *TINY)
+    assert proc.returncode == 2 and "already holds a run" in proc.stderr
+    assert (run_dir / "final.json").read_text() == before
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["train", "ppx"], "unknown algorithm 'ppx'; did you mean 'ppo'"),
+        (["trian"], "unknown command 'trian'; did you mean 'train'"),
+        (["train", "ppo", "--env", "cartpol"], "did you mean 'cartpole'"),
+        (
+            ["train", "ppo", "--learning-rate", "-1"],
+            "hparams.learning_rate=-1.0; allowed: a value > 0",
+        ),
+        (["train", "ppo", "--num-minibatches", "3"], "must divide"),
+        (["train", "ppo", "--bogus", "1"], "Unrecognized options"),
+        (["train", "ppo", "--env", "point_mass", "--num-seeds", "0"], "must be >= 1"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path):
+    proc = rlsuite(*args, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert message in proc.stdout + proc.stderr
+    assert not (tmp_path / "runs").exists()  # nothing was written
