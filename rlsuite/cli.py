@@ -25,7 +25,7 @@ import numpy as np
 import tyro
 
 from rlsuite.agents import ppo
-from rlsuite.tuned import tuned
+from rlsuite.tuned import env_from_argv, tuned
 
 
 class Algo(NamedTuple):
@@ -76,15 +76,6 @@ def _choose(kind: str, name: str, allowed) -> None:
         raise UsageError(f"unknown {kind} {name!r}{hint} (allowed: {', '.join(allowed)})")
 
 
-def _env_from_argv(argv: list[str]) -> str:
-    for i, arg in enumerate(argv):
-        if arg == "--env" and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith("--env="):
-            return arg.split("=", 1)[1]
-    return "cartpole"
-
-
 def _build(record: dict):
     """Agent, hparams and env name from a `config.json` record."""
     import envs
@@ -110,7 +101,7 @@ def train(argv: list[str]) -> dict:
     name, argv = argv[0], argv[1:]
     _choose("algorithm", name, ALGOS)
     algo = ALGOS[name]
-    env_name = _env_from_argv(argv)
+    env_name = env_from_argv(argv)
     import envs
 
     env, env_params = envs.make(env_name)  # an unknown name fails here, before any parsing

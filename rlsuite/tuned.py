@@ -32,3 +32,13 @@ def tuned(algo: str, env: str) -> dict[str, dict]:
     """The overrides for `(algo, env)`: `{"config": {...}, "hparams": {...}}` (empty if none)."""
     entry = TUNED.get((algo, env), {})
     return {"config": dict(entry.get("config", {})), "hparams": dict(entry.get("hparams", {}))}
+
+
+def env_from_argv(argv: list[str], default: str = "cartpole") -> str:
+    """The `--env` value of a command line, read first so defaults can be the tuned ones."""
+    for i, arg in enumerate(argv):
+        if arg == "--env" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--env="):
+            return arg.split("=", 1)[1]
+    return default
