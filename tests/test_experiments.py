@@ -1,0 +1,98 @@
+"""Experiment scripts: subprocess smoke runs on tiny budgets (exit code, printed table, JSON)."""
+
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+def run_script(script: str, *args: str, timeout: float = 150) -> subprocess.CompletedProcess:
+    env = {
+        **os.environ,
+        "JAX_COMPILATION_CACHE_DIR": os.environ.get(
+            "JAX_COMPILATION_CACHE_DIR", os.path.expanduser("~/.cache/rlsuite/jax")
+        ),
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0.5",
+        "COLUMNS": "120",  # rich's table width when stdout is not a terminal
+        "PYTHONIOENCODING": "utf-8",
+    }
+    return subprocess.run(
+        [sys.executable, str(ROOT / "experiments" / script), *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.mark.timeout(120)
+def test_random_rollout_smoke():
+    proc = run_script("random_rollout.py", "--num-envs", "8", "--num-steps", "10", timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    summary = r"^80 env steps \(discrete actions\) .* [\d,]+ steps/s; \d+ episodes finished"
+    assert re.search(summary, proc.stdout, re.MULTILINE), proc.stdout
+
+
+@pytest.mark.timeout(180)
+def test_ppo_sweep_smoke_lists_every_grid_cell(tmp_path):
+    out = tmp_path / "sweep.json"
+    args = ["--total-timesteps", "512", "--num-seeds", "2", "--eval-episodes", "2"]
+    args += ["--learning-rates", "1e-3", "3e-4", "--ent-coefs", "0", "0.02", "--out", str(out)]
+    proc = run_script("ppo_sweep.py", *args)
+    assert proc.returncode == 0, proc.stderr
+    assert "2 learning rates x 2 entropy coefficients x 2 seeds = 8 runs of 1 updates" in (
+        proc.stdout
+    )
+    rows = re.findall(r"[│|]\s+(\S+) [│|]\s+(\S+) [│|]\s+(\S+) ± (\S+) [│|]\s+2 [│|]", proc.stdout)
+    cells = [(lr, ent) for lr, ent, *_ in rows]
+    assert cells == [("0.001", "0"), ("0.001", "0.02"), ("0.0003", "0"), ("0.0003", "0.02")]
+    assert re.search(r"8 runs x 512 env steps: .* [\d,]+ env steps/s", proc.stdout), proc.stdout
+
+    report = json.loads(out.read_text())
+    assert report["num_runs"] == 8 and report["env_steps_per_second"] > 0
+    assert [(c["learning_rate"], c["ent_coef"]) for c in report["cells"]] == [
+        (1e-3, 0.0),
+        (1e-3, 0.02),
+        (3e-4, 0.0),
+        (3e-4, 0.02),
+    ]
+    for cell, (_, _, mean, std) in zip(report["cells"], rows, strict=True):
+        returns = cell["eval_return_per_seed"]
+        assert len(returns) == 2 and all(1.0 <= r <= 500.0 for r in returns)  # CartPole's range
+        assert float(mean) == pytest.approx(cell["eval_return_mean"], abs=0.05)
+        assert float(std) == pytest.approx(cell["eval_return_std"], abs=0.05)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--learning-rates"], "--learning-rates is empty"),
+        (["--num-seeds", "0"], "--num-seeds must be >= 1, got 0"),
+        (["--ent-coefs", "0", "-0.1"], r"invalid hparams.ent_coef=\[0.0, -0.1\]"),
+    ],
+)
+def test_ppo_sweep_rejects_bad_arguments_before_compiling(args, message):
+    proc = run_script("ppo_sweep.py", *args, timeout=100)
+    assert proc.returncode != 0
+    assert re.search(f"ppo_sweep.py: error: .*{message}", proc.stderr), proc.stderr
+    assert "runs of" not in proc.stdout  # nothing was compiled or trained
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("idea", ["ppo-clip", "clip-free"])
+def test_ppo_script_smoke_with_a_policy_loss_passed_in(idea, tmp_path):
+    args = ["--num-seeds", "2", "--total-timesteps", "1024", "--num-envs", "4", "--num-steps", "16"]
+    args += ["--num-minibatches", "2", "--loss-idea", idea, "--out", str(tmp_path / "run")]
+    proc = run_script("ppo.py", *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(rf"ppo \({idea}\) on cartpole: 2 seeds x 1,024 steps", proc.stdout)
+    final = json.loads((tmp_path / "run" / "final.json").read_text())
+    assert final["num_seeds"] == 2 and len(final["eval_return_per_seed"]) == 2

@@ -1,0 +1,85 @@
+"""Notebooks: each runs end to end in a Jupyter kernel of this interpreter on a tiny budget, and is
+stored without outputs."""
+
+import os
+import pathlib
+import re
+import sys
+
+import nbclient
+import nbformat
+import pytest
+
+NOTEBOOKS = pathlib.Path(__file__).resolve().parents[1] / "notebooks"
+ABLATION = NOTEBOOKS / "ppo_ablation.ipynb"
+
+# Prepended to the notebook in memory: which interpreter the kernel runs, and which rlsuite it sees.
+KERNEL_CHECK = "import sys, rlsuite\nprint('KERNEL', sys.prefix, rlsuite.__file__, sep='|')"
+
+
+def _stream_text(nb) -> str:
+    return "".join(
+        out.get("text", "")
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.get("outputs", [])
+        if out.output_type == "stream" and out.name == "stdout"
+    )
+
+
+def test_notebooks_are_stored_without_outputs():
+    notebooks = sorted(NOTEBOOKS.glob("*.ipynb"))
+    assert ABLATION in notebooks
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        nbformat.validate(nb)
+        for cell in nb.cells:
+            if cell.cell_type == "code":
+                assert cell.outputs == [] and cell.execution_count is None, path.name
+
+
+@pytest.mark.timeout(240)
+def test_ppo_ablation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLSUITE_NOTEBOOK_TIMESTEPS", "1024")  # 2 updates of 4 envs x 128 steps
+    monkeypatch.setenv("RLSUITE_NOTEBOOK_SEEDS", "2")
+    monkeypatch.setenv(
+        "JAX_COMPILATION_CACHE_DIR",
+        os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.expanduser("~/.cache/rlsuite/jax")),
+    )
+    monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+    nb = nbformat.read(ABLATION, as_version=4)
+    nb.cells.insert(0, nbformat.v4.new_code_cell(KERNEL_CHECK))
+
+    # The kernel spec's "python" is replaced by sys.executable; it runs in an empty temp dir.
+    client = nbclient.NotebookClient(
+        nb, kernel_name="python3", timeout=180, resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()  # raises CellExecutionError, with the traceback, if any cell fails
+
+    text = _stream_text(nb)
+    kernel = re.search(r"^KERNEL\|(.*)\|(.*)$", text, re.MULTILINE)
+    assert kernel is not None, text
+    assert kernel.group(1) == sys.prefix
+    assert pathlib.Path(kernel.group(2)).is_relative_to(pathlib.Path(__file__).parents[1])
+    assert "1,024 env steps per run, 2 seeds" in text
+
+    row = r"^\s*(on|off)\s+(0\.0|0\.95)\s+(\S+) \[[^\]]*\]\s+(\S+) \[[^\]]*\]$"
+    rows = re.findall(row, text, re.MULTILINE)
+    assert sorted((norm, lam) for norm, lam, *_ in rows) == [
+        ("off", "0.0"),
+        ("off", "0.95"),
+        ("on", "0.0"),
+        ("on", "0.95"),
+    ], text
+    for *_, train_return, eval_return in rows:  # CartPole returns lie in [1, 500]
+        assert 1.0 <= float(train_return) <= 500.0 and 1.0 <= float(eval_return) <= 500.0, rows
+
+    images = [
+        out
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        if out.output_type == "display_data" and "image/png" in out.get("data", {})
+    ]
+    assert len(images) == 1
+    assert list(tmp_path.iterdir()) == []  # the notebook writes no files
