@@ -1,0 +1,625 @@
+"""PPO side by side: ours beside PureJaxRL on CartPole and beside `brax.training` on a Brax task.
+
+Two comparisons, in one run, on one machine:
+
+1. CartPole-v1 at PureJaxRL's published configuration (`purejaxrl/ppo.py`: LR 2.5e-4, 4 envs,
+   128 steps, 5e5 timesteps, 4 epochs, 4 minibatches, gamma 0.99, lambda 0.95, clip 0.2, entropy
+   0.01, value 0.5, grad norm 0.5, tanh, annealed LR). Ours: `ppo.make(PPOConfig(num_envs=4,
+   num_steps=128, num_minibatches=4, update_epochs=4, total_timesteps=500_000),
+   *envs.make("cartpole"))` with the default `PPOHparams()`, trained as `driver.init_batch` +
+   jitted `driver.run_batch`. PureJaxRL: `jax.jit(jax.vmap(make_train(config)))(keys)`, as its
+   README's walkthrough does, on gymnax's CartPole-v1. For each N in `--seeds`, each side is
+   called 1 + `--repeats` times with the same N keys, the sides taking turns: the first call's
+   wall time includes compilation, the best of the later ones does not. Time to the threshold:
+   the first update at which the mean over seeds of that update's episodic return (the mean
+   return of the episodes that ended during the update; seeds with none are left out) reaches
+   `--threshold`, at the compile-free rate (uniform time per update).
+2. `brax.training.agents.ppo.train` beside ours on the same Brax environment with the same batch
+   geometry. Ours: `envs.make("brax/<env>")` (= `TimeLimit(BraxEnv(env), 1000)`), N seeds in one
+   vmapped call. Brax cannot vmap seeds, so N brax runs go one after another (each `train` call
+   builds and compiles its functions anew; run i does not depend on N, so a smaller N reuses the
+   first runs of a larger one). Mapping of the geometry (ours -> brax): num_envs ->
+   num_envs, num_steps -> unroll_length, num_minibatches -> num_minibatches with batch_size =
+   num_envs / num_minibatches (one unroll per env per update, so a minibatch holds
+   num_envs * num_steps / num_minibatches transitions on both sides, as whole sequences in brax),
+   update_epochs -> num_updates_per_batch. Both: lr constant, no value clipping, observation
+   normalisation on, a (64, 64) tanh actor and critic with a Gaussian policy and a state-independent
+   log std. Brax's compile-free time is its own per-epoch wall time (`training/walltime`) over the
+   epochs after the first (which compiles), scaled to the whole run. Final returns of both sides
+   come from the same evaluator (`rlsuite.evaluation.evaluate`, deterministic policy) on our env.
+   Differences that remain (brax's API fixes them): brax restarts every episode of an env from one
+   cached start state, recomputes GAE per minibatch with the current critic, drops rather than
+   bootstraps truncated steps, and uses Adam's eps 1e-8 (ours 1e-5).
+
+The anchors are run from a git-ignored folder (`benchmarks/_anchors/`, see benchmarks/README.md),
+never copied into this repository, and need small compatibility shims that live here only:
+- PureJaxRL (written for gymnax < 1.0): its `wrappers.py` imports `navix` (a stub module is
+  registered if navix is missing; only its unused Navix wrapper needs it), and gymnax 1.0's `step`
+  returns six values, so the `gymnax` name inside the anchor module is replaced by one whose `make`
+  returns the env with a five-value `step` (done = terminated | truncated, which is what pre-1.0
+  gymnax returned; gymnax 1.0's added info keys dropped).
+- brax.training 0.14 calls `jax.device_put_replicated`, gone from current JAX. The shim replicates
+  with an identity `pmap` over brax's axis name "i", so that the replicated training state carries
+  the same sharding as the outputs of brax's `pmap`ped training epoch (a plain `device_put` works
+  too, but then brax compiles its training epoch twice per run: once for the shim's sharding, once
+  for its own).
+
+    python benchmarks/ppo.py                      # defaults: about 10 minutes on 2 CPU cores
+    python benchmarks/ppo.py --seeds 1 8 64 --brax-seeds 1 8 64   # on a GPU
+    python benchmarks/ppo.py --no-brax --seeds 1  # CartPole only, one seed
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+import types
+import warnings
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import tyro
+from env_throughput import machine_info, markdown, print_table
+from rich.console import Console
+
+import envs
+from rlsuite import driver
+from rlsuite.agents import ppo
+from rlsuite.evaluation import evaluate
+
+ROOT = Path(__file__).resolve().parent.parent
+PUREJAXRL_COMMIT = "31756b197773a52db763fdbe6d635e4b46522a73"
+
+
+@dataclasses.dataclass
+class Args:
+    """Flags of the PPO benchmark."""
+
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [1, 8])
+    """Numbers of vmapped seeds for the CartPole comparison."""
+    cartpole: bool = True
+    """Run the CartPole comparison with PureJaxRL."""
+    total_timesteps: int = 500_000
+    """CartPole env steps per seed (PureJaxRL's published 5e5)."""
+    threshold: float = 475.0
+    """CartPole return threshold for the time-to-threshold columns."""
+    repeats: int = 2
+    """Compile-free timed calls of ours (and of PureJaxRL) after the first; the best is kept.
+    Brax's runs are not repeated (each one compiles anew)."""
+    purejaxrl_dir: Path = ROOT / "benchmarks/_anchors/purejaxrl"
+    """Folder holding PureJaxRL's `ppo.py` and `wrappers.py` (commit PUREJAXRL_COMMIT)."""
+    brax: bool = True
+    """Run the comparison with brax.training's PPO."""
+    brax_seeds: list[int] = dataclasses.field(default_factory=lambda: [1, 8])
+    """Numbers of seeds for the Brax comparison (ours vmapped, brax sequential)."""
+    brax_env: str = "inverted_pendulum"
+    brax_backend: str = "mjx"
+    brax_num_envs: int = 32
+    brax_num_steps: int = 64
+    """Steps per env per update (brax: unroll_length)."""
+    brax_num_minibatches: int = 8
+    brax_update_epochs: int = 10
+    """Passes over each batch (brax: num_updates_per_batch)."""
+    brax_updates: int = 64
+    """Updates per run; env steps per seed = updates * num_envs * num_steps."""
+    brax_epochs: int = 4
+    """Brax training epochs per run (its host loop); must divide brax_updates; >= 2 so that
+    epochs after the compiling first one give the compile-free rate."""
+    brax_learning_rate: float = 3e-4
+    eval_episodes: int = 10
+    """Deterministic evaluation episodes per seed (both sides, our evaluator)."""
+    seed: int = 0
+    out: Path = Path("benchmarks/results/ppo.json")
+    markdown: bool = True
+    """Also print the tables as Markdown (for benchmarks/RESULTS.md)."""
+
+
+# ------------------------------------------------------------------------------------ anchor shims
+class _FiveValueStep:
+    """A gymnax >= 1.0 env whose `step` returns the five values gymnax < 1.0 returned."""
+
+    def __init__(self, env):
+        self._env = env
+
+    def __getattr__(self, name):
+        return getattr(self._env, name)
+
+    def step(self, key, state, action, params=None):
+        obs, state, reward, terminated, truncated, info = self._env.step(key, state, action, params)
+        dropped = ("terminated", "truncated", "final_observation")
+        info = {k: v for k, v in info.items() if k not in dropped}
+        return obs, state, reward, jnp.logical_or(terminated, truncated), info
+
+
+def load_purejaxrl(directory: Path) -> types.ModuleType:
+    """Import PureJaxRL's `ppo.py` from `directory` under gymnax 1.0 (shims in the docstring)."""
+    if not (directory / "ppo.py").exists() or not (directory / "wrappers.py").exists():
+        raise FileNotFoundError(
+            f"PureJaxRL's ppo.py and wrappers.py are not in {directory}; "
+            "benchmarks/README.md says how to fetch them"
+        )
+    import gymnax
+
+    if importlib.util.find_spec("navix") is None:
+        sys.modules.setdefault("navix", types.ModuleType("navix"))
+    sys.path.insert(0, str(directory))
+    try:
+        spec = importlib.util.spec_from_file_location("purejaxrl_ppo", directory / "ppo.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(directory))
+
+    def make(name, **kwargs):
+        env, params = gymnax.make(name, **kwargs)
+        return _FiveValueStep(env), params
+
+    module.gymnax = types.SimpleNamespace(make=make)
+    return module
+
+
+def install_brax_shim() -> None:
+    """`jax.device_put_replicated` for brax.training 0.14 (see the module docstring)."""
+    if hasattr(jax, "device_put_replicated"):
+        return
+
+    def device_put_replicated(x, devices):
+        stacked = jax.tree.map(lambda a: jnp.stack([jnp.asarray(a)] * len(devices)), x)
+        return jax.pmap(lambda a: a, axis_name="i", devices=devices)(stacked)
+
+    jax.device_put_replicated = device_put_replicated
+
+
+# ------------------------------------------------------------------------------------------ helpers
+def timed(fn, *args) -> tuple[float, Any]:
+    start = time.perf_counter()
+    out = jax.block_until_ready(fn(*args))
+    return time.perf_counter() - start, out
+
+
+def per_update_return(returns: np.ndarray, done: np.ndarray) -> np.ndarray:
+    """`[N, U, T, E]` returns at episode ends -> `[N, U]` mean per update (NaN: no episode)."""
+    count = done.sum(axis=(2, 3))
+    total = (returns * done).sum(axis=(2, 3))
+    return np.where(count > 0, total / np.maximum(count, 1), np.nan)
+
+
+def nanmean(x, axis=None):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(x, axis=axis)
+
+
+def summarise(side: dict, n: int, steps_per_update: int, num_updates: int) -> dict:
+    """Derived columns from the raw times, per-update returns and evaluation returns."""
+    first, steady = side["first_call_s"], min(side["steady_s"])
+    side["wall_incl_compile_s"] = first
+    side["wall_excl_compile_s"] = steady
+    side["compile_s"] = max(first - steady, 0.0)
+    side["env_steps_per_s"] = n * num_updates * steps_per_update / steady
+    if "train_returns" in side:
+        returns = np.asarray(side.pop("train_returns"), np.float64)  # [N, U]
+        tail = max(1, num_updates // 10)
+        side["train_return_last10pct"] = float(nanmean(nanmean(returns[:, -tail:], axis=1)))
+        side["train_return_curve"] = [round(float(x), 2) for x in nanmean(returns, axis=0)]
+    evals = np.asarray(side.pop("eval_returns"))  # [N, episodes]
+    side["eval_return_mean"] = float(evals.mean())
+    side["eval_return_min_seed"] = float(evals.mean(axis=1).min())
+    return side
+
+
+def time_to_threshold(side: dict, threshold: float, steps_per_update: int, num_updates: int):
+    curve = np.asarray(side["train_return_curve"], np.float64)
+    hits = np.flatnonzero(curve >= threshold)
+    if hits.size == 0:
+        side.update(threshold_update=None, threshold_env_steps=None, threshold_s=None)
+        return
+    updates = int(hits[0]) + 1
+    side["threshold_update"] = updates
+    side["threshold_env_steps"] = updates * steps_per_update
+    side["threshold_s"] = side["wall_excl_compile_s"] * updates / num_updates
+    side["threshold_s_incl_compile"] = side["compile_s"] + side["threshold_s"]
+
+
+def ratios(ours: dict, anchor: dict) -> dict:
+    keys = ("wall_incl_compile_s", "wall_excl_compile_s", "env_steps_per_s", "threshold_s")
+    return {
+        k: ours[k] / anchor[k] if ours.get(k) and anchor.get(k) else None for k in keys if k in ours
+    }
+
+
+def _progress(message: str) -> None:
+    print(message, flush=True)
+
+
+# ----------------------------------------------------------------------------------------- CartPole
+def purejaxrl_config(total_timesteps: int) -> dict:
+    """The configuration of PureJaxRL's `ppo.py` `__main__` (DEBUG off: no host callback)."""
+    return {
+        "LR": 2.5e-4,
+        "NUM_ENVS": 4,
+        "NUM_STEPS": 128,
+        "TOTAL_TIMESTEPS": total_timesteps,
+        "UPDATE_EPOCHS": 4,
+        "NUM_MINIBATCHES": 4,
+        "GAMMA": 0.99,
+        "GAE_LAMBDA": 0.95,
+        "CLIP_EPS": 0.2,
+        "ENT_COEF": 0.01,
+        "VF_COEF": 0.5,
+        "MAX_GRAD_NORM": 0.5,
+        "ACTIVATION": "tanh",
+        "ENV_NAME": "CartPole-v1",
+        "ANNEAL_LR": True,
+        "DEBUG": False,
+    }
+
+
+def bench_cartpole(args: Args) -> list[dict]:
+    anchor = load_purejaxrl(args.purejaxrl_dir)
+    env, env_params = envs.make("cartpole")
+    config = ppo.PPOConfig(
+        num_envs=4,
+        num_steps=128,
+        num_minibatches=4,
+        update_epochs=4,
+        total_timesteps=args.total_timesteps,
+    )
+    agent = ppo.make(config, env, env_params)
+    hp = ppo.PPOHparams()
+    steps_per_update, num_updates = agent.env_steps_per_update, config.num_updates
+    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
+    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))
+
+    def ours(keys):
+        states = init(agent, keys, hp)
+        return run(agent, states, hp, num_updates)
+
+    pjr_config = purejaxrl_config(args.total_timesteps)
+    pjr_train = jax.jit(jax.vmap(anchor.make_train(dict(pjr_config))))
+    network = anchor.ActorCritic(env.action_space(env_params).n, activation="tanh")
+
+    @functools.partial(jax.jit, static_argnums=2)
+    def evaluate_purejaxrl(params, key, episodes):
+        def one(params, key):
+            def policy(key, obs):
+                return network.apply(params, obs)[0].mode(), {}
+
+            return evaluate(env, env_params, policy, key, episodes).returns
+
+        return jax.vmap(one)(params, jax.random.split(key, jax.tree.leaves(params)[0].shape[0]))
+
+    evaluate_ours = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
+    rows = []
+    for n in args.seeds:
+        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
+        keys = jax.random.split(key_train, n)
+        pjr_keys = jax.random.key_data(keys)  # PureJaxRL uses raw uint32 keys
+        sides = {"ours": {"steady_s": []}, "purejaxrl": {"steady_s": []}}
+        calls = {
+            "ours": functools.partial(ours, keys),
+            "purejaxrl": functools.partial(pjr_train, pjr_keys),
+        }
+        outs = {}
+        for name, call in calls.items():  # first calls: compile included
+            sides[name]["first_call_s"], outs[name] = timed(call)
+            _progress(f"cartpole n={n} {name}: first call {sides[name]['first_call_s']:.1f}s")
+        for _ in range(args.repeats):  # compile-free calls, sides taking turns
+            for name, call in calls.items():
+                seconds, outs[name] = timed(call)
+                sides[name]["steady_s"].append(seconds)
+                _progress(f"cartpole n={n} {name}: compiled call {seconds:.1f}s")
+
+        states, metrics = outs["ours"]
+        sides["ours"]["train_returns"] = np.asarray(metrics["charts/episodic_return"])
+        evaluation = evaluate_ours(agent, states, key_eval, args.eval_episodes)
+        sides["ours"]["eval_returns"] = evaluation.returns
+        info = outs["purejaxrl"]["metrics"]
+        sides["purejaxrl"]["train_returns"] = per_update_return(
+            np.asarray(info["returned_episode_returns"]), np.asarray(info["returned_episode"])
+        )
+        params = outs["purejaxrl"]["runner_state"][0].params
+        evaluation = evaluate_purejaxrl(params, key_eval, args.eval_episodes)
+        sides["purejaxrl"]["eval_returns"] = evaluation
+        for side in sides.values():
+            summarise(side, n, steps_per_update, num_updates)
+            time_to_threshold(side, args.threshold, steps_per_update, num_updates)
+        rows.append(
+            {
+                "env": "cartpole / gymnax CartPole-v1",
+                "num_seeds": n,
+                "env_steps_per_seed": num_updates * steps_per_update,
+                "num_updates": num_updates,
+                **sides,
+                "ours_over_purejaxrl": ratios(sides["ours"], sides["purejaxrl"]),
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------------------------- Brax
+def brax_geometry(args: Args) -> dict:
+    e, t, m = args.brax_num_envs, args.brax_num_steps, args.brax_num_minibatches
+    if e % m:
+        raise ValueError(f"--brax-num-minibatches {m} must divide --brax-num-envs {e}")
+    if args.brax_epochs < 2 or args.brax_updates % args.brax_epochs:
+        raise ValueError("--brax-epochs must be >= 2 and divide --brax-updates")
+    return {
+        "num_envs": e,
+        "unroll_length": t,
+        "batch_size": e // m,
+        "num_minibatches": m,
+        "num_updates_per_batch": args.brax_update_epochs,
+        "num_timesteps": args.brax_updates * e * t,
+    }
+
+
+def bench_brax(args: Args) -> list[dict]:
+    install_brax_shim()
+    import flax.linen as nn
+    from brax import envs as brax_envs
+    from brax.training.agents.ppo import networks as brax_networks
+    from brax.training.agents.ppo import train as brax_ppo
+
+    geometry = brax_geometry(args)
+    hp = ppo.PPOHparams(learning_rate=args.brax_learning_rate)
+    config = ppo.PPOConfig(
+        num_envs=args.brax_num_envs,
+        num_steps=args.brax_num_steps,
+        num_minibatches=args.brax_num_minibatches,
+        update_epochs=args.brax_update_epochs,
+        total_timesteps=geometry["num_timesteps"],
+        anneal_lr=False,
+        clip_value_loss=False,
+        normalize_observations=True,
+    )
+    env, env_params = envs.make(f"brax/{args.brax_env}", backend=args.brax_backend)
+    agent = ppo.make(config, env, env_params)
+    steps_per_update, num_updates = agent.env_steps_per_update, config.num_updates
+    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
+    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))
+    evaluate_ours = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
+
+    brax_env = brax_envs.get_environment(args.brax_env, backend=args.brax_backend)
+    network_factory = functools.partial(
+        brax_networks.make_ppo_networks,
+        policy_hidden_layer_sizes=config.hidden_sizes,
+        value_hidden_layer_sizes=config.hidden_sizes,
+        activation=nn.tanh,
+        distribution_type="normal",
+        noise_std_type="log",
+        init_noise_std=1.0,
+    )
+    brax_kwargs = dict(
+        **geometry,
+        episode_length=env.max_episode_steps,
+        action_repeat=1,
+        learning_rate=hp.learning_rate,
+        entropy_cost=hp.ent_coef,
+        discounting=hp.gamma,
+        gae_lambda=hp.gae_lambda,
+        clipping_epsilon=hp.clip_eps,
+        max_grad_norm=hp.max_grad_norm,
+        vf_loss_coefficient=hp.vf_coef,
+        normalize_advantage=True,
+        normalize_observations=True,
+        reward_scaling=1.0,
+        network_factory=network_factory,
+        num_evals=args.brax_epochs + 1,  # brax: num_evals - 1 training epochs
+        run_evals=False,
+    )
+
+    def brax_run(seed: int) -> dict:
+        epochs = []
+        start = time.perf_counter()
+        make_policy, params, _ = brax_ppo.train(
+            brax_env,
+            seed=seed,
+            progress_fn=lambda step, m: epochs.append(float(m["training/walltime"])),
+            **brax_kwargs,
+        )
+        wall = time.perf_counter() - start
+        epoch_s = np.diff([0.0, *epochs])
+        steady = float(epoch_s[1:].sum() * args.brax_epochs / (args.brax_epochs - 1))
+        return {"wall": wall, "steady": steady, "params": params, "make_policy": make_policy}
+
+    def evaluate_brax(make_policy, params, key, episodes):
+        def one(params, key):
+            act = make_policy(params, deterministic=True)
+
+            def policy(key, obs):
+                return act(obs, key)[0], {}
+
+            return evaluate(env, env_params, policy, key, episodes).returns
+
+        stacked = jax.tree.map(lambda *x: jnp.stack(x), *params)
+        keys = jax.random.split(key, len(params))
+        return jax.jit(jax.vmap(one))(stacked, keys)
+
+    rows, runs = [], []
+    for n in sorted(args.brax_seeds):
+        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
+        keys = jax.random.split(key_train, n)
+        ours = {"steady_s": []}
+        anchor = {"steady_s": []}
+
+        def call_ours(keys=keys):
+            return run(agent, init(agent, keys, hp), hp, num_updates)
+
+        ours["first_call_s"], out = timed(call_ours)
+        _progress(f"brax n={n} ours: first call {ours['first_call_s']:.1f}s")
+        while len(runs) < n:  # runs of smaller N are reused: brax run i is the same for every N
+            runs.append(brax_run(args.seed + len(runs)))
+            _progress(
+                f"brax brax run {len(runs)}/{n}: {runs[-1]['wall']:.1f}s "
+                f"(compile-free estimate {runs[-1]['steady']:.1f}s)"
+            )
+        anchor["first_call_s"] = sum(r["wall"] for r in runs[:n])
+        anchor["steady_s"] = [sum(r["steady"] for r in runs[:n])]
+        anchor["per_run_wall_s"] = [r["wall"] for r in runs[:n]]
+        anchor["per_run_excl_compile_s"] = [r["steady"] for r in runs[:n]]
+        for _ in range(args.repeats):
+            seconds, out = timed(call_ours)
+            ours["steady_s"].append(seconds)
+            _progress(f"brax n={n} ours: compiled call {seconds:.1f}s")
+
+        states, metrics = out
+        ours["train_returns"] = np.asarray(metrics["charts/episodic_return"])
+        ours["eval_returns"] = evaluate_ours(agent, states, key_eval, args.eval_episodes).returns
+        params = [r["params"] for r in runs[:n]]
+        anchor["eval_returns"] = evaluate_brax(
+            runs[0]["make_policy"], params, key_eval, args.eval_episodes
+        )
+        summarise(ours, n, steps_per_update, num_updates)
+        summarise(anchor, n, steps_per_update, num_updates)
+        rows.append(
+            {
+                "env": f"brax/{args.brax_env} ({args.brax_backend})",
+                "num_seeds": n,
+                "env_steps_per_seed": num_updates * steps_per_update,
+                "num_updates": num_updates,
+                "brax_train_kwargs": {
+                    k: v for k, v in brax_kwargs.items() if k != "network_factory"
+                },
+                "ours": ours,
+                "brax": anchor,
+                "ours_over_brax": ratios(ours, anchor),
+            }
+        )
+    return rows
+
+
+# ------------------------------------------------------------------------------------------- report
+def _fmt(x, spec: str = ",.1f", none: str = "-") -> str:
+    return none if x is None else format(x, spec)
+
+
+def _side_cells(side: dict, with_threshold: bool) -> list[str]:
+    cells = [
+        _fmt(side["wall_incl_compile_s"]),
+        _fmt(side["wall_excl_compile_s"]),
+        _fmt(side["compile_s"]),
+        _fmt(side["env_steps_per_s"], ",.0f"),
+    ]
+    if with_threshold:
+        cells += [
+            _fmt(side["threshold_env_steps"], ",.0f", "not reached"),
+            _fmt(side["threshold_s"], ",.2f", "-"),
+        ]
+    cells += [
+        _fmt(side.get("train_return_last10pct")),
+        _fmt(side["eval_return_mean"]),
+    ]
+    return cells
+
+
+def _ratio_cells(r: dict, with_threshold: bool) -> list[str]:
+    cells = [
+        _fmt(r["wall_incl_compile_s"], ".2f"),
+        _fmt(r["wall_excl_compile_s"], ".2f"),
+        "",
+        _fmt(r["env_steps_per_s"], ".2f"),
+    ]
+    if with_threshold:
+        cells += ["", _fmt(r.get("threshold_s"), ".2f")]
+    return cells + ["", ""]
+
+
+def comparison_table(rows: list[dict], anchor: str, label: str, threshold: float | None):
+    header = ["env", "variant", "wall incl. compile (s)", "wall excl. compile (s)", "compile (s)"]
+    header.append("env steps/s (all seeds)")
+    if threshold is not None:
+        header += [f"env steps to {threshold:g} (per seed)", f"s to {threshold:g} (excl. compile)"]
+    header += ["train return (last 10%)", "eval return"]
+    body = []
+    for r in rows:
+        env = f"{r['env']}, N={r['num_seeds']}"
+        body.append([env, "ours", *_side_cells(r["ours"], threshold is not None)])
+        body.append([env, label, *_side_cells(r[anchor], threshold is not None)])
+        ratio = r[f"ours_over_{anchor}"]
+        body.append([env, f"ours / {label}", *_ratio_cells(ratio, threshold is not None)])
+    return header, body
+
+
+def git_info() -> dict:
+    def git(*cmd):
+        try:
+            return subprocess.run(
+                ["git", *cmd], cwd=ROOT, capture_output=True, text=True, check=True
+            ).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return None
+
+    return {
+        "commit": git("rev-parse", "HEAD"),
+        "uncommitted_in_rlsuite_envs": bool(git("status", "--porcelain", "rlsuite", "envs")),
+    }
+
+
+def anchor_info(args: Args) -> dict:
+    files = {}
+    for name in ("ppo.py", "wrappers.py"):
+        path = args.purejaxrl_dir / name
+        files[name] = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+    return {"purejaxrl_commit": PUREJAXRL_COMMIT, "purejaxrl_sha256": files}
+
+
+def main(args: Args) -> dict:
+    console = Console(width=220)
+    machine = machine_info()
+    machine["compilation_cache_dir"] = jax.config.jax_compilation_cache_dir
+    console.print(
+        f"machine: {machine['cpu']}, {machine['cpus_usable']} usable cores, "
+        f"jax {machine['versions']['jax']} ({machine['jax_backend']})"
+    )
+    start = time.perf_counter()
+    cartpole = bench_cartpole(args) if args.cartpole and args.seeds else []
+    brax_rows = bench_brax(args) if args.brax and args.brax_seeds else []
+    result = {
+        "machine": machine,
+        "git": git_info(),
+        "anchors": anchor_info(args),
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "total_wall_s": time.perf_counter() - start,
+        "load_average_at_end": list(os.getloadavg()),
+        "cartpole": cartpole,
+        "brax": brax_rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2))
+
+    tables = []
+    if cartpole:
+        title = (
+            f"CartPole-v1, PureJaxRL's configuration ({cartpole[0]['env_steps_per_seed']:,} env "
+            "steps per seed; N seeds vmapped on both sides)"
+        )
+        table = comparison_table(cartpole, "purejaxrl", "PureJaxRL", args.threshold)
+        tables.append((title, *table))
+    if brax_rows:
+        title = (
+            f"brax/{args.brax_env} ({args.brax_backend}), {brax_rows[0]['env_steps_per_seed']:,} "
+            "env steps per seed; ours: N seeds vmapped, brax.training: N runs in sequence"
+        )
+        tables.append((title, *comparison_table(brax_rows, "brax", "brax.training", None)))
+    for title, header, body in tables:
+        print_table(console, title, header, body)
+    if args.markdown:
+        for title, header, body in tables:
+            print(f"\n**{title}**\n\n{markdown(header, body)}")
+    console.print(f"wrote {args.out} (whole run {result['total_wall_s']:.0f}s)")
+    return result
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
