@@ -31,12 +31,16 @@ import numpy as np
 from rlsuite.environment import Environment, StepResult
 from rlsuite.spaces import Box, Discrete, Space
 
+# gymnax builds these from data it downloads; nothing is downloaded at run time here.
+NEEDS_DOWNLOAD = ("MNISTBandit-bsuite",)
+
 
 def gymnax_names() -> list[str]:
-    """Names of the environments registered with gymnax (`gymnax.registered_envs`)."""
+    """Names of the environments registered with gymnax (`gymnax.registered_envs`), less those
+    that need a download to build (`NEEDS_DOWNLOAD`)."""
     import gymnax
 
-    return list(gymnax.registered_envs)
+    return [name for name in gymnax.registered_envs if name not in NEEDS_DOWNLOAD]
 
 
 class GymnaxEnv(Environment):

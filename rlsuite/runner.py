@@ -108,7 +108,8 @@ def fit(
     steps_per_update = agent.env_steps_per_update
     collected: dict[str, list] = {}
     wall_start = time.perf_counter()
-    with _Progress(progress, num_updates * steps_per_update, start * steps_per_update) as bar:
+    total, done = num_updates * steps_per_update, start * steps_per_update
+    with _Progress(progress, total, done, num_seeds) as bar:
         update = start
         while update < num_updates:
             n = min(chunk_updates, num_updates - update)
@@ -152,10 +153,12 @@ def fit(
 
 
 class _Progress:
-    """A rich progress bar over environment steps (a no-op when disabled)."""
+    """A rich progress bar over one run's environment steps; the rate counts all runs' steps
+    (as `final.json` does). A no-op when disabled."""
 
-    def __init__(self, enabled: bool, total: int, completed: int):
+    def __init__(self, enabled: bool, total: int, completed: int, num_runs: int):
         self.enabled, self.total, self.completed = enabled, total, completed
+        self.num_runs = num_runs
 
     def __enter__(self):
         if self.enabled:
@@ -178,7 +181,7 @@ class _Progress:
     def advance(self, completed: int, returns: np.ndarray | None) -> None:
         if not self.enabled:
             return
-        rate = (completed - self.s0) / max(time.perf_counter() - self.t0, 1e-9)
+        rate = self.num_runs * (completed - self.s0) / max(time.perf_counter() - self.t0, 1e-9)
         ret = "-"
         if returns is not None and np.isfinite(returns[:, -1]).any():
             ret = f"{np.nanmean(returns[:, -1]):.1f}"
