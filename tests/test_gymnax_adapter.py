@@ -204,3 +204,12 @@ def test_names_and_errors():
         env.step(jax.random.PRNGKey(0), None, jnp.asarray(1.0))
     with pytest.raises(ValueError, match=r"action shape \(2,\)"):
         env.step(jax.random.PRNGKey(0), None, jnp.zeros(2, jnp.int32))
+
+
+def test_environments_that_need_a_download_are_not_offered():
+    from envs.gymnax_adapter import NEEDS_DOWNLOAD, GymnaxEnv, gymnax_names
+
+    assert "MNISTBandit-bsuite" in NEEDS_DOWNLOAD
+    assert not set(NEEDS_DOWNLOAD) & set(gymnax_names())
+    with pytest.raises(ValueError, match="unknown gymnax environment 'MNISTBandit-bsuite'"):
+        GymnaxEnv("MNISTBandit-bsuite")
