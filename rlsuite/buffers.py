@@ -7,12 +7,15 @@ checkpointed with everything else::
     buffer = replay_buffer(capacity=100_000)
     state = buffer.init(example_transition)          # item pytree without a batch axis
     state = buffer.add(state, transitions)            # every leaf [B, ...], B static
+    state = buffer.add(state, transitions, valid)     # only the items where valid [B] is True
     batch = buffer.sample(state, key, batch_size=256) # every leaf [256, ...]
     ready = buffer.can_sample(state, 256)             # bool array, for lax.cond / jnp.where
 
 Writes are circular: slot ``(insert_pos + i) % capacity`` receives item ``i`` of a batch, so once
-full the oldest items are overwritten first. Sampling is uniform with replacement over the
-``size`` written slots. Sampling an empty buffer returns slot 0 (zeros): gate on ``can_sample``.
+full the oldest items are overwritten first. With a ``valid`` mask, only the valid items are
+written, in order, to consecutive slots (the others are dropped by the scatter, never stored).
+Sampling is uniform with replacement over the ``size`` written slots. Sampling an empty buffer
+returns slot 0 (zeros): gate on ``can_sample``.
 """
 
 from collections.abc import Callable
@@ -46,7 +49,7 @@ class ReplayBuffer(NamedTuple):
     """Pure functions over a ``BufferState`` (see the module docstring)."""
 
     init: Callable[[PyTree], BufferState]
-    add: Callable[[BufferState, PyTree], BufferState]
+    add: Callable[..., BufferState]
     sample: Callable[[BufferState, Array, int], PyTree]
     can_sample: Callable[..., Array]
 
@@ -93,15 +96,30 @@ def replay_buffer(capacity: int) -> ReplayBuffer:
         zero = jnp.zeros((), jnp.int32)
         return BufferState(data=data, insert_pos=zero, size=zero)
 
-    def add(state: BufferState, batch: PyTree) -> BufferState:
-        """Writes the ``B`` items of ``batch`` (leaves ``[B, ...]``) circularly."""
+    def add(state: BufferState, batch: PyTree, valid: Array | None = None) -> BufferState:
+        """Writes the ``B`` items of ``batch`` (leaves ``[B, ...]``) circularly; with ``valid``
+        (bool ``[B]``) only the valid ones, keeping their order."""
         batch, batch_size = _check_batch(state.data, batch, capacity)
-        idx = (state.insert_pos + jnp.arange(batch_size, dtype=jnp.int32)) % capacity
-        data = jax.tree.map(lambda d, b: d.at[idx].set(b), state.data, batch)
+        if valid is None:
+            offsets = jnp.arange(batch_size, dtype=jnp.int32)
+            count = jnp.asarray(batch_size, jnp.int32)
+            idx = (state.insert_pos + offsets) % capacity
+        else:
+            valid = jnp.asarray(valid)
+            if valid.shape != (batch_size,) or valid.dtype != jnp.bool_:
+                raise ValueError(
+                    f"valid must be a bool array of shape ({batch_size},), got "
+                    f"{valid.dtype}{list(valid.shape)}."
+                )
+            offsets = jnp.cumsum(valid, dtype=jnp.int32) - 1
+            count = offsets[-1] + 1 if batch_size else jnp.zeros((), jnp.int32)
+            # Invalid items get the out-of-range slot `capacity`, which mode="drop" discards.
+            idx = jnp.where(valid, (state.insert_pos + offsets) % capacity, capacity)
+        data = jax.tree.map(lambda d, b: d.at[idx].set(b, mode="drop"), state.data, batch)
         return BufferState(
             data=data,
-            insert_pos=(state.insert_pos + batch_size) % capacity,
-            size=jnp.minimum(state.size + batch_size, capacity),
+            insert_pos=(state.insert_pos + count) % capacity,
+            size=jnp.minimum(state.size + count, capacity),
         )
 
     def sample(state: BufferState, key: Array, batch_size: int) -> PyTree:

@@ -24,7 +24,7 @@ import jax
 import numpy as np
 import tyro
 
-from rlsuite.agents import ppo
+from rlsuite.agents import ppo, sac, td3
 from rlsuite.tuned import env_from_argv, tuned
 
 
@@ -34,7 +34,11 @@ class Algo(NamedTuple):
     hparams_cls: type
 
 
-ALGOS = {"ppo": Algo(ppo.make, ppo.PPOConfig, ppo.PPOHparams)}
+ALGOS = {
+    "ppo": Algo(ppo.make, ppo.PPOConfig, ppo.PPOHparams),
+    "sac": Algo(sac.make, sac.SACConfig, sac.SACHparams),
+    "td3": Algo(td3.make, td3.TD3Config, td3.TD3Hparams),
+}
 COMMANDS = ("train", "eval", "plot")
 
 
@@ -275,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         _choose("command", command, COMMANDS)
         {"train": train, "eval": evaluate, "plot": plot}[command](rest)
-    except (UsageError, ValueError, TypeError, FileExistsError) as error:
+    except (UsageError, ValueError, TypeError, FileExistsError, MemoryError) as error:
         print(f"rlsuite {command}: error: {error}", file=sys.stderr)
         return 2
     return 0

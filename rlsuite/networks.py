@@ -1,5 +1,8 @@
 """Networks shared by the agents: MLP torsos, policy heads (distrax distributions) and critics.
 
+On-policy: `ActorCritic`. Off-policy (SAC, TD3): `SquashedGaussianActor`, `DeterministicActor` and
+`QEnsemble`; their actions live in `[-1, 1]^d` (the agents rescale the environment's bounds).
+
 Initialisation follows the PPO implementation details (Huang et al., 2022): orthogonal weights with
 gain sqrt(2) in hidden layers, 0.01 on the policy output and 1.0 on the value output, zero biases.
 Orthogonal initialisation is a QR decomposition; on CPU a QR batched by `vmap` can deadlock XLA's
@@ -64,3 +67,70 @@ class ActorCritic(nn.Module):
         mean = MLP(self.hidden_sizes, self.action_dim, self.activation, 0.01)(obs)
         log_std = self.param("log_std", nn.initializers.zeros, (self.action_dim,))
         return distrax.MultivariateNormalDiag(mean, jnp.exp(log_std) * jnp.ones_like(mean)), value
+
+
+def tanh_gaussian(mean: jnp.ndarray, log_std: jnp.ndarray) -> distrax.Distribution:
+    """A diagonal Gaussian squashed by `tanh` onto `(-1, 1)^d`.
+
+    Its `log_prob(a)` is `log N(u; mean, std) - sum_i log(1 - tanh(u_i)^2)` with `a = tanh(u)`
+    (Haarnoja et al. 2018, arXiv:1801.01290, appendix C); distrax's `Tanh` computes the
+    correction in the stable form `2 (log 2 - u - softplus(-2u))`. Use `sample_and_log_prob`,
+    which takes it at the pre-squash sample, rather than `log_prob` of a squashed action (whose
+    inverse `atanh` loses precision near +-1).
+    """
+    base = distrax.MultivariateNormalDiag(mean, jnp.exp(log_std))
+    return distrax.Transformed(base, distrax.Block(distrax.Tanh(), ndims=1))
+
+
+def squashed_mode(dist: distrax.Transformed) -> jnp.ndarray:
+    """The deterministic action of a `tanh_gaussian`: `tanh(mean)`."""
+    return jnp.tanh(dist.distribution.mean())
+
+
+class SquashedGaussianActor(nn.Module):
+    """SAC's policy: `obs -> tanh_gaussian(mean, log_std)`, with the log standard deviation
+    squashed smoothly into `[log_std_min, log_std_max]`."""
+
+    hidden_sizes: Sequence[int] = (256, 256)
+    action_dim: int = 1
+    activation: str = "relu"
+    log_std_min: float = -5.0
+    log_std_max: float = 2.0
+
+    @nn.compact
+    def __call__(self, obs: jnp.ndarray) -> distrax.Transformed:
+        out = MLP(self.hidden_sizes, 2 * self.action_dim, self.activation, 0.01)(obs)
+        mean, raw = jnp.split(out, 2, axis=-1)
+        span = self.log_std_max - self.log_std_min
+        log_std = self.log_std_min + 0.5 * span * (jnp.tanh(raw) + 1.0)
+        return tanh_gaussian(mean, log_std)
+
+
+class DeterministicActor(nn.Module):
+    """TD3's policy: `obs -> tanh(MLP(obs))` in `[-1, 1]^d`."""
+
+    hidden_sizes: Sequence[int] = (256, 256)
+    action_dim: int = 1
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, obs: jnp.ndarray) -> jnp.ndarray:
+        return jnp.tanh(MLP(self.hidden_sizes, self.action_dim, self.activation, 0.01)(obs))
+
+
+class QEnsemble(nn.Module):
+    """`num_critics` independent Q networks: `(obs [B, o], action [B, a]) -> q [num_critics, B]`.
+
+    The members are separate MLPs (not a vmapped one: a batched orthogonal initialisation is a
+    batched QR, see above)."""
+
+    hidden_sizes: Sequence[int] = (256, 256)
+    num_critics: int = 2
+    activation: str = "relu"
+
+    @nn.compact
+    def __call__(self, obs: jnp.ndarray, action: jnp.ndarray) -> jnp.ndarray:
+        x = jnp.concatenate([obs, action], axis=-1)
+        return jnp.stack(
+            [MLP(self.hidden_sizes, 1, self.activation)(x)[..., 0] for _ in range(self.num_critics)]
+        )

@@ -173,3 +173,54 @@ def n_step_returns(
     # (cost O(min(n, T) * T), which is fine for the short n used in practice).
     g_n = jax.lax.fori_loop(0, min(n, rewards.shape[0]) - 1, extend, g_1)
     return _maybe_stop(g_n, stop_target_gradients)
+
+
+def n_step_transitions(
+    rewards: Array,
+    terminated: Array,
+    truncated: Array,
+    gamma: Scalar,
+    n: int,
+) -> tuple[Array, Array, Array]:
+    """n-step replay items from a window of ``T + n - 1`` steps, for its first ``T`` steps.
+
+    For step ``t < T`` let ``m_t <= n`` be the number of steps up to and including the first done
+    step (``terminated | truncated``) in ``[t, t + n)``, and ``l_t = t + m_t - 1`` the last of
+    them. The item's target is ``R_t + D_t * V(next_obs[l_t])`` with
+
+    ``R_t = sum_{k < m_t} gamma^k r_{t+k}`` and ``D_t = gamma^{m_t} (1 - terminated_{l_t})``,
+
+    so a terminated episode stops bootstrapping and a truncated one bootstraps from its true last
+    observation. ``n = 1`` gives ``R_t = r_t``, ``D_t = gamma (1 - terminated_t)``, ``l_t = t``.
+    The targets agree with ``n_step_returns`` wherever that has ``n`` steps of data ahead.
+
+    Args:
+      rewards, terminated, truncated: ``[T + n - 1, *batch]``, time-major.
+      gamma: scalar discount.
+      n: static Python int >= 1.
+
+    Returns:
+      ``(R, D, last)``: ``[T, *batch]`` summed rewards, discounts, and the int32 time index
+      ``l_t`` into the window of the observation to bootstrap from.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be a Python int >= 1, got {n!r}.")
+    (rewards,), (term, trunc) = _prepare([rewards], [terminated, truncated], gamma)
+    num = rewards.shape[0] - (n - 1)
+    if num < 1:
+        raise ValueError(
+            f"a window for n={n} needs more than {n - 1} steps, got {rewards.shape[0]}"
+        )
+    done = jnp.maximum(term, trunc)
+    total = jnp.zeros_like(rewards[:num])
+    scale = jnp.ones_like(total)  # gamma^k for the steps still in the window
+    alive = jnp.ones_like(total)  # 1 until a done step has been summed
+    last = jnp.zeros(total.shape, jnp.int32)
+    for k in range(n):
+        total = total + alive * scale * rewards[k : k + num]
+        last = jnp.where(alive > 0, k, last)
+        scale = scale * jnp.where(alive > 0, gamma, 1.0)
+        alive = alive * (1.0 - done[k : k + num])
+    last = last + jnp.arange(num, dtype=jnp.int32).reshape((num,) + (1,) * (last.ndim - 1))
+    discount = scale * (1.0 - jnp.take_along_axis(term, last, axis=0))
+    return jax.lax.stop_gradient(total), jax.lax.stop_gradient(discount), last

@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from rlsuite import checkpoint, driver
+from rlsuite import checkpoint, driver, memory
 from rlsuite.agent import Agent, config_dict
 from rlsuite.loggers import MetricsLogger
 
@@ -79,12 +79,18 @@ def fit(
     key_init, key_eval = jax.random.split(key)
     keys = jax.random.split(key_init, num_seeds)
     init = jax.jit(driver.init_batch, static_argnums=(0, 3))
-    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))
+    # The state is donated: a replay buffer in it is updated in place, not copied per chunk.
+    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4), donate_argnums=(1,))
+    target = jax.eval_shape(init, agent, keys, hparams, hparams_axis)
+    memory.check_fits(
+        memory.tree_bytes(target),
+        f"{agent.name}: the learner state of {num_seeds} runs",
+        hint="use fewer seeds or a smaller buffer",
+    )
 
     ckpt_dir = None if out_dir is None else pathlib.Path(out_dir) / "checkpoints"
     start = 0
     if resume:
-        target = jax.eval_shape(init, agent, keys, hparams, hparams_axis)
         expect = {k: metadata[k] for k in ("algo", "env", "num_seeds", "config", "hparams")}
         states, saved = checkpoint.restore(ckpt_dir, target, expect=expect)
         start = int(saved["update"])

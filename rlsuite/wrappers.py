@@ -138,6 +138,21 @@ class EpisodeStatistics(Wrapper):
         return obs, new_state, reward, terminated, truncated, info
 
 
+def episode_metrics(info: dict) -> dict:
+    """Mean return and length of the episodes that ended in a batch of `EpisodeStatistics`
+    infos (any leading axes), NaN when none ended, and their count."""
+    done = info["episode_done"]
+    episodes = done.sum()
+    count = jnp.maximum(episodes, 1)
+    mean_return = (info["episode_return"] * done).sum() / count
+    mean_length = (info["episode_length"] * done).sum() / count
+    return {
+        "charts/episodic_return": jnp.where(episodes > 0, mean_return, jnp.nan),
+        "charts/episodic_length": jnp.where(episodes > 0, mean_length, jnp.nan),
+        "charts/episodes": episodes,
+    }
+
+
 def _box_action_space(env: Environment, params: Any, wrapper: str) -> Box:
     space = env.action_space(params)
     if not isinstance(space, Box) or not space.bounded:

@@ -38,7 +38,7 @@ from rlsuite.networks import ActorCritic, activation_fn
 from rlsuite.returns import gae
 from rlsuite.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.spaces import Box, Discrete
-from rlsuite.wrappers import ClipAction, EpisodeStatistics
+from rlsuite.wrappers import ClipAction, EpisodeStatistics, episode_metrics
 
 
 @dataclasses.dataclass(frozen=True)
@@ -298,17 +298,8 @@ def make(
             key=key,
             update_step=state.update_step + 1,
         )
-        done = tr.info["episode_done"]
-        episodes = done.sum()
-        episodic_return = (tr.info["episode_return"] * done).sum() / jnp.maximum(episodes, 1)
         metrics = {f"losses/{k}": v for k, v in metrics.items()}
-        metrics["charts/episodic_return"] = jnp.where(episodes > 0, episodic_return, jnp.nan)
-        metrics["charts/episodic_length"] = jnp.where(
-            episodes > 0,
-            (tr.info["episode_length"] * done).sum() / jnp.maximum(episodes, 1),
-            jnp.nan,
-        )
-        metrics["charts/episodes"] = episodes
+        metrics.update(episode_metrics(tr.info))
         metrics["charts/learning_rate"] = lr
         return state, metrics
 

@@ -1,0 +1,310 @@
+"""The loop SAC and TD3 share: parallel environments feeding a replay buffer that lives in the
+learner state, and a number of gradient steps per environment step.
+
+An algorithm is a `Learner`, four pure functions over its own state (networks, target networks,
+optimizer states); `make_agent` binds one to an environment and returns an `Agent`. One
+`update` reads top-down:
+
+    act (uniformly random during the warm-up) -> step every env once -> n-step replay items
+    -> buffer -> gradient_steps x (sample a batch -> learner.learn)
+
+Choices, written down:
+- Actions live in `[-1, 1]^d`: the environment is wrapped in `RescaleAction`, so the networks and
+  the warm-up never see the environment's own bounds.
+- Replay items are `(obs, action, reward, discount, next_obs)` with n-step `reward` and
+  `discount = gamma^m (1 - terminated)` (`rlsuite.returns.n_step_transitions`); a truncated
+  episode bootstraps from its true last observation, a terminated one does not. The last
+  `n_step - 1` steps of every env wait in the state until their n-step window is complete.
+- Observations are stored raw; with `normalize_observations`, each sampled batch is normalised
+  with the current statistics (updated with every collected observation), as is every action.
+- Learning starts once `learning_starts` environment steps (all envs together) have been taken
+  and the buffer holds a batch; before that, updates only collect (and log NaN losses).
+- The buffer's memory (`buffer_size` items) is checked against the device before anything is
+  allocated: `make_agent` refuses one that would not fit, stating the bytes it needs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from rlsuite import memory, running_stats
+from rlsuite.agent import Agent, check_config
+from rlsuite.buffers import BufferState, replay_buffer
+from rlsuite.environment import Environment
+from rlsuite.networks import activation_fn
+from rlsuite.returns import n_step_transitions
+from rlsuite.rollout import EnvBatch, reset_batch, rollout
+from rlsuite.spaces import Box
+from rlsuite.wrappers import EpisodeStatistics, RescaleAction, episode_metrics
+
+
+@dataclasses.dataclass(frozen=True)
+class OffPolicyConfig:
+    """Static configuration shared by the off-policy agents."""
+
+    num_envs: int = 1
+    """parallel environments per agent; one update steps each of them once"""
+    buffer_size: int = 100_000
+    """replay capacity in transitions (all envs together); the oldest are overwritten first"""
+    batch_size: int = 256
+    """transitions per gradient step"""
+    learning_starts: int = 1_000
+    """environment steps (all envs together) of uniformly random actions before learning"""
+    gradient_steps: int = 1
+    """gradient steps per update (so num_envs env steps); the replay ratio is their quotient"""
+    n_step: int = 1
+    """rewards summed in each replay item's target (n-step returns)"""
+    total_timesteps: int = 100_000
+    """environment steps of the whole run (all envs together)"""
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    """hidden layer sizes of the actor and of each critic"""
+    activation: str = "relu"
+    """hidden activation: tanh, relu, elu or gelu"""
+    normalize_observations: bool = False
+    """normalise observations with running statistics kept in the learner state"""
+
+    def __post_init__(self):
+        name = type(self).__name__
+        check_config(self, ("num_envs", "buffer_size", "batch_size", "gradient_steps", "n_step"))
+        check_config(self, ("total_timesteps",))
+        if isinstance(self.learning_starts, bool) or not isinstance(self.learning_starts, int):
+            raise ValueError(f"{name}.learning_starts must be an integer >= 0")
+        if self.learning_starts < 0:
+            raise ValueError(f"{name}.learning_starts must be >= 0, got {self.learning_starts}")
+        if self.buffer_size < max(self.batch_size, self.num_envs):
+            raise ValueError(
+                f"{name}.buffer_size={self.buffer_size} must hold at least one batch "
+                f"(batch_size={self.batch_size}) and one step of every env "
+                f"(num_envs={self.num_envs})"
+            )
+        if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
+            raise ValueError(f"{name}.hidden_sizes must be sizes >= 1, got {self.hidden_sizes}")
+        activation_fn(self.activation)
+
+    @property
+    def num_updates(self) -> int:
+        """Updates in the whole run: `total_timesteps // num_envs` (at least 1)."""
+        return max(1, self.total_timesteps // self.num_envs)
+
+
+class Learner(NamedTuple):
+    """An off-policy algorithm's networks and learning rule, as pure functions.
+
+    init: `(key, hparams) -> learner state`.
+    explore: `(learner, obs [E, o], key) -> action [E, a]` in `[-1, 1]`, the behaviour policy.
+    greedy: `(learner, obs [..., o]) -> action`, the deterministic policy for evaluation.
+    learn: `(learner, batch, key, hparams) -> (learner, metrics)`, one gradient step on a batch
+      `{"obs", "action", "reward", "discount", "next_obs"}` (observations already normalised).
+    """
+
+    init: Callable[[jax.Array, Any], Any]
+    explore: Callable[[Any, jax.Array, jax.Array], jax.Array]
+    greedy: Callable[[Any, jax.Array], jax.Array]
+    learn: Callable[[Any, dict, jax.Array, Any], tuple[Any, dict]]
+
+
+@struct.dataclass
+class OffPolicyState:
+    learner: Any
+    buffer: BufferState
+    pending: dict  # the last n_step - 1 steps of every env, [n_step - 1, num_envs, ...]
+    obs_stats: running_stats.RunningStats
+    env: EnvBatch
+    key: jax.Array
+    update_step: jax.Array
+
+
+def adam_init(params):
+    """Adam's state for `params`; the step size is applied by `adam_step`."""
+    return optax.scale_by_adam().init(params)
+
+
+def adam_step(params, grads, opt_state, learning_rate):
+    """One Adam step with a (traced) `learning_rate`: `(params, opt_state)`."""
+    updates, opt_state = optax.scale_by_adam().update(grads, opt_state, params)
+    step = jax.tree.map(lambda u: -learning_rate * u, updates)
+    return optax.apply_updates(params, step), opt_state
+
+
+def action_dim(env: Environment, env_params, algo: str) -> int:
+    """The size of a 1-D bounded Box action space; a `TypeError` for anything else."""
+    space = env.action_space(env_params)
+    if isinstance(space, Box) and len(space.shape) == 1 and space.bounded:
+        return space.shape[0]
+    raise TypeError(
+        f"{algo} handles bounded 1-D Box (continuous) action spaces; {env.name} has {space!r}"
+    )
+
+
+def make_agent(
+    name: str,
+    config: OffPolicyConfig,
+    env: Environment,
+    env_params,
+    learner: Learner,
+    default_hparams,
+    check_hparams: Callable,
+) -> Agent:
+    """Bind `learner` to `env` as an `Agent` running the shared off-policy loop above."""
+    act_dim = action_dim(env, env_params, name)
+    env = EpisodeStatistics(RescaleAction(env))
+    obs_space = env.observation_space(env_params)
+    if len(obs_space.shape) != 1:
+        raise TypeError(
+            f"{name} needs vector observations (wrap with FlattenObservation); got {obs_space!r}"
+        )
+    obs_dim = obs_space.shape[0]
+    buffer = replay_buffer(config.buffer_size)
+    item = {
+        "obs": jnp.zeros((obs_dim,)),
+        "action": jnp.zeros((act_dim,)),
+        "reward": jnp.zeros(()),
+        "discount": jnp.zeros(()),
+        "next_obs": jnp.zeros((obs_dim,)),
+    }
+    need = memory.tree_bytes(jax.eval_shape(buffer.init, item))
+    memory.check_fits(
+        need,
+        f"{name}: a replay buffer of {config.buffer_size:,} transitions",
+        hint="lower buffer_size",
+    )
+    window = config.n_step - 1
+    num_envs = config.num_envs
+
+    def normalize(obs_stats, obs):
+        if config.normalize_observations:
+            return running_stats.normalize(obs_stats, obs, clip=10.0)
+        return obs
+
+    def init(key, hp) -> OffPolicyState:
+        key, key_learner, key_env = jax.random.split(key, 3)
+        pending = {
+            "obs": jnp.zeros((window, num_envs, obs_dim)),
+            "action": jnp.zeros((window, num_envs, act_dim)),
+            "reward": jnp.zeros((window, num_envs)),
+            "terminated": jnp.zeros((window, num_envs), bool),
+            "truncated": jnp.zeros((window, num_envs), bool),
+            "next_obs": jnp.zeros((window, num_envs, obs_dim)),
+        }
+        return OffPolicyState(
+            learner=learner.init(key_learner, hp),
+            buffer=buffer.init(item),
+            pending=pending,
+            obs_stats=running_stats.init((obs_dim,)),
+            env=reset_batch(env, env_params, key_env, num_envs),
+            key=key,
+            update_step=jnp.zeros((), jnp.int32),
+        )
+
+    def collect(state: OffPolicyState, key):
+        warm = state.update_step * num_envs < config.learning_starts
+
+        def policy(key, obs):
+            key_explore, key_random = jax.random.split(key)
+            action = learner.explore(state.learner, normalize(state.obs_stats, obs), key_explore)
+            random = jax.random.uniform(key_random, action.shape, minval=-1.0, maxval=1.0)
+            return jnp.where(warm, random, action), {}
+
+        return rollout(env, env_params, policy, key, state.env, 1)
+
+    def store(state: OffPolicyState, tr, hp):
+        """Completes the n-step window of the oldest pending step and writes it to the buffer."""
+        new = {
+            "obs": tr.obs,
+            "action": tr.action,
+            "reward": tr.reward.astype(jnp.float32),
+            "terminated": tr.terminated,
+            "truncated": tr.truncated,
+            "next_obs": tr.next_obs,
+        }
+        steps = jax.tree.map(lambda p, n: jnp.concatenate([p, n]), state.pending, new)
+        reward, discount, last = n_step_transitions(
+            steps["reward"], steps["terminated"], steps["truncated"], hp.gamma, config.n_step
+        )
+        next_obs = jnp.take_along_axis(steps["next_obs"], last[..., None], axis=0)
+        items = {
+            "obs": steps["obs"][0],
+            "action": steps["action"][0],
+            "reward": reward[0],
+            "discount": discount[0],
+            "next_obs": next_obs[0],
+        }
+        # The oldest step is real once n_step - 1 updates have filled the window.
+        valid = jnp.broadcast_to(state.update_step >= window, (num_envs,))
+        pending = jax.tree.map(lambda x: x[1:], steps)
+        return buffer.add(state.buffer, items, valid), pending
+
+    def learn(learner_state, buffer_state, obs_stats, key, hp):
+        def step(learner_state, key):
+            key_sample, key_learn = jax.random.split(key)
+            batch = buffer.sample(buffer_state, key_sample, config.batch_size)
+            batch = dict(batch)
+            batch["obs"] = normalize(obs_stats, batch["obs"])
+            batch["next_obs"] = normalize(obs_stats, batch["next_obs"])
+            return learner.learn(learner_state, batch, key_learn, hp)
+
+        keys = jax.random.split(key, config.gradient_steps)
+        learner_state, metrics = jax.lax.scan(step, learner_state, keys)
+        return learner_state, jax.tree.map(jnp.nanmean, metrics)
+
+    def update(state: OffPolicyState, hp):
+        key, key_collect, key_learn = jax.random.split(state.key, 3)
+        env_batch, tr = collect(state, key_collect)
+        obs_stats = state.obs_stats
+        if config.normalize_observations:
+            obs_stats = running_stats.update(obs_stats, tr.obs)
+        buffer_state, pending = store(state, tr, hp)
+        env_steps = (state.update_step + 1) * num_envs
+        ready = (env_steps >= config.learning_starts) & buffer.can_sample(
+            buffer_state, config.batch_size
+        )
+        shapes = jax.eval_shape(learn, state.learner, buffer_state, obs_stats, key_learn, hp)
+
+        def skip(*_):
+            nan = jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes[1])
+            return state.learner, nan
+
+        learner_state, metrics = jax.lax.cond(
+            ready, learn, skip, state.learner, buffer_state, obs_stats, key_learn, hp
+        )
+        state = OffPolicyState(
+            learner=learner_state,
+            buffer=buffer_state,
+            pending=pending,
+            obs_stats=obs_stats,
+            env=env_batch,
+            key=key,
+            update_step=state.update_step + 1,
+        )
+        metrics = {f"losses/{k}": v for k, v in metrics.items()}
+        metrics.update(episode_metrics(tr.info))
+        metrics["charts/buffer_size"] = buffer_state.size
+        return state, metrics
+
+    def act(state: OffPolicyState, obs, key, deterministic: bool = False):
+        obs = normalize(state.obs_stats, obs)
+        if deterministic:
+            return learner.greedy(state.learner, obs)
+        if obs.ndim == 1:
+            return learner.explore(state.learner, obs[None], key)[0]
+        return learner.explore(state.learner, obs, key)
+
+    return Agent(
+        name=name,
+        config=config,
+        env=env,
+        env_params=env_params,
+        default_hparams=default_hparams,
+        init=init,
+        update=update,
+        act=act,
+        check_hparams=check_hparams,
+        env_steps_per_update=num_envs,
+    )

@@ -1,0 +1,195 @@
+"""Soft Actor-Critic (Haarnoja et al. 2018, arXiv:1801.01290; automatic temperature from
+arXiv:1812.05905) for continuous actions.
+
+Twin Q networks with Polyak-averaged targets and the clipped double-Q soft target, a
+tanh-squashed Gaussian policy whose log-probability carries the tanh correction, and a temperature
+tuned towards a target entropy (or held fixed). The environment loop, the replay buffer in the
+learner state, n-step returns and observation normalisation are the shared off-policy loop
+(`rlsuite.agents.off_policy`).
+
+    agent = sac.make(SACConfig(num_envs=4), env, env_params)
+    state = agent.init(key, agent.default_hparams)
+    state, metrics = agent.update(state, agent.default_hparams)
+
+One gradient step updates the critics, then the actor and the temperature on the same batch
+(every step, as in the paper's algorithm 1), then the target critics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from rlsuite import losses
+from rlsuite.agent import Agent
+from rlsuite.agents.off_policy import (
+    Learner,
+    OffPolicyConfig,
+    action_dim,
+    adam_init,
+    adam_step,
+    make_agent,
+)
+from rlsuite.environment import Environment, positive, require
+from rlsuite.networks import QEnsemble, SquashedGaussianActor, squashed_mode
+
+
+@dataclasses.dataclass(frozen=True)
+class SACConfig(OffPolicyConfig):
+    """Static configuration of SAC (the shared off-policy fields, and these)."""
+
+    num_critics: int = 2
+    """Q networks in the ensemble; targets take their minimum"""
+    autotune: bool = True
+    """tune the temperature towards the target entropy; otherwise keep hparams.alpha fixed"""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.num_critics, bool) or not isinstance(self.num_critics, int):
+            raise ValueError("SACConfig.num_critics must be an integer >= 1")
+        if self.num_critics < 1:
+            raise ValueError(f"SACConfig.num_critics must be >= 1, got {self.num_critics}")
+
+
+@struct.dataclass
+class SACHparams:
+    """Numeric hyperparameters: traced, so a batch of them is a `vmap` axis."""
+
+    actor_lr: float = 3e-4
+    """Adam step size of the policy"""
+    critic_lr: float = 3e-4
+    """Adam step size of the Q networks"""
+    alpha_lr: float = 3e-4
+    """Adam step size of the log temperature (when config.autotune)"""
+    gamma: float = 0.99
+    """discount factor"""
+    tau: float = 0.005
+    """Polyak step of the target critics"""
+    alpha: float = 1.0
+    """initial temperature (config.autotune) or the fixed one"""
+    target_entropy_scale: float = 1.0
+    """target entropy = -target_entropy_scale * action_dim"""
+
+
+@struct.dataclass
+class SACLearner:
+    actor: dict
+    critic: dict
+    target_critic: dict
+    log_alpha: jax.Array
+    actor_opt: optax.OptState
+    critic_opt: optax.OptState
+    alpha_opt: optax.OptState
+
+
+def check_hparams(hp: SACHparams) -> None:
+    """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
+    if not isinstance(hp, SACHparams):
+        raise TypeError(f"sac: hparams must be a SACHparams, got {type(hp).__name__}")
+    positive(hp, "actor_lr", "critic_lr", "alpha_lr", "alpha", env="sac", kind="hparams")
+    for field in ("gamma", "tau"):
+        require(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "sac", "hparams")
+    require(hp, "target_entropy_scale", lambda v: v == v, "a number", "sac", "hparams")
+
+
+def make(config: SACConfig, env: Environment, env_params=None) -> Agent:
+    """Bind SAC to `env` (a bounded 1-D Box action space)."""
+    if not isinstance(config, SACConfig):
+        raise TypeError(f"sac.make needs a SACConfig, got {type(config).__name__}")
+    env_params = env.check_params(env_params)
+    dim = action_dim(env, env_params, "sac")
+    obs_dim = env.observation_space(env_params).shape
+    actor = SquashedGaussianActor(config.hidden_sizes, dim, config.activation)
+    critic = QEnsemble(config.hidden_sizes, config.num_critics, config.activation)
+
+    def init(key, hp: SACHparams) -> SACLearner:
+        key_actor, key_critic = jax.random.split(key)
+        obs, action = jnp.zeros((1, *obs_dim)), jnp.zeros((1, dim))
+        actor_params = actor.init(key_actor, obs)
+        critic_params = critic.init(key_critic, obs, action)
+        log_alpha = jnp.log(jnp.asarray(hp.alpha, jnp.float32))
+        return SACLearner(
+            actor=actor_params,
+            critic=critic_params,
+            target_critic=critic_params,
+            log_alpha=log_alpha,
+            actor_opt=adam_init(actor_params),
+            critic_opt=adam_init(critic_params),
+            alpha_opt=adam_init(log_alpha),
+        )
+
+    def explore(learner: SACLearner, obs, key):
+        return actor.apply(learner.actor, obs).sample(seed=key)
+
+    def greedy(learner: SACLearner, obs):
+        return squashed_mode(actor.apply(learner.actor, obs))
+
+    def critic_loss(params, learner: SACLearner, batch, key, alpha):
+        next_action, next_log_prob = actor.apply(
+            learner.actor, batch["next_obs"]
+        ).sample_and_log_prob(seed=key)
+        next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
+        target = losses.soft_td_target(
+            batch["reward"], batch["discount"], next_q, next_log_prob, alpha
+        )
+        q = critic.apply(params, batch["obs"], batch["action"])
+        return losses.critic_loss(q, target), q.mean()
+
+    def actor_loss(params, critic_params, obs, key, alpha):
+        action, log_prob = actor.apply(params, obs).sample_and_log_prob(seed=key)
+        q = critic.apply(critic_params, obs, action)
+        return losses.sac_actor_loss(q, log_prob, alpha), log_prob
+
+    def learn(learner: SACLearner, batch, key, hp: SACHparams):
+        key_critic, key_actor = jax.random.split(key)
+        alpha = jnp.exp(learner.log_alpha)
+        (q_loss, q_mean), grads = jax.value_and_grad(critic_loss, has_aux=True)(
+            learner.critic, learner, batch, key_critic, alpha
+        )
+        critic_params, critic_opt = adam_step(
+            learner.critic, grads, learner.critic_opt, hp.critic_lr
+        )
+        (pi_loss, log_prob), grads = jax.value_and_grad(actor_loss, has_aux=True)(
+            learner.actor, critic_params, batch["obs"], key_actor, alpha
+        )
+        actor_params, actor_opt = adam_step(learner.actor, grads, learner.actor_opt, hp.actor_lr)
+        log_alpha, alpha_opt, alpha_loss = learner.log_alpha, learner.alpha_opt, jnp.zeros(())
+        if config.autotune:
+            target_entropy = -hp.target_entropy_scale * dim
+            alpha_loss, grad = jax.value_and_grad(losses.temperature_loss)(
+                learner.log_alpha, log_prob, target_entropy
+            )
+            log_alpha, alpha_opt = adam_step(log_alpha, grad, alpha_opt, hp.alpha_lr)
+        target = optax.incremental_update(critic_params, learner.target_critic, hp.tau)
+        learner = SACLearner(
+            actor=actor_params,
+            critic=critic_params,
+            target_critic=target,
+            log_alpha=log_alpha,
+            actor_opt=actor_opt,
+            critic_opt=critic_opt,
+            alpha_opt=alpha_opt,
+        )
+        metrics = {
+            "critic_loss": q_loss,
+            "actor_loss": pi_loss,
+            "alpha_loss": alpha_loss,
+            "alpha": alpha,
+            "entropy": -log_prob.mean(),
+            "q_mean": q_mean,
+        }
+        return learner, metrics
+
+    return make_agent(
+        "sac",
+        config,
+        env,
+        env_params,
+        Learner(init=init, explore=explore, greedy=greedy, learn=learn),
+        SACHparams(),
+        check_hparams,
+    )

@@ -1,0 +1,195 @@
+"""Twin Delayed DDPG (Fujimoto et al. 2018, arXiv:1802.09477) for continuous actions.
+
+Twin critics with the clipped double-Q target, target policy smoothing with clipped Gaussian
+noise, actor and target networks updated every `policy_delay` critic steps, and Gaussian
+exploration noise. The environment loop, the replay buffer in the learner state, n-step returns and
+observation normalisation are the shared off-policy loop (`rlsuite.agents.off_policy`).
+
+    agent = td3.make(TD3Config(num_envs=4), env, env_params)
+    state = agent.init(key, agent.default_hparams)
+    state, metrics = agent.update(state, agent.default_hparams)
+
+Noise scales are in the agent's action units, `[-1, 1]` (the environment's bounds are rescaled),
+so `exploration_noise=0.1` is 5% of the action range, as in the paper's experiments on the
+MuJoCo tasks whose bounds are +-1. The exploration noise is kept in the learner state (it is
+part of the behaviour policy `agent.act(..., deterministic=False)` follows).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from rlsuite import losses
+from rlsuite.agent import Agent
+from rlsuite.agents.off_policy import (
+    Learner,
+    OffPolicyConfig,
+    action_dim,
+    adam_init,
+    adam_step,
+    make_agent,
+)
+from rlsuite.environment import Environment, positive, require
+from rlsuite.networks import DeterministicActor, QEnsemble
+
+
+@dataclasses.dataclass(frozen=True)
+class TD3Config(OffPolicyConfig):
+    """Static configuration of TD3 (the shared off-policy fields, and these)."""
+
+    policy_delay: int = 2
+    """critic steps per actor and target update"""
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.policy_delay, bool) or not isinstance(self.policy_delay, int):
+            raise ValueError("TD3Config.policy_delay must be an integer >= 1")
+        if self.policy_delay < 1:
+            raise ValueError(f"TD3Config.policy_delay must be >= 1, got {self.policy_delay}")
+
+
+@struct.dataclass
+class TD3Hparams:
+    """Numeric hyperparameters: traced, so a batch of them is a `vmap` axis."""
+
+    actor_lr: float = 3e-4
+    """Adam step size of the policy"""
+    critic_lr: float = 3e-4
+    """Adam step size of the critics"""
+    gamma: float = 0.99
+    """discount factor"""
+    tau: float = 0.005
+    """Polyak step of the target actor and critics"""
+    exploration_noise: float = 0.1
+    """standard deviation of the Gaussian noise added to the behaviour policy's actions"""
+    policy_noise: float = 0.2
+    """standard deviation of the target policy smoothing noise"""
+    noise_clip: float = 0.5
+    """the smoothing noise is clipped to [-noise_clip, noise_clip]"""
+
+
+@struct.dataclass
+class TD3Learner:
+    actor: dict
+    critic: dict
+    target_actor: dict
+    target_critic: dict
+    actor_opt: optax.OptState
+    critic_opt: optax.OptState
+    exploration_noise: jax.Array
+    step: jax.Array
+
+
+def check_hparams(hp: TD3Hparams) -> None:
+    """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
+    if not isinstance(hp, TD3Hparams):
+        raise TypeError(f"td3: hparams must be a TD3Hparams, got {type(hp).__name__}")
+    positive(hp, "actor_lr", "critic_lr", env="td3", kind="hparams")
+    for field in ("gamma", "tau"):
+        require(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "td3", "hparams")
+    for field in ("exploration_noise", "policy_noise", "noise_clip"):
+        require(hp, field, lambda v: v >= 0, "a value >= 0", "td3", "hparams")
+
+
+def make(config: TD3Config, env: Environment, env_params=None) -> Agent:
+    """Bind TD3 to `env` (a bounded 1-D Box action space)."""
+    if not isinstance(config, TD3Config):
+        raise TypeError(f"td3.make needs a TD3Config, got {type(config).__name__}")
+    env_params = env.check_params(env_params)
+    dim = action_dim(env, env_params, "td3")
+    obs_dim = env.observation_space(env_params).shape
+    actor = DeterministicActor(config.hidden_sizes, dim, config.activation)
+    critic = QEnsemble(config.hidden_sizes, 2, config.activation)
+
+    def init(key, hp: TD3Hparams) -> TD3Learner:
+        key_actor, key_critic = jax.random.split(key)
+        obs, action = jnp.zeros((1, *obs_dim)), jnp.zeros((1, dim))
+        actor_params = actor.init(key_actor, obs)
+        critic_params = critic.init(key_critic, obs, action)
+        return TD3Learner(
+            actor=actor_params,
+            critic=critic_params,
+            target_actor=actor_params,
+            target_critic=critic_params,
+            actor_opt=adam_init(actor_params),
+            critic_opt=adam_init(critic_params),
+            exploration_noise=jnp.asarray(hp.exploration_noise, jnp.float32),
+            step=jnp.zeros((), jnp.int32),
+        )
+
+    def explore(learner: TD3Learner, obs, key):
+        action = actor.apply(learner.actor, obs)
+        noise = learner.exploration_noise * jax.random.normal(key, action.shape)
+        return jnp.clip(action + noise, -1.0, 1.0)
+
+    def greedy(learner: TD3Learner, obs):
+        return actor.apply(learner.actor, obs)
+
+    def critic_loss(params, learner: TD3Learner, batch, key, hp: TD3Hparams):
+        next_action = actor.apply(learner.target_actor, batch["next_obs"])
+        noise = hp.policy_noise * jax.random.normal(key, next_action.shape)
+        next_action = losses.smoothed_target_action(next_action, noise, hp.noise_clip)
+        next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
+        target = losses.td_target(batch["reward"], batch["discount"], next_q)
+        q = critic.apply(params, batch["obs"], batch["action"])
+        return losses.critic_loss(q, target), q.mean()
+
+    def actor_loss(params, critic_params, obs):
+        return losses.deterministic_actor_loss(
+            critic.apply(critic_params, obs, actor.apply(params, obs))
+        )
+
+    def delayed(learner: TD3Learner, critic_params, obs, hp: TD3Hparams):
+        """Actor step, then Polyak steps of both targets."""
+        pi_loss, grads = jax.value_and_grad(actor_loss)(learner.actor, critic_params, obs)
+        actor_params, actor_opt = adam_step(learner.actor, grads, learner.actor_opt, hp.actor_lr)
+        target_actor = optax.incremental_update(actor_params, learner.target_actor, hp.tau)
+        target_critic = optax.incremental_update(critic_params, learner.target_critic, hp.tau)
+        return actor_params, actor_opt, target_actor, target_critic, pi_loss
+
+    def not_yet(learner: TD3Learner, *_):
+        nan = jnp.full((), jnp.nan)
+        return learner.actor, learner.actor_opt, learner.target_actor, learner.target_critic, nan
+
+    def learn(learner: TD3Learner, batch, key, hp: TD3Hparams):
+        (q_loss, q_mean), grads = jax.value_and_grad(critic_loss, has_aux=True)(
+            learner.critic, learner, batch, key, hp
+        )
+        critic_params, critic_opt = adam_step(
+            learner.critic, grads, learner.critic_opt, hp.critic_lr
+        )
+        actor_params, actor_opt, target_actor, target_critic, pi_loss = jax.lax.cond(
+            (learner.step + 1) % config.policy_delay == 0,
+            delayed,
+            not_yet,
+            learner,
+            critic_params,
+            batch["obs"],
+            hp,
+        )
+        learner = TD3Learner(
+            actor=actor_params,
+            critic=critic_params,
+            target_actor=target_actor,
+            target_critic=target_critic,
+            actor_opt=actor_opt,
+            critic_opt=critic_opt,
+            exploration_noise=learner.exploration_noise,
+            step=learner.step + 1,
+        )
+        return learner, {"critic_loss": q_loss, "actor_loss": pi_loss, "q_mean": q_mean}
+
+    return make_agent(
+        "td3",
+        config,
+        env,
+        env_params,
+        Learner(init=init, explore=explore, greedy=greedy, learn=learn),
+        TD3Hparams(),
+        check_hparams,
+    )

@@ -1,0 +1,79 @@
+"""Memory checks made before anything is allocated: a state too large for the device is refused
+with a message that states the bytes it would need, instead of failing deep inside XLA.
+
+    need = tree_bytes(jax.eval_shape(agent.init, key, hparams))   # shapes only, nothing allocated
+    check_fits(need, "sac: the learner state of 8 seeds", hint="lower --buffer-size")
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import numpy as np
+
+
+def tree_bytes(tree: Any) -> int:
+    """Bytes of every array leaf of `tree` (arrays or `jax.ShapeDtypeStruct`s)."""
+    total = 0
+    for leaf in jax.tree.leaves(tree):
+        shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
+        if shape is None or dtype is None:
+            continue
+        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
+            itemsize = 8  # threefry key data: 2 x uint32
+        else:
+            itemsize = np.dtype(dtype).itemsize
+        total += int(np.prod(shape, dtype=np.int64)) * itemsize
+    return total
+
+
+def available_bytes(device: jax.Device | None = None) -> int | None:
+    """Memory a new allocation may use on `device` (default: the first device), or None if it
+    cannot be told. Accelerators: the allocator's limit minus what is in use. CPU: the host's
+    available memory (`MemAvailable` on Linux, else the physical memory)."""
+    device = device or jax.devices()[0]
+    if device.platform != "cpu":
+        stats = device.memory_stats() or {}
+        if "bytes_limit" in stats:
+            return int(stats["bytes_limit"]) - int(stats.get("bytes_in_use", 0))
+        return None
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def format_bytes(n: int) -> str:
+    """`12,345,678,901 bytes (11.5 GiB)`."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n:,} bytes ({n / size:.1f} {unit})"
+    return f"{n:,} bytes"
+
+
+def check_fits(need: int, what: str, hint: str = "", fraction: float = 0.9) -> None:
+    """Raise a `MemoryError` stating the bytes `what` needs when more than `fraction` of the
+    available memory (summed over the devices the runs are placed on) would be used."""
+    devices = jax.devices()
+    available = [available_bytes(d) for d in devices]
+    if any(a is None for a in available):
+        return
+    have = sum(available) if len(devices) > 1 else available[0]
+    if need > fraction * have:
+        platform = devices[0].platform
+        where = (
+            f"{len(devices)} {platform} devices" if len(devices) > 1 else f"the {platform} device"
+        )
+        raise MemoryError(
+            f"{what} needs {format_bytes(need)}, more than {fraction:.0%} of the "
+            f"{format_bytes(have)} available on {where}" + (f"; {hint}" if hint else "")
+        )
