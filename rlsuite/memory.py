@@ -21,11 +21,10 @@ def tree_bytes(tree: Any) -> int:
         shape, dtype = getattr(leaf, "shape", None), getattr(leaf, "dtype", None)
         if shape is None or dtype is None:
             continue
-        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):
-            itemsize = 8  # threefry key data: 2 x uint32
-        else:
-            itemsize = np.dtype(dtype).itemsize
-        total += int(np.prod(shape, dtype=np.int64)) * itemsize
+        if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):  # sized by its key data
+            data = jax.eval_shape(jax.random.key_data, jax.ShapeDtypeStruct(shape, dtype))
+            shape, dtype = data.shape, data.dtype
+        total += int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
     return total
 
 

@@ -181,3 +181,110 @@ def test_mismatched_batch_raises_naming_leaf():
         buf.add(state, {"obs": jnp.zeros((2, 3)), "r": jnp.zeros(2, jnp.int32)})
     with pytest.raises(ValueError, match="leading"):
         buf.add(state, {"obs": jnp.zeros((2, 3)), "r": jnp.zeros(3)})
+
+
+# ---------------------------------------------------------------------------------------------
+# Masked writes: add(state, batch, valid) stores only the valid items, in order, in consecutive
+# slots; insert_pos and size advance by the number of valid items.
+# ---------------------------------------------------------------------------------------------
+def _mask(*bits):
+    return jnp.asarray(bits, dtype=bool)
+
+
+def test_masked_add_exact_slots_and_wrap_around():
+    buf = replay_buffer(6)
+    add = jax.jit(buf.add)
+    state = _sentinel(buf.init(jnp.int32(0)))
+    # items 0..3, valid [T, F, T, F]: 0, 2 -> slots 0, 1; pos 2, size 2
+    state = add(state, _ids(0, 4), _mask(1, 0, 1, 0))
+    np.testing.assert_array_equal(state.data, [0, 2, -1, -1, -1, -1])
+    assert (int(state.insert_pos), int(state.size)) == (2, 2)
+    # items 10..13, valid [F, T, T, T]: 11, 12, 13 -> slots 2, 3, 4; pos 5, size 5
+    state = add(state, _ids(10, 4), _mask(0, 1, 1, 1))
+    np.testing.assert_array_equal(state.data, [0, 2, 11, 12, 13, -1])
+    assert (int(state.insert_pos), int(state.size)) == (5, 5)
+    # items 20..23, valid [T, F, F, T]: 20 -> slot 5, 23 wraps to slot 0; pos 1, size 6
+    state = add(state, _ids(20, 4), _mask(1, 0, 0, 1))
+    np.testing.assert_array_equal(state.data, [23, 2, 11, 12, 13, 20])
+    assert (int(state.insert_pos), int(state.size)) == (1, 6)
+    assert state.insert_pos.dtype == state.size.dtype == jnp.int32
+    # a full-capacity batch 30..35 with valid [F, T, T, T, T, T]: 31..35 -> slots 1..5; pos 6 % 6
+    state = add(state, _ids(30, 6), _mask(0, 1, 1, 1, 1, 1))
+    np.testing.assert_array_equal(state.data, [23, 31, 32, 33, 34, 35])
+    assert (int(state.insert_pos), int(state.size)) == (0, 6)
+    # an all-True mask is the unmasked write
+    state_all = add(state, _ids(40, 4), _mask(1, 1, 1, 1))
+    state_plain = buf.add(state, _ids(40, 4))
+    np.testing.assert_array_equal(state_all.data, state_plain.data)
+    assert int(state_all.insert_pos) == int(state_plain.insert_pos) == 4
+
+
+def test_masked_add_all_false_leaves_state_unchanged():
+    buf = replay_buffer(5)
+    add = jax.jit(buf.add)
+    state = add(_sentinel(buf.init(jnp.int32(0))), _ids(0, 3))
+    for st in (_sentinel(buf.init(jnp.int32(0))), state):  # empty, and partly filled
+        out = add(st, _ids(50, 3), _mask(0, 0, 0))
+        np.testing.assert_array_equal(out.data, st.data)
+        assert (int(out.insert_pos), int(out.size)) == (int(st.insert_pos), int(st.size))
+
+
+def test_masked_add_pytree_rows_stay_aligned():
+    buf = replay_buffer(4)
+    state = _sentinel(buf.init({"id": jnp.int32(0), "obs": jnp.zeros(2, jnp.int32)}))
+    ids = _ids(7, 3)
+    batch = {"id": ids, "obs": jnp.stack([ids, 10 * ids], axis=1)}
+    # a numpy mask works too: items 7 and 9 -> slots 0 and 1
+    state = jax.jit(buf.add)(state, batch, np.array([True, False, True]))
+    np.testing.assert_array_equal(state.data["id"], [7, 9, -1, -1])
+    np.testing.assert_array_equal(state.data["obs"], [[7, 70], [9, 90], [-1, -1], [-1, -1]])
+    samples = jax.jit(buf.sample, static_argnums=2)(state, jax.random.key(0), 32)
+    assert set(np.asarray(samples["id"]).tolist()) == {7, 9}
+    np.testing.assert_array_equal(samples["obs"][:, 1], 10 * samples["id"])
+
+
+@pytest.mark.parametrize(
+    "valid",
+    [
+        np.ones(3, bool),  # shape (3,) for a batch of 4
+        np.ones((4, 1), bool),
+        np.ones((), bool),
+        np.ones(4, np.int32),
+        np.ones(4, np.float32),
+    ],
+)
+def test_masked_add_bad_mask_raises(valid):
+    buf = replay_buffer(8)
+    state = buf.init(jnp.int32(0))
+    with pytest.raises(ValueError, match=r"valid must be a bool array of shape \(4,\)"):
+        buf.add(state, _ids(0, 4), valid)
+    with pytest.raises(ValueError, match=r"valid must be a bool array of shape \(4,\)"):
+        jax.jit(buf.add)(state, _ids(0, 4), jnp.asarray(valid))
+
+
+def test_masked_add_vmap_over_buffers_with_different_masks():
+    # One buffer per seed, each with its own mask: the vmapped add equals the per-seed adds.
+    S, buf = 3, replay_buffer(5)
+    singles = [_sentinel(buf.init(jnp.int32(0))) for _ in range(S)]
+    states = jax.tree.map(lambda *x: jnp.stack(x), *singles)
+    masks = [
+        [_mask(1, 1, 1), _mask(0, 1, 0), _mask(1, 0, 1)],  # seed 0: 3 + 1 + 2 items (wraps)
+        [_mask(0, 0, 0), _mask(1, 0, 0), _mask(0, 0, 1)],  # seed 1: 0 + 1 + 1 items
+        [_mask(1, 0, 1), _mask(1, 1, 1), _mask(0, 0, 0)],  # seed 2: 2 + 3 + 0 items
+    ]
+    vadd = jax.jit(jax.vmap(buf.add))
+    for k in range(3):
+        batches = [_ids(100 * s + 10 * k, 3) for s in range(S)]
+        valid = jnp.stack([masks[s][k] for s in range(S)])
+        states = vadd(states, jnp.stack(batches), valid)
+        singles = [buf.add(singles[s], batches[s], masks[s][k]) for s in range(S)]
+    for s in range(S):
+        np.testing.assert_array_equal(states.data[s], singles[s].data)
+    # seed 0: 0, 1, 2 -> slots 0-2; 11 -> slot 3; 20 -> slot 4, 22 wraps to slot 0
+    np.testing.assert_array_equal(states.data[0], [22, 1, 2, 11, 20])
+    # seed 1: 110 -> slot 0; 122 -> slot 1
+    np.testing.assert_array_equal(states.data[1], [110, 122, -1, -1, -1])
+    # seed 2: 200, 202 -> slots 0, 1; 210, 211, 212 -> slots 2-4
+    np.testing.assert_array_equal(states.data[2], [200, 202, 210, 211, 212])
+    np.testing.assert_array_equal(states.insert_pos, [1, 2, 0])
+    np.testing.assert_array_equal(states.size, [5, 2, 5])

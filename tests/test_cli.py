@@ -94,6 +94,12 @@ def test_a_finished_or_existing_run_is_left_alone(run_dir):
         (["train", "ppo", "--num-minibatches", "3"], "must divide"),
         (["train", "ppo", "--bogus", "1"], "Unrecognized options"),
         (["train", "ppo", "--env", "point_mass", "--num-seeds", "0"], "must be >= 1"),
+        (["train", "sac", "--env", "cartpole"], "sac handles bounded 1-D Box"),
+        (
+            ["train", "td3", "--env", "pendulum", "--buffer-size", "1000000000000"],
+            "a replay buffer of 1,000,000,000,000 transitions needs 36,000,000,000,008 bytes",
+        ),
+        (["train", "td3", "--env", "pendulum", "--tau", "2"], "hparams.tau=2.0"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path):
@@ -101,3 +107,36 @@ def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path):
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert message in proc.stdout + proc.stderr
     assert not (tmp_path / "runs").exists()  # nothing was written
+
+
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_off_policy_train_resume_and_eval(algo, tmp_path):
+    out = tmp_path / algo
+    tiny = ["--total-timesteps", "120", "--num-envs", "2", "--learning-starts", "40"]
+    tiny += ["--batch-size", "16", "--buffer-size", "64", "--hidden-sizes", "8", "--no-progress"]
+    proc = rlsuite(
+        "train",
+        algo,
+        "--env",
+        "pendulum",
+        "--num-seeds",
+        "2",
+        "--chunks",
+        "3",
+        "--eval-episodes",
+        "1",
+        "--out",
+        out,
+        *tiny,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"{algo} on pendulum: 2 seeds x 120 env steps" in proc.stdout
+    final = json.loads((out / "final.json").read_text())
+    config = json.loads((out / "config.json").read_text())
+    assert final["algo"] == algo and len(final["eval_return_per_seed"]) == 2
+    assert config["config"]["buffer_size"] == 64 and config["config"]["hidden_sizes"] == [8]
+    proc = rlsuite("eval", out, "--episodes", "2")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(json.loads(proc.stdout)["eval_return_per_seed"]) == 2
+    proc = rlsuite("train", "--resume", out)  # finished: nothing to resume, files untouched
+    assert proc.returncode == 2 and "nothing to resume" in proc.stderr

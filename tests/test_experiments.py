@@ -96,3 +96,21 @@ def test_ppo_script_smoke_with_a_policy_loss_passed_in(idea, tmp_path):
     assert re.search(rf"ppo \({idea}\) on cartpole: 2 seeds x 1,024 steps", proc.stdout)
     final = json.loads((tmp_path / "run" / "final.json").read_text())
     assert final["num_seeds"] == 2 and len(final["eval_return_per_seed"]) == 2
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(
+    ("script", "idea"),
+    [("sac.py", "min-of-critics"), ("sac.py", "mean-of-critics"), ("td3.py", "single-critic")],
+)
+def test_off_policy_scripts_smoke_with_a_critic_target_passed_in(script, idea, tmp_path):
+    args = ["--num-seeds", "2", "--total-timesteps", "300", "--learning-starts", "100"]
+    args += ["--batch-size", "32", "--hidden-sizes", "16", "16", "--target-idea", idea]
+    args += ["--eval-episodes", "1", "--out", str(tmp_path / "run")]
+    proc = run_script(script, *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    algo = script.removesuffix(".py")
+    assert re.search(rf"{algo} \({idea}\) on pendulum: 2 seeds x 300 steps", proc.stdout)
+    final = json.loads((tmp_path / "run" / "final.json").read_text())
+    assert final["algo"] == algo and final["num_seeds"] == 2
+    assert all(-2000 < r < 0 for r in final["eval_return_per_seed"])  # Pendulum's range

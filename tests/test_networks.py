@@ -3,7 +3,16 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite.networks import MLP, ActorCritic, activation_fn
+from rlsuite.networks import (
+    MLP,
+    ActorCritic,
+    DeterministicActor,
+    QEnsemble,
+    SquashedGaussianActor,
+    activation_fn,
+    squashed_mode,
+    tanh_gaussian,
+)
 
 
 def test_actor_critic_discrete_and_continuous_shapes():
@@ -34,3 +43,148 @@ def test_output_gain_makes_the_initial_policy_near_uniform():
 def test_unknown_activation():
     with pytest.raises(ValueError, match="unknown activation 'swish'; allowed: tanh, relu"):
         activation_fn("swish")
+
+
+# ------------------------------------------------------------------------ off-policy heads
+HALF_LOG_2PI = 0.5 * np.log(2 * np.pi)  # 0.9189385332
+
+
+def tanh_gaussian_log_prob_ref(mean, log_std, u):
+    """log N(u; mean, std) - sum_i log(1 - tanh(u_i)^2), in float64 (the density of tanh(u))."""
+    mean, log_std, u = (np.asarray(x, np.float64) for x in (mean, log_std, u))
+    z = (u - mean) / np.exp(log_std)
+    log_normal = (-0.5 * z**2 - log_std - HALF_LOG_2PI).sum(-1)
+    return log_normal - np.log(1.0 - np.tanh(u) ** 2).sum(-1)
+
+
+def _log_prob(mean, log_std, a):
+    return tanh_gaussian(mean, log_std).log_prob(a)
+
+
+log_prob = jax.jit(_log_prob)
+
+
+def test_tanh_gaussian_log_prob_by_hand():
+    # 1-D, mean 0, std 1, u = 1, a = tanh(1) = 0.7615941560:
+    #   log N(1; 0, 1) = -0.5 log(2 pi) - 0.5 = -0.9189385332 - 0.5 = -1.4189385332
+    #   1 - tanh(1)^2 = 0.4199743416, log = -0.8675616610
+    #   log p(a) = -1.4189385332 + 0.8675616610 = -0.5513768722
+    np.testing.assert_allclose(
+        log_prob(jnp.zeros(1), jnp.zeros(1), jnp.tanh(jnp.ones(1))), -0.5513768722, rtol=1e-5
+    )
+    # 2-D, mean [0.5, -1], std [1, 2] (log_std [0, log 2]), u = [0.5, 0], a = [0.4621171573, 0]:
+    #   dim 0: log N(0.5; 0.5, 1) = -0.9189385332;  log(1 - tanh(0.5)^2) = -0.2402290139
+    #   dim 1: log N(0; -1, 2) = -0.9189385332 - log 2 - 0.5 * (1/2)^2 = -1.7370857138;  log 1 = 0
+    #   log p(a) = -0.9189385332 - 1.7370857138 + 0.2402290139 = -2.4157952331
+    np.testing.assert_allclose(
+        log_prob(
+            jnp.array([0.5, -1.0]), jnp.array([0.0, np.log(2.0)]), jnp.array([0.4621171573, 0.0])
+        ),
+        -2.4157952331,
+        rtol=1e-5,
+    )
+
+
+@pytest.mark.parametrize("dim", [1, 2, 3])
+def test_tanh_gaussian_log_prob_against_numpy(dim):
+    rng = np.random.default_rng(dim)
+    mean = rng.normal(size=(6, dim)).astype(np.float32)
+    log_std = rng.uniform(-1.0, 0.5, size=(6, dim)).astype(np.float32)
+    u = rng.uniform(-2.0, 2.0, size=(6, dim)).astype(np.float32)
+    out = log_prob(mean, log_std, np.tanh(u))
+    assert out.shape == (6,)
+    np.testing.assert_allclose(
+        out, tanh_gaussian_log_prob_ref(mean, log_std, u), rtol=1e-4, atol=1e-4
+    )
+    # Under vmap over the batch axis, the same values.
+    vmapped = jax.jit(jax.vmap(_log_prob))(mean, log_std, np.tanh(u))
+    np.testing.assert_allclose(vmapped, out, rtol=1e-6, atol=1e-6)
+
+
+@jax.jit
+def _sample_and_log_prob(mean, log_std, key):
+    return tanh_gaussian(mean, log_std).sample_and_log_prob(seed=key, sample_shape=(2000,))
+
+
+def test_tanh_gaussian_sample_and_log_prob():
+    mean, log_std = jnp.array([0.3, -0.5]), jnp.array([-0.5, 0.0])
+    a, lp = _sample_and_log_prob(mean, log_std, jax.random.key(0))
+    a, lp = np.asarray(a, np.float64), np.asarray(lp)
+    assert a.shape == (2000, 2) and lp.shape == (2000,)
+    assert np.all(np.abs(a) < 1.0)
+    # The log-prob is the formula at the pre-squash sample u = atanh(a); recover u for the samples
+    # away from +-1, where atanh of a float32 action is still accurate.
+    moderate = np.all(np.abs(a) < 0.95, axis=-1)
+    assert moderate.sum() > 1000
+    u = np.arctanh(a[moderate])
+    expected = tanh_gaussian_log_prob_ref(mean, log_std, u)
+    np.testing.assert_allclose(lp[moderate], expected, rtol=1e-4, atol=1e-4)
+    # The pre-squash samples follow N(mean, std): sample mean within ~5 standard errors.
+    u_all = np.arctanh(np.clip(a, -1 + 1e-7, 1 - 1e-7))
+    std = np.exp(np.asarray(log_std))
+    assert np.all(np.abs(u_all.mean(0) - np.asarray(mean)) < 5 * std / np.sqrt(2000))
+
+
+@pytest.mark.parametrize("mean, std", [(0.0, 1.0), (0.5, 0.6), (-0.8, 0.4)])
+def test_tanh_gaussian_density_integrates_to_one(mean, std):
+    # Trapezoid rule on 20,001 points of (-1, 1), 1e-4 from each end. The mass of N(mean, std)
+    # beyond |u| = atanh(1 - 1e-4) = 4.95 is below 1e-6 for these (mean, std), and without the
+    # tanh correction the integral would be far from 1 (E[1 - tanh(u)^2] = 0.606 for N(0, 1)).
+    grid = np.linspace(-1 + 1e-4, 1 - 1e-4, 20_001)
+    lp = log_prob(jnp.full((1,), mean), jnp.full((1,), np.log(std)), grid[:, None])
+    density = np.exp(np.asarray(lp, np.float64))
+    integral = np.sum(0.5 * (density[1:] + density[:-1]) * np.diff(grid))
+    np.testing.assert_allclose(integral, 1.0, atol=1e-4)
+
+
+def test_squashed_mode_is_tanh_mean():
+    mean = jnp.array([[0.0, 1.0, -2.0]])
+    dist = tanh_gaussian(mean, jnp.full((1, 3), -1.0))
+    np.testing.assert_allclose(squashed_mode(dist), [[0.0, 0.7615941560, -0.9640275801]], rtol=1e-6)
+
+
+def test_squashed_gaussian_actor_shapes_and_log_std_bounds():
+    net = SquashedGaussianActor((16,), action_dim=2, log_std_min=-3.0, log_std_max=1.0)
+    obs = jax.random.normal(jax.random.key(1), (64, 3))
+    params = net.init(jax.random.key(0), obs)
+    apply = jax.jit(lambda p, o: net.apply(p, o).distribution.stddev())
+    dist = net.apply(params, obs)
+    assert dist.distribution.mean().shape == (64, 2)
+    a, lp = dist.sample_and_log_prob(seed=jax.random.key(2))
+    assert a.shape == (64, 2) and lp.shape == (64,)
+    assert squashed_mode(dist).shape == (64, 2)
+    # Extreme observations drive the raw log-std head far beyond the bounds in both directions; the
+    # squashed log std stays in [-3, 1] and reaches both ends.
+    log_std = np.log(np.asarray(apply(params, 1e6 * obs)))
+    assert np.all(log_std >= -3.0 - 1e-5) and np.all(log_std <= 1.0 + 1e-5)
+    np.testing.assert_allclose([log_std.min(), log_std.max()], [-3.0, 1.0], atol=1e-4)
+    # Ordinary observations stay strictly inside (initial log std near the middle, -1).
+    log_std = np.log(np.asarray(apply(params, obs)))
+    assert np.all(np.abs(log_std + 1.0) < 0.5)
+
+
+def test_deterministic_actor_within_bounds():
+    net = DeterministicActor((16,), action_dim=3)
+    obs = jax.random.normal(jax.random.key(1), (32, 4))
+    params = net.init(jax.random.key(0), obs)
+    apply = jax.jit(net.apply)
+    out = apply(params, obs)
+    assert out.shape == (32, 3)
+    extreme = np.asarray(apply(params, 1e6 * obs))
+    assert np.all(np.abs(extreme) <= 1.0)
+    assert np.abs(extreme).max() > 0.999  # saturates: the bound is reached, not just respected
+
+
+def test_q_ensemble_shape_and_independent_members():
+    net = QEnsemble((16,), num_critics=3)
+    obs, act = jnp.ones((5, 4)), jnp.full((5, 2), 0.5)
+    params = net.init(jax.random.key(0), obs, act)
+    q = jax.jit(net.apply)(params, obs, act)
+    assert q.shape == (3, 5)
+    members = params["params"]
+    assert len(members) == 3
+    # Different parameters, hence different values for the same (obs, action).
+    kernels = [np.asarray(m["Dense_0"]["kernel"]) for m in members.values()]
+    assert not np.allclose(kernels[0], kernels[1]) and not np.allclose(kernels[1], kernels[2])
+    q = np.asarray(q)
+    assert np.abs(q[0] - q[1]).min() > 1e-4 and np.abs(q[1] - q[2]).min() > 1e-4

@@ -346,3 +346,153 @@ def test_bad_inputs_raise():
         returns.td_lambda(r, nv, term.astype(np.int32), trunc, 0.9, 0.9)
     with pytest.raises(AssertionError):  # gamma must be a scalar
         returns.td_lambda(r, nv, term, trunc, jnp.ones(4), 0.9)
+
+
+# ---------------------------------------------------------------------------------------------
+# n_step_transitions: replay items (R, D, l) from a window of T + n - 1 steps.
+# Hand-derived cases on one window of 6 steps, gamma = 0.5, r = [1, 2, 3, 4, 5, 6]; for n = 1, 2, 3
+# the window yields T = 6, 5, 4 items. For each item t: m = number of steps summed (up to and
+# including the first done step in [t, t + n)), R = sum_{k<m} 0.5^k r_{t+k},
+# D = 0.5^m (1 - term_l), l = t + m - 1.
+# ---------------------------------------------------------------------------------------------
+WINDOW_R = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+
+TRANSITION_CASES = {
+    # (a) no done: every window is full.
+    #   n=1: R_t = r_t;  D = 0.5;  l = t
+    #   n=2: R_t = r_t + 0.5 r_{t+1} = [2, 3.5, 5, 6.5, 8];  D = 0.25;  l = t + 1
+    #   n=3: R_t = r_t + 0.5 r_{t+1} + 0.25 r_{t+2}:
+    #        t0: 1 + 1 + 0.75 = 2.75;  t1: 2 + 1.5 + 1 = 4.5;  t2: 3 + 2 + 1.25 = 6.25
+    #        t3: 4 + 2.5 + 1.5 = 8;  D = 0.125;  l = t + 2
+    "none": dict(
+        term=[0, 0, 0, 0, 0, 0],
+        trunc=[0, 0, 0, 0, 0, 0],
+        n1=([1, 2, 3, 4, 5, 6], [0.5] * 6, [0, 1, 2, 3, 4, 5]),
+        n2=([2, 3.5, 5, 6.5, 8], [0.25] * 5, [1, 2, 3, 4, 5]),
+        n3=([2.75, 4.5, 6.25, 8], [0.125] * 4, [2, 3, 4, 5]),
+    ),
+    # (b) terminated at t=2.
+    #   n=1: D_2 = 0.5 * 0 = 0, else 0.5.
+    #   n=2: t0: m=2, R = 1 + 1 = 2, D = 0.25, l=1;  t1: m=2 (done at 2), R = 2 + 1.5 = 3.5,
+    #        D = 0.25 * 0 = 0, l=2;  t2: m=1, R = 3, D = 0, l=2;  t3: 4 + 2.5 = 6.5, 0.25, l=4;
+    #        t4: 5 + 3 = 8, 0.25, l=5
+    #   n=3: t0: m=3 (done at 2), R = 1 + 1 + 0.75 = 2.75, D = 0, l=2;  t1: m=2, R = 3.5, D = 0,
+    #        l=2;  t2: m=1, R = 3, D = 0, l=2;  t3: m=3, R = 4 + 2.5 + 1.5 = 8, D = 0.125, l=5
+    "terminated": dict(
+        term=[0, 0, 1, 0, 0, 0],
+        trunc=[0, 0, 0, 0, 0, 0],
+        n1=([1, 2, 3, 4, 5, 6], [0.5, 0.5, 0, 0.5, 0.5, 0.5], [0, 1, 2, 3, 4, 5]),
+        n2=([2, 3.5, 3, 6.5, 8], [0.25, 0, 0, 0.25, 0.25], [1, 2, 2, 4, 5]),
+        n3=([2.75, 3.5, 3, 8], [0, 0, 0, 0.125], [2, 2, 2, 5]),
+    ),
+    # (c) truncated at t=1: the window stops there but still bootstraps (from next_obs[1]).
+    #   n=1: identical to (a).
+    #   n=2: t0: m=2, R = 1 + 1 = 2, D = 0.25, l=1;  t1: m=1, R = 2, D = 0.5, l=1;
+    #        t2: 3 + 2 = 5, 0.25, l=3;  t3: 6.5, 0.25, l=4;  t4: 8, 0.25, l=5
+    #   n=3: t0: m=2, R = 2, D = 0.25, l=1;  t1: m=1, R = 2, D = 0.5, l=1;
+    #        t2: m=3, R = 3 + 2 + 1.25 = 6.25, D = 0.125, l=4;  t3: 8, 0.125, l=5
+    "truncated": dict(
+        term=[0, 0, 0, 0, 0, 0],
+        trunc=[0, 1, 0, 0, 0, 0],
+        n1=([1, 2, 3, 4, 5, 6], [0.5] * 6, [0, 1, 2, 3, 4, 5]),
+        n2=([2, 2, 5, 6.5, 8], [0.25, 0.5, 0.25, 0.25, 0.25], [1, 1, 3, 4, 5]),
+        n3=([2, 2, 6.25, 8], [0.25, 0.5, 0.125, 0.125], [1, 1, 4, 5]),
+    ),
+    # (d) terminated at t=1 and truncated at t=3.
+    #   n=1: D_1 = 0, else 0.5.
+    #   n=2: t0: m=2, R = 2, D = 0.25 * 0 = 0, l=1;  t1: m=1, R = 2, D = 0, l=1;
+    #        t2: m=2 (trunc at 3), R = 3 + 2 = 5, D = 0.25, l=3;  t3: m=1, R = 4, D = 0.5, l=3;
+    #        t4: m=2, R = 5 + 3 = 8, D = 0.25, l=5
+    #   n=3: t0: m=2, R = 2, D = 0, l=1;  t1: R = 2, D = 0, l=1;  t2: m=2, R = 5, D = 0.25, l=3;
+    #        t3: m=1, R = 4, D = 0.5, l=3
+    "both": dict(
+        term=[0, 1, 0, 0, 0, 0],
+        trunc=[0, 0, 0, 1, 0, 0],
+        n1=([1, 2, 3, 4, 5, 6], [0.5, 0, 0.5, 0.5, 0.5, 0.5], [0, 1, 2, 3, 4, 5]),
+        n2=([2, 2, 5, 4, 8], [0, 0, 0.25, 0.5, 0.25], [1, 1, 3, 3, 5]),
+        n3=([2, 2, 5, 4], [0, 0, 0.25, 0.5], [1, 1, 3, 3]),
+    ),
+    # (e) terminated and truncated at the same (last) step t=5: termination wins (D = 0), and a done
+    # at the last step of a window changes only that item's D.
+    #   n=1: D_5 = 0;  n=2: R and l as (a), D_4 = 0.25 * 0 = 0;  n=3: as (a), D_3 = 0
+    "terminal_last": dict(
+        term=[0, 0, 0, 0, 0, 1],
+        trunc=[0, 0, 0, 0, 0, 1],
+        n1=([1, 2, 3, 4, 5, 6], [0.5, 0.5, 0.5, 0.5, 0.5, 0], [0, 1, 2, 3, 4, 5]),
+        n2=([2, 3.5, 5, 6.5, 8], [0.25, 0.25, 0.25, 0.25, 0], [1, 2, 3, 4, 5]),
+        n3=([2.75, 4.5, 6.25, 8], [0.125, 0.125, 0.125, 0], [2, 3, 4, 5]),
+    ),
+}
+
+n_step_transitions = jax.jit(returns.n_step_transitions, static_argnames="n")
+
+
+@pytest.mark.parametrize("done_dtype", [jnp.bool_, jnp.float32])
+@pytest.mark.parametrize("name", sorted(TRANSITION_CASES))
+def test_n_step_transitions_hand_derived(name, done_dtype):
+    c = TRANSITION_CASES[name]
+    r = jnp.asarray(WINDOW_R, jnp.float32)
+    term, trunc = (jnp.asarray(c[k]).astype(done_dtype) for k in ("term", "trunc"))
+    for n in (1, 2, 3):
+        R, D, last = n_step_transitions(r, term, trunc, 0.5, n=n)
+        exp_R, exp_D, exp_l = c[f"n{n}"]
+        np.testing.assert_array_equal(R, exp_R, err_msg=f"R, n={n}")
+        np.testing.assert_array_equal(D, exp_D, err_msg=f"D, n={n}")
+        np.testing.assert_array_equal(last, exp_l, err_msg=f"l, n={n}")
+        assert last.dtype == jnp.int32 and R.dtype == D.dtype == jnp.float32
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_n_step_transitions_match_n_step_returns(seed):
+    # On the first T steps of a window of T + n - 1, every n-step window lies inside the data, so
+    # R_t + D_t * next_values[l_t] is n_step_returns' G_t (batch axes [T + n - 1, B]).
+    for n in (1, 2, 3, 5):
+        T, B = 7, 4
+        r, _, nv, term, trunc = _random(seed, T=T + n - 1, batch=(B,), p_term=0.2, p_trunc=0.2)
+        R, D, last = n_step_transitions(r, term, trunc, 0.9, n=n)
+        assert R.shape == D.shape == last.shape == (T, B)
+        bootstrap = np.take_along_axis(nv, np.asarray(last), axis=0)
+        expected = n_step_returns(r, nv, term, trunc, 0.9, n)[:T]
+        np.testing.assert_allclose(R + D * bootstrap, expected, rtol=1e-5, atol=1e-5)
+        # l_t lies in [t, t + n) and is the first done step there (or t + n - 1).
+        t = np.arange(T)[:, None]
+        assert np.all((last >= t) & (last < t + n))
+
+
+def test_n_step_transitions_jit_and_vmap_over_gamma():
+    n, T, B = 3, 5, 2
+    r, _, nv, term, trunc = _random(11, T=T + n - 1, batch=(B,), p_term=0.2, p_trunc=0.2)
+    gammas = jnp.array([0.0, 0.5, 0.9, 0.99])
+    fn = lambda g: returns.n_step_transitions(r, term, trunc, g, n)
+    R, D, last = jax.jit(jax.vmap(fn))(gammas)
+    assert R.shape == D.shape == last.shape == (4, T, B)
+    for i, g in enumerate(gammas):
+        exp_R, exp_D, exp_l = returns.n_step_transitions(r, term, trunc, float(g), n)  # eager
+        np.testing.assert_allclose(R[i], exp_R, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(D[i], exp_D, rtol=1e-6, atol=1e-6)
+        np.testing.assert_array_equal(last[i], exp_l)
+        bootstrap = np.take_along_axis(nv, np.asarray(exp_l), axis=0)
+        np.testing.assert_allclose(
+            exp_R + exp_D * bootstrap,
+            n_step_returns(r, nv, term, trunc, g, n)[:T],
+            rtol=1e-5,
+            atol=1e-5,
+        )
+    # gamma = 0: R = r_t and D = 0 whatever the window.
+    np.testing.assert_array_equal(R[0], r[:T])
+    np.testing.assert_array_equal(D[0], np.zeros((T, B)))
+
+
+@pytest.mark.parametrize("n", [0, -1, 2.0, True])
+def test_n_step_transitions_bad_n_raises(n):
+    r, _, _, term, trunc = _random(0, T=4)
+    with pytest.raises(ValueError, match="n must be"):
+        returns.n_step_transitions(r, term, trunc, 0.9, n)
+
+
+def test_n_step_transitions_short_window_raises():
+    r, _, _, term, trunc = _random(0, T=2)  # n = 3 needs at least 3 steps for one item
+    with pytest.raises(ValueError, match="window for n=3"):
+        returns.n_step_transitions(r, term, trunc, 0.9, 3)
+    R, _, _ = returns.n_step_transitions(r, term, trunc, 0.9, 2)  # 2 steps give one 2-step item
+    assert R.shape == (1,)

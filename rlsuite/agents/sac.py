@@ -18,6 +18,7 @@ One gradient step updates the critics, then the actor and the temperature on the
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -96,8 +97,14 @@ def check_hparams(hp: SACHparams) -> None:
     require(hp, "target_entropy_scale", lambda v: v == v, "a number", "sac", "hparams")
 
 
-def make(config: SACConfig, env: Environment, env_params=None) -> Agent:
-    """Bind SAC to `env` (a bounded 1-D Box action space)."""
+def make(
+    config: SACConfig,
+    env: Environment,
+    env_params=None,
+    critic_target: Callable = losses.soft_td_target,
+) -> Agent:
+    """Bind SAC to `env` (a bounded 1-D Box action space). `critic_target(reward, discount,
+    next_q [K, B], next_log_prob, alpha) -> y [B]` may be replaced by a research variant."""
     if not isinstance(config, SACConfig):
         raise TypeError(f"sac.make needs a SACConfig, got {type(config).__name__}")
     env_params = env.check_params(env_params)
@@ -133,9 +140,7 @@ def make(config: SACConfig, env: Environment, env_params=None) -> Agent:
             learner.actor, batch["next_obs"]
         ).sample_and_log_prob(seed=key)
         next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
-        target = losses.soft_td_target(
-            batch["reward"], batch["discount"], next_q, next_log_prob, alpha
-        )
+        target = critic_target(batch["reward"], batch["discount"], next_q, next_log_prob, alpha)
         q = critic.apply(params, batch["obs"], batch["action"])
         return losses.critic_loss(q, target), q.mean()
 

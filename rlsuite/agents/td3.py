@@ -18,6 +18,7 @@ part of the behaviour policy `agent.act(..., deterministic=False)` follows).
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -96,8 +97,14 @@ def check_hparams(hp: TD3Hparams) -> None:
         require(hp, field, lambda v: v >= 0, "a value >= 0", "td3", "hparams")
 
 
-def make(config: TD3Config, env: Environment, env_params=None) -> Agent:
-    """Bind TD3 to `env` (a bounded 1-D Box action space)."""
+def make(
+    config: TD3Config,
+    env: Environment,
+    env_params=None,
+    critic_target: Callable = losses.td_target,
+) -> Agent:
+    """Bind TD3 to `env` (a bounded 1-D Box action space). `critic_target(reward, discount,
+    next_q [2, B]) -> y [B]` may be replaced by a research variant."""
     if not isinstance(config, TD3Config):
         raise TypeError(f"td3.make needs a TD3Config, got {type(config).__name__}")
     env_params = env.check_params(env_params)
@@ -135,7 +142,7 @@ def make(config: TD3Config, env: Environment, env_params=None) -> Agent:
         noise = hp.policy_noise * jax.random.normal(key, next_action.shape)
         next_action = losses.smoothed_target_action(next_action, noise, hp.noise_clip)
         next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
-        target = losses.td_target(batch["reward"], batch["discount"], next_q)
+        target = critic_target(batch["reward"], batch["discount"], next_q)
         q = critic.apply(params, batch["obs"], batch["action"])
         return losses.critic_loss(q, target), q.mean()
 
