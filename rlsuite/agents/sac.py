@@ -26,7 +26,7 @@ import optax
 from flax import struct
 
 from rlsuite import losses
-from rlsuite.agent import Agent
+from rlsuite.agent import Agent, check_config
 from rlsuite.agents.off_policy import (
     Learner,
     OffPolicyConfig,
@@ -50,10 +50,7 @@ class SACConfig(OffPolicyConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if isinstance(self.num_critics, bool) or not isinstance(self.num_critics, int):
-            raise ValueError("SACConfig.num_critics must be an integer >= 1")
-        if self.num_critics < 1:
-            raise ValueError(f"SACConfig.num_critics must be >= 1, got {self.num_critics}")
+        check_config(self, ("num_critics",))
 
 
 @struct.dataclass

@@ -26,7 +26,7 @@ import optax
 from flax import struct
 
 from rlsuite import losses
-from rlsuite.agent import Agent
+from rlsuite.agent import Agent, check_config
 from rlsuite.agents.off_policy import (
     Learner,
     OffPolicyConfig,
@@ -48,10 +48,7 @@ class TD3Config(OffPolicyConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        if isinstance(self.policy_delay, bool) or not isinstance(self.policy_delay, int):
-            raise ValueError("TD3Config.policy_delay must be an integer >= 1")
-        if self.policy_delay < 1:
-            raise ValueError(f"TD3Config.policy_delay must be >= 1, got {self.policy_delay}")
+        check_config(self, ("policy_delay",))
 
 
 @struct.dataclass
