@@ -125,6 +125,26 @@ def test_learning_goes_on_after_the_buffer_is_full(algo):
     assert len(np.unique(loss[10:])) == 15
 
 
+def test_observation_statistics_follow_every_collected_observation():
+    env, params = envs.make("pendulum")
+    config = sac.SACConfig(
+        num_envs=3,
+        buffer_size=64,
+        batch_size=8,
+        learning_starts=12,
+        hidden_sizes=(8,),
+        normalize_observations=True,
+    )
+    agent = sac.make(config, env, params)
+    state, _ = jax.jit(driver.train, static_argnums=(0, 3))(
+        agent, jax.random.key(2), agent.default_hparams, 10
+    )
+    stats, obs = state.obs_stats, np.asarray(state.buffer.data["obs"][:30])  # raw in the buffer
+    assert float(stats.count) == 30
+    np.testing.assert_allclose(stats.mean, obs.mean(axis=0), atol=1e-5)
+    np.testing.assert_allclose(stats.var, obs.var(axis=0), rtol=1e-4, atol=1e-6)
+
+
 # ------------------------------------------------------------------------------------- probes
 PROBE = dict(
     num_envs=8, buffer_size=4_000, batch_size=64, learning_starts=64, hidden_sizes=(32, 32)

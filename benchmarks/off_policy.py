@@ -1,0 +1,677 @@
+"""Off-policy agents side by side: our SAC and TD3 beside rejax on Pendulum, our SAC beside
+`brax.training` SAC on a Brax task.
+
+Two comparisons, in one run, on one machine (env steps per second of whole training runs, learning
+included, and wall time to a return threshold):
+
+1. rejax 0.1.3 (`rejax.SAC`, `rejax.TD3`) on gymnax's Pendulum-v1 beside our `sac` / `td3` on
+   `envs.make("pendulum")` (the same dynamics, 200-step time limit), for each N in `--seeds`. Both
+   sides train N seeds in one vmapped call: rejax as its README does, `jax.jit(jax.vmap(algo.train))
+   (keys)`; ours as jitted `driver.init_batch` + `driver.run_batch`. Each side is called
+   1 + `--repeats` times with the same N keys, the sides taking turns: the first call's wall time
+   includes compilation, the best of the later ones does not. Time to the threshold (`--threshold`,
+   -250): the first update at which the mean over seeds of that update's episodic return (the mean
+   return of the training episodes that ended during the update; NaN if none) reaches it, at the
+   compile-free rate (uniform time per update). Final returns: `--eval-episodes` deterministic
+   episodes per seed through our evaluator (`rlsuite.evaluation.evaluate`) on our Pendulum, for
+   both sides, from the same keys.
+
+   Geometry, ours -> rejax (one update of ours = one step of every env + `gradient_steps` gradient
+   steps; one rejax SAC `train_iteration` is the same):
+   - num_envs -> num_envs; buffer_size -> buffer_size (default: total_timesteps, so nothing is
+     overwritten on either side); batch_size -> batch_size; total_timesteps -> total_timesteps;
+     learning_starts -> fill_buffer; gradient_steps -> num_epochs; hidden_sizes -> SAC
+     `hidden_layer_sizes` (TD3: rejax 0.1.3 fixes (64, 64) inside `TD3.create_agent`, so the
+     benchmark replaces its actor and critic modules with `module.clone(hidden_layer_sizes=...,
+     activation=relu)` after `create`); activation relu on both sides (rejax TD3's default is
+     swish); gamma -> gamma; tau -> polyak = 1 - tau (rejax updates its targets once per
+     iteration, ours after every gradient step: the same with gradient_steps=1); one learning
+     rate for everything (rejax has a single `learning_rate` for actor, critics and temperature;
+     ours gets actor_lr = critic_lr (= alpha_lr for SAC) = `--learning-rate`); two critics;
+     policy_delay 2 (TD3).
+   - SAC: initial temperature 1 and target entropy -action_dim on both sides.
+   - TD3 noise: ours acts in [-1, 1] (the env is wrapped in `RescaleAction`) and rejax in the
+     env's units ([-2, 2] on Pendulum), so rejax gets ours times the action half-range:
+     exploration_noise 0.1 -> 0.2, policy_noise 0.2 -> target_noise 0.4, noise_clip 0.5 ->
+     target_noise_clip 1.0. TD3 schedule: both take policy_delay env steps of critic steps, then
+     an actor step on the last critic batch and a Polyak step of both targets.
+   - rejax's in-training evaluation (128 episodes every `eval_freq` steps, in its default
+     callback) is replaced by a callback that only reads episode statistics kept by the benchmark's
+     env wrapper (below), with `eval_freq` = one iteration, so its curve has ours' granularity
+     (TD3: one point per policy_delay updates) and it does no more work than ours.
+
+   Differences that remain (rejax's API or code fixes them):
+   - Time limits: rejax's `done` (terminated | truncated) ends the bootstrap, so every Pendulum
+     episode end is treated as a terminal state; ours bootstraps truncated steps from the true
+     last observation.
+   - Warm-up: rejax SAC acts with its (untrained) policy while filling the buffer; rejax TD3 and
+     ours act uniformly at random. rejax starts learning one step later (`global_step >
+     fill_buffer`, ours `>=`).
+   - Replay sampling: rejax draws each batch without replacement, with `jax.random.choice(...,
+     replace=False, p=...)`, a Gumbel top-k over the whole buffer capacity per gradient step (its
+     cost grows with buffer_size); ours draws uniformly with replacement.
+   - SAC update order: rejax steps the actor, then the critics (with the old actor), then the
+     temperature; ours the critics, then the actor (with the new critics), then the temperature.
+     rejax clips the log std to [-10, 2], ours squashes it smoothly into [-5, 2]. The deterministic
+     policy of a rejax SAC (which has none: `make_act` samples) is taken as tanh of its Gaussian's
+     mean, scaled to the bounds, which is what ours uses.
+   - Network initialisation (rejax: flax's default lecun-normal; ours: orthogonal, last layer
+     scaled by 0.01); rejax wraps Adam in an element-wise `optax.clip(max_grad_norm=inf)`.
+
+2. `brax.training.agents.sac.train` (0.14.2) beside our SAC on the same Brax environment through
+   our adapter (`envs.make("brax/<env>")` = `TimeLimit(BraxEnv(env), 1000)`, MJX by default).
+   Ours trains N seeds in one vmapped call; brax cannot vmap seeds, so N brax runs go one after
+   another (each `train` call builds and compiles its functions anew, unless JAX's persistent
+   compilation cache is on; run i does not depend on N, so a smaller N reuses the first runs of a
+   larger one). Geometry, ours -> brax: num_envs -> num_envs; gradient_steps ->
+   grad_updates_per_step (per step of all envs); batch_size -> batch_size; learning_starts ->
+   min_replay_size; buffer_size -> max_replay_size (brax's default, None, sizes the buffer to the
+   whole run, num_timesteps; the benchmark passes the same number to both); hidden_sizes ->
+   network_factory `hidden_layer_sizes` (relu, two critics); actor_lr = critic_lr ->
+   learning_rate; alpha_lr -> 3e-4 (fixed inside brax); gamma -> discounting; tau -> tau; reward
+   scaling 1 (ours has none); target_entropy_scale 0.5 (brax's target entropy is
+   -0.5 * action_size); no observation normalisation. Brax's compile-free time is its own
+   per-epoch `training/walltime` over the epochs after the first (which compiles), scaled to the
+   whole run; its prefill (min_replay_size steps without learning) is left out of that estimate.
+   brax SAC has no switch to turn its evaluator off (`num_eval_envs` envs for `episode_length`
+   steps after every epoch and before the first): its wall times here are `train`'s wall time
+   minus the time the evaluator reports (`eval/walltime`, compilation included). Final returns of
+   both sides come from our evaluator on our env. Differences that remain (brax's code fixes
+   them): brax prefills with its untrained policy (ours: uniform random); brax restarts every
+   episode of an env from one cached start state; brax drops truncated steps from the critic loss
+   (ours bootstraps them); brax's gradient step updates the temperature, then the critics, then the
+   actor against the *old* critics (ours: critics, actor against the new critics, temperature);
+   brax's policy std is softplus + 0.001 (ours: log std squashed into [-5, 2]); initialisation
+   (brax: lecun-uniform).
+
+The benchmark-side env wrapper for rejax (no rejax or gymnax file is modified): rejax 0.1.3 was
+written for gymnax < 1.0, whose `step` returned five values; gymnax 1.0 returns six. The wrapper
+returns `done = terminated | truncated` (what gymnax < 1.0 returned, so rejax runs as published)
+and keeps, per env, the running episode return and the sum and count of finished episodes' returns,
+which the replacement eval callback reads. brax.training 0.14 needs the `jax.device_put_replicated`
+shim of `benchmarks/ppo.py`.
+
+    python benchmarks/off_policy.py                         # defaults: about 15 min on 2 CPU cores
+    python benchmarks/off_policy.py --seeds 1 8 64 --brax-seeds 1 8 64   # on a GPU
+    python benchmarks/off_policy.py --no-brax --algos sac --seeds 1      # SAC on Pendulum only
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.metadata
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import tyro
+from env_throughput import machine_info, markdown, print_table
+from flax import struct
+from ppo import (
+    _progress,
+    comparison_table,
+    git_info,
+    install_brax_shim,
+    ratios,
+    summarise,
+    time_to_threshold,
+    timed,
+)
+from rich.console import Console
+
+import envs
+from rlsuite import driver
+from rlsuite.agent import config_dict
+from rlsuite.evaluation import evaluate
+
+ALGOS = ("sac", "td3")
+
+
+@dataclasses.dataclass
+class Args:
+    """Flags of the off-policy benchmark."""
+
+    algos: list[str] = dataclasses.field(default_factory=lambda: ["sac", "td3"])
+    """Algorithms for the Pendulum comparison with rejax (sac, td3; empty: skip it)."""
+    seeds: list[int] = dataclasses.field(default_factory=lambda: [1, 8])
+    """Numbers of vmapped seeds for the Pendulum comparison (both sides vmap them)."""
+    total_timesteps: int = 10_000
+    """Pendulum env steps per seed (all envs together)."""
+    num_envs: int = 1
+    """Parallel Pendulum envs per seed."""
+    buffer_size: int | None = None
+    """Replay capacity in transitions (None: total_timesteps, nothing is overwritten)."""
+    batch_size: int = 256
+    """Transitions per gradient step."""
+    learning_starts: int = 1_000
+    """Env steps before learning (rejax: fill_buffer)."""
+    gradient_steps: int = 1
+    """Gradient steps per step of all envs (rejax: num_epochs)."""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """Hidden layers of the actor and of each critic, relu, on both sides."""
+    learning_rate: float = 1e-3
+    """Adam step size of every network (and of the SAC temperature), both sides."""
+    gamma: float = 0.99
+    """Discount factor."""
+    tau: float = 0.005
+    """Polyak step of the targets (rejax: polyak = 1 - tau)."""
+    threshold: float = -250.0
+    """Pendulum return threshold for the time-to-threshold columns."""
+    repeats: int = 1
+    """Compile-free timed calls of each side after the first; the best is kept. Brax's runs are
+    not repeated (each one compiles anew or loads from the persistent cache)."""
+    eval_episodes: int = 10
+    """Deterministic evaluation episodes per seed (every side, our evaluator on our env)."""
+    brax: bool = True
+    """Run the comparison with brax.training's SAC."""
+    brax_seeds: list[int] = dataclasses.field(default_factory=lambda: [1, 8])
+    """Numbers of seeds for the Brax comparison (ours vmapped, brax sequential)."""
+    brax_env: str = "inverted_pendulum"
+    """Brax environment (ours: envs.make("brax/<env>"))."""
+    brax_backend: str = "mjx"
+    """Brax physics backend."""
+    brax_num_envs: int = 8
+    """Parallel envs per seed."""
+    brax_grad_updates_per_step: int = 8
+    """Gradient steps per step of all envs (ours: gradient_steps)."""
+    brax_batch_size: int = 256
+    """Transitions per gradient step."""
+    brax_min_replay_size: int = 1_000
+    """Env steps before learning (ours: learning_starts); a multiple of brax_num_envs."""
+    brax_max_replay_size: int | None = None
+    """Replay capacity (None: brax's default, the whole run, brax_total_timesteps)."""
+    brax_total_timesteps: int = 13_000
+    """Env steps per seed; brax_total_timesteps - brax_min_replay_size must be a multiple of
+    brax_epochs * brax_num_envs."""
+    brax_hidden_sizes: tuple[int, ...] = (64, 64)
+    """Hidden layers of the actor and of each critic, relu, on both sides."""
+    brax_learning_rate: float = 1e-3
+    """Adam step size of actor and critics (the temperature's is 3e-4 on both sides)."""
+    brax_discounting: float = 0.99
+    """Discount factor."""
+    brax_tau: float = 0.005
+    """Polyak step of the target critics."""
+    brax_epochs: int = 4
+    """Brax training epochs per run (its host loop); >= 2 so that epochs after the compiling
+    first one give the compile-free rate."""
+    brax_eval_envs: int = 8
+    """Envs of brax's own evaluator, which runs after every epoch and cannot be turned off; its
+    time is subtracted from brax's wall time."""
+    seed: int = 0
+    """Base seed; each N gets its own keys."""
+    out: Path = Path("benchmarks/results/off_policy.json")
+    """Where to write the JSON results."""
+    markdown: bool = True
+    """Also print the tables as Markdown (for benchmarks/RESULTS.md)."""
+
+
+# ------------------------------------------------------------------------------------ anchor shims
+@struct.dataclass
+class EpisodeStats:
+    """A gymnax env state plus per-env episode statistics (cumulative over the run)."""
+
+    env_state: Any
+    episode_return: jax.Array
+    finished_return_sum: jax.Array
+    finished_count: jax.Array
+
+
+class RejaxEnv:
+    """A gymnax >= 1.0 env for rejax 0.1.3: five-value `step` (done = terminated | truncated, as
+    gymnax < 1.0 returned) and episode statistics in the state (see the module docstring)."""
+
+    def __init__(self, env):
+        self._env = env
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name == "_env":  # copy/deepcopy probe before __init__
+            raise AttributeError(name)
+        return getattr(self._env, name)
+
+    def reset(self, key, params=None):
+        obs, state = self._env.reset(key, params)
+        zero = jnp.zeros((), jnp.float32)
+        return obs, EpisodeStats(state, zero, zero, jnp.zeros((), jnp.int32))
+
+    def step(self, key, state: EpisodeStats, action, params=None):
+        obs, env_state, reward, terminated, truncated, _ = self._env.step(
+            key, state.env_state, action, params
+        )
+        done = jnp.logical_or(terminated, truncated)
+        episode_return = state.episode_return + reward
+        state = EpisodeStats(
+            env_state=env_state,
+            episode_return=jnp.where(done, 0.0, episode_return),
+            finished_return_sum=state.finished_return_sum + jnp.where(done, episode_return, 0.0),
+            finished_count=state.finished_count + done.astype(jnp.int32),
+        )
+        return obs, state, reward, done, {}
+
+
+def episode_stats_callback(algo, train_state, key):
+    """rejax eval callback: cumulative (sum of finished episodes' returns, their count)."""
+    stats = train_state.env_state  # [num_envs] per leaf
+    return stats.finished_return_sum.sum(), stats.finished_count.sum()
+
+
+def rejax_curve(evaluation, updates_per_point: int) -> np.ndarray:
+    """Cumulative `[N, P]` (sum, count) from `episode_stats_callback` -> `[N, U]` mean return of
+    the episodes that ended in each update (NaN: none; a point spanning several updates is put
+    on its last update)."""
+    total, count = (np.asarray(x, np.float64) for x in evaluation)
+    total = np.diff(total, axis=1, prepend=0.0)
+    count = np.diff(count, axis=1, prepend=0.0)
+    points = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+    curve = np.full((points.shape[0], points.shape[1] * updates_per_point), np.nan)
+    curve[:, updates_per_point - 1 :: updates_per_point] = points
+    return curve
+
+
+# ---------------------------------------------------------------------------------------- Pendulum
+def hparams_dict(hp) -> dict:
+    return {f.name: float(getattr(hp, f.name)) for f in dataclasses.fields(hp)}
+
+
+def pendulum_agents(args: Args, algo: str):
+    """Ours (agent, hparams) and rejax's algorithm for `algo`, with the mapped geometry."""
+    import flax.linen as nn
+    import gymnax
+    import rejax
+
+    from rlsuite.agents import sac, td3
+
+    env, env_params = envs.make("pendulum")
+    space = env.action_space(env_params)
+    half_range = float(np.max((np.asarray(space.high) - np.asarray(space.low)) / 2))
+    buffer_size = args.buffer_size or args.total_timesteps
+    shared = dict(
+        num_envs=args.num_envs,
+        buffer_size=buffer_size,
+        batch_size=args.batch_size,
+        learning_starts=args.learning_starts,
+        gradient_steps=args.gradient_steps,
+        total_timesteps=args.total_timesteps,
+        hidden_sizes=tuple(args.hidden_sizes),
+        activation="relu",
+    )
+    lr = args.learning_rate
+    gymnax_pendulum, gymnax_params = gymnax.make("Pendulum-v1")
+    gymnax_env = dict(env=RejaxEnv(gymnax_pendulum), env_params=gymnax_params)
+    rejax_kwargs = dict(
+        num_envs=args.num_envs,
+        buffer_size=buffer_size,
+        fill_buffer=args.learning_starts,
+        batch_size=args.batch_size,
+        num_epochs=args.gradient_steps,
+        total_timesteps=args.total_timesteps,
+        learning_rate=lr,
+        gamma=args.gamma,
+        polyak=1.0 - args.tau,
+        skip_initial_evaluation=True,
+    )
+    if algo == "sac":
+        config = sac.SACConfig(**shared)
+        agent = sac.make(config, env, env_params)
+        hp = sac.SACHparams(
+            actor_lr=lr, critic_lr=lr, alpha_lr=lr, gamma=args.gamma, tau=args.tau, alpha=1.0
+        )
+        rejax_kwargs.update(
+            eval_freq=args.num_envs,
+            hidden_layer_sizes=tuple(args.hidden_sizes),
+            agent_kwargs={"activation": "relu"},
+        )
+        anchor = rejax.SAC.create(**gymnax_env, **rejax_kwargs)
+        updates_per_point = 1
+    else:
+        config = td3.TD3Config(**shared, policy_delay=2)
+        agent = td3.make(config, env, env_params)
+        hp = td3.TD3Hparams(actor_lr=lr, critic_lr=lr, gamma=args.gamma, tau=args.tau)
+        rejax_kwargs.update(
+            eval_freq=args.num_envs * config.policy_delay,
+            policy_delay=config.policy_delay,
+            exploration_noise=float(hp.exploration_noise) * half_range,
+            target_noise=float(hp.policy_noise) * half_range,
+            target_noise_clip=float(hp.noise_clip) * half_range,
+        )
+        anchor = rejax.TD3.create(**gymnax_env, **rejax_kwargs)
+        layers = dict(hidden_layer_sizes=tuple(args.hidden_sizes), activation=nn.relu)
+        actor, critic = anchor.actor.clone(**layers), anchor.critic.clone(**layers)
+        anchor = anchor.replace(actor=actor, critic=critic)
+        rejax_kwargs["actor_critic_hidden_layer_sizes (module.clone)"] = list(args.hidden_sizes)
+        updates_per_point = config.policy_delay
+    if args.total_timesteps % rejax_kwargs["eval_freq"]:
+        raise ValueError(
+            f"--total-timesteps {args.total_timesteps} must be a multiple of "
+            f"{rejax_kwargs['eval_freq']} (num_envs x steps per rejax iteration)"
+        )
+    anchor = anchor.replace(eval_callback=episode_stats_callback)
+    mapping = {
+        "ours_config": config_dict(config),
+        "ours_hparams": hparams_dict(hp),
+        "rejax_create_kwargs": rejax_kwargs,
+        "rejax_eval_callback": "episode statistics only (benchmark)",
+    }
+    return env, env_params, agent, hp, anchor, updates_per_point, mapping
+
+
+def rejax_greedy(anchor, params, obs):
+    """The deterministic action of a trained rejax actor, in the env's units (docstring)."""
+    import rejax
+
+    if isinstance(anchor, rejax.SAC):
+        mean = anchor.actor.apply(params, obs, method="_action_dist").mean()
+        return anchor.actor.action_loc + jnp.tanh(mean) * anchor.actor.action_scale
+    return anchor.actor.apply(params, obs)
+
+
+def bench_pendulum(args: Args, algo: str) -> list[dict]:
+    env, env_params, agent, hp, anchor, updates_per_point, mapping = pendulum_agents(args, algo)
+    steps_per_update = agent.env_steps_per_update
+    num_updates = agent.config.num_updates
+    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
+    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))
+    evaluate_ours = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
+    rejax_train = jax.jit(jax.vmap(anchor.train))
+
+    def ours(keys):
+        return run(agent, init(agent, keys, hp), hp, num_updates)
+
+    @functools.partial(jax.jit, static_argnums=2)
+    def evaluate_rejax(params, key, episodes):
+        def one(params, key):
+            def policy(key, obs):
+                return rejax_greedy(anchor, params, obs), {}
+
+            return evaluate(env, env_params, policy, key, episodes).returns
+
+        return jax.vmap(one)(params, jax.random.split(key, jax.tree.leaves(params)[0].shape[0]))
+
+    rows = []
+    for n in args.seeds:
+        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
+        keys = jax.random.split(key_train, n)
+        sides = {"ours": {"steady_s": []}, "rejax": {"steady_s": []}}
+        calls = {
+            "ours": functools.partial(ours, keys),
+            "rejax": functools.partial(rejax_train, jax.random.key_data(keys)),
+        }
+        outs = {}
+        for name, call in calls.items():  # first calls: compile included
+            sides[name]["first_call_s"], outs[name] = timed(call)
+            seconds = sides[name]["first_call_s"]
+            _progress(f"pendulum {algo} n={n} {name}: first call {seconds:.1f}s")
+        for _ in range(args.repeats):  # compile-free calls, sides taking turns
+            for name, call in calls.items():
+                seconds, outs[name] = timed(call)
+                sides[name]["steady_s"].append(seconds)
+                _progress(f"pendulum {algo} n={n} {name}: compiled call {seconds:.1f}s")
+
+        states, metrics = outs["ours"]
+        sides["ours"]["train_returns"] = np.asarray(metrics["charts/episodic_return"])
+        evaluation = evaluate_ours(agent, states, key_eval, args.eval_episodes)
+        sides["ours"]["eval_returns"] = evaluation.returns
+        train_state, callback_out = outs["rejax"]
+        sides["rejax"]["train_returns"] = rejax_curve(callback_out, updates_per_point)
+        params = train_state.actor_ts.params
+        sides["rejax"]["eval_returns"] = evaluate_rejax(params, key_eval, args.eval_episodes)
+        for side in sides.values():
+            summarise(side, n, steps_per_update, num_updates)
+            time_to_threshold(side, args.threshold, steps_per_update, num_updates)
+        rows.append(
+            {
+                "env": f"pendulum / gymnax Pendulum-v1, {algo.upper()}",
+                "algo": algo,
+                "num_seeds": n,
+                "env_steps_per_seed": num_updates * steps_per_update,
+                "num_updates": num_updates,
+                "mapping": mapping,
+                **sides,
+                "ours_over_rejax": ratios(sides["ours"], sides["rejax"]),
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------------------------- Brax
+def brax_geometry(args: Args) -> dict:
+    e, epochs = args.brax_num_envs, args.brax_epochs
+    if args.brax_min_replay_size % e:
+        raise ValueError("--brax-min-replay-size must be a multiple of --brax-num-envs")
+    if epochs < 2 or (args.brax_total_timesteps - args.brax_min_replay_size) % (epochs * e):
+        raise ValueError(
+            "--brax-epochs must be >= 2 and --brax-total-timesteps - --brax-min-replay-size a "
+            "multiple of --brax-epochs * --brax-num-envs (so that both sides take the same steps)"
+        )
+    return {
+        "num_envs": e,
+        "batch_size": args.brax_batch_size,
+        "grad_updates_per_step": args.brax_grad_updates_per_step,
+        "min_replay_size": args.brax_min_replay_size,
+        "max_replay_size": args.brax_max_replay_size or args.brax_total_timesteps,
+        "num_timesteps": args.brax_total_timesteps,
+    }
+
+
+def bench_brax(args: Args) -> list[dict]:
+    install_brax_shim()
+    import flax.linen as nn
+    from brax import envs as brax_envs
+    from brax.training.agents.sac import networks as brax_networks
+    from brax.training.agents.sac import train as brax_sac
+
+    from rlsuite.agents import sac
+
+    geometry = brax_geometry(args)
+    config = sac.SACConfig(
+        num_envs=geometry["num_envs"],
+        buffer_size=geometry["max_replay_size"],
+        batch_size=geometry["batch_size"],
+        learning_starts=geometry["min_replay_size"],
+        gradient_steps=geometry["grad_updates_per_step"],
+        total_timesteps=geometry["num_timesteps"],
+        hidden_sizes=tuple(args.brax_hidden_sizes),
+        activation="relu",
+    )
+    hp = sac.SACHparams(
+        actor_lr=args.brax_learning_rate,
+        critic_lr=args.brax_learning_rate,
+        alpha_lr=3e-4,
+        gamma=args.brax_discounting,
+        tau=args.brax_tau,
+        alpha=1.0,
+        target_entropy_scale=0.5,
+    )
+    env, env_params = envs.make(f"brax/{args.brax_env}", backend=args.brax_backend)
+    agent = sac.make(config, env, env_params)
+    steps_per_update, num_updates = agent.env_steps_per_update, config.num_updates
+    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
+    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))
+    evaluate_ours = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
+
+    brax_env = brax_envs.get_environment(args.brax_env, backend=args.brax_backend)
+    network_factory = functools.partial(
+        brax_networks.make_sac_networks,
+        hidden_layer_sizes=tuple(args.brax_hidden_sizes),
+        activation=nn.relu,
+    )
+    brax_kwargs = dict(
+        **geometry,
+        episode_length=env.max_episode_steps,
+        action_repeat=1,
+        learning_rate=args.brax_learning_rate,
+        discounting=args.brax_discounting,
+        tau=args.brax_tau,
+        reward_scaling=1.0,
+        normalize_observations=False,
+        network_factory=network_factory,
+        num_evals=args.brax_epochs + 1,  # brax: num_evals - 1 training epochs
+        num_eval_envs=args.brax_eval_envs,
+        deterministic_eval=True,
+    )
+
+    def brax_run(seed: int) -> dict:
+        epochs, evals = [], []
+
+        def progress(step, m):
+            evals.append((int(step), float(m["eval/episode_reward"]), float(m["eval/walltime"])))
+            if "training/walltime" in m:
+                epochs.append(float(m["training/walltime"]))
+
+        start = time.perf_counter()
+        make_policy, params, _ = brax_sac.train(
+            brax_env, seed=seed, progress_fn=progress, **brax_kwargs
+        )
+        wall = time.perf_counter() - start
+        eval_s = evals[-1][2]
+        epoch_s = np.diff([0.0, *epochs])
+        steady = float(epoch_s[1:].sum() * args.brax_epochs / (args.brax_epochs - 1))
+        return {
+            "wall": wall - eval_s,
+            "wall_with_brax_evals": wall,
+            "brax_eval_s": eval_s,
+            "steady": steady,
+            "brax_eval_curve": [(s, r) for s, r, _ in evals],
+            "params": params,
+            "make_policy": make_policy,
+        }
+
+    def evaluate_brax(make_policy, params, key, episodes):
+        def one(params, key):
+            act = make_policy(params, deterministic=True)
+
+            def policy(key, obs):
+                return act(obs, key)[0], {}
+
+            return evaluate(env, env_params, policy, key, episodes).returns
+
+        stacked = jax.tree.map(lambda *x: jnp.stack(x), *params)
+        keys = jax.random.split(key, len(params))
+        return jax.jit(jax.vmap(one))(stacked, keys)
+
+    rows, runs = [], []
+    for n in sorted(args.brax_seeds):
+        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
+        keys = jax.random.split(key_train, n)
+        ours = {"steady_s": []}
+        anchor = {"steady_s": []}
+
+        def call_ours(keys=keys):
+            return run(agent, init(agent, keys, hp), hp, num_updates)
+
+        ours["first_call_s"], out = timed(call_ours)
+        _progress(f"brax n={n} ours: first call {ours['first_call_s']:.1f}s")
+        while len(runs) < n:  # runs of smaller N are reused: brax run i is the same for every N
+            runs.append(brax_run(args.seed + len(runs)))
+            _progress(
+                f"brax brax run {len(runs)}/{n}: {runs[-1]['wall']:.1f}s without its evaluator "
+                f"({runs[-1]['brax_eval_s']:.1f}s), compile-free estimate {runs[-1]['steady']:.1f}s"
+            )
+        anchor["first_call_s"] = sum(r["wall"] for r in runs[:n])
+        anchor["steady_s"] = [sum(r["steady"] for r in runs[:n])]
+        for k in ("wall", "wall_with_brax_evals", "brax_eval_s", "steady"):
+            anchor[f"per_run_{k}"] = [r[k] for r in runs[:n]]
+        anchor["brax_eval_curves"] = [r["brax_eval_curve"] for r in runs[:n]]
+        for _ in range(args.repeats):
+            seconds, out = timed(call_ours)
+            ours["steady_s"].append(seconds)
+            _progress(f"brax n={n} ours: compiled call {seconds:.1f}s")
+
+        states, metrics = out
+        ours["train_returns"] = np.asarray(metrics["charts/episodic_return"])
+        ours["eval_returns"] = evaluate_ours(agent, states, key_eval, args.eval_episodes).returns
+        params = [r["params"] for r in runs[:n]]
+        anchor["eval_returns"] = evaluate_brax(
+            runs[0]["make_policy"], params, key_eval, args.eval_episodes
+        )
+        summarise(ours, n, steps_per_update, num_updates)
+        summarise(anchor, n, steps_per_update, num_updates)
+        rows.append(
+            {
+                "env": f"brax/{args.brax_env} ({args.brax_backend}), SAC",
+                "num_seeds": n,
+                "env_steps_per_seed": num_updates * steps_per_update,
+                "num_updates": num_updates,
+                "ours_config": config_dict(config),
+                "ours_hparams": hparams_dict(hp),
+                "brax_train_kwargs": {
+                    k: v for k, v in brax_kwargs.items() if k != "network_factory"
+                },
+                "brax_hidden_layer_sizes": list(args.brax_hidden_sizes),
+                "ours": ours,
+                "brax": anchor,
+                "ours_over_brax": ratios(ours, anchor),
+            }
+        )
+    return rows
+
+
+# ------------------------------------------------------------------------------------------- report
+def anchor_versions() -> dict:
+    versions = {}
+    for package in ("rejax", "brax", "gymnax", "distrax", "optax"):
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    return versions
+
+
+def main(args: Args) -> dict:
+    unknown = sorted(set(args.algos) - set(ALGOS))
+    if unknown:
+        raise ValueError(f"--algos: unknown {unknown}; allowed: {', '.join(ALGOS)}")
+    console = Console(width=220)
+    machine = machine_info()
+    machine["compilation_cache_dir"] = jax.config.jax_compilation_cache_dir
+    console.print(
+        f"machine: {machine['cpu']}, {machine['cpus_usable']} usable cores, "
+        f"jax {machine['versions']['jax']} ({machine['jax_backend']}), persistent compilation "
+        f"cache: {machine['compilation_cache_dir'] or 'off'}"
+    )
+    start = time.perf_counter()
+    pendulum = [row for algo in args.algos for row in bench_pendulum(args, algo)]
+    brax_rows = bench_brax(args) if args.brax and args.brax_seeds else []
+    result = {
+        "machine": machine,
+        "git": git_info(),
+        "anchors": anchor_versions(),
+        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "total_wall_s": time.perf_counter() - start,
+        "load_average_at_end": list(os.getloadavg()),
+        "pendulum": pendulum,
+        "brax": brax_rows,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2, default=float))
+
+    tables = []
+    if pendulum:
+        title = (
+            f"Pendulum, {pendulum[0]['env_steps_per_seed']:,} env steps per seed; ours vs rejax "
+            f"{result['anchors']['rejax']}, N seeds vmapped on both sides"
+        )
+        tables.append((title, *comparison_table(pendulum, "rejax", "rejax", args.threshold)))
+    if brax_rows:
+        title = (
+            f"brax/{args.brax_env} ({args.brax_backend}), SAC, "
+            f"{brax_rows[0]['env_steps_per_seed']:,} env steps per seed; ours: N seeds vmapped, "
+            "brax.training: N runs in sequence"
+        )
+        tables.append((title, *comparison_table(brax_rows, "brax", "brax.training", None)))
+    for title, header, body in tables:
+        print_table(console, title, header, body)
+    if args.markdown:
+        for title, header, body in tables:
+            print(f"\n**{title}**\n\n{markdown(header, body)}")
+    console.print(f"wrote {args.out} (whole run {result['total_wall_s']:.0f}s)")
+    return result
+
+
+if __name__ == "__main__":
+    main(tyro.cli(Args))
