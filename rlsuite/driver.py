@@ -5,6 +5,11 @@ hyperparameters, and a host loop that runs it in chunks with checkpoints, logs a
     states = init_batch(agent, keys, hparams)                         # N runs
     states, metrics = run_batch(agent, states, hparams, num_updates)  # vmapped over runs
 
+Offline agents learn from a dataset: pass it as `data=` (a pytree of arrays, shared by every run
+and never copied per run or into checkpoints); the driver then calls `agent.init(key, hparams,
+data)` and `agent.update(state, hparams, data)`. The data is a traced argument, not a closure, so a
+large dataset is not baked into the compiled program.
+
 `hparams_axis=None` shares one set of hyperparameters across the runs (a seed sweep);
 `hparams_axis=0` takes one set per run (a hyperparameter sweep; repeat entries for seeds).
 Per-run parameters are initialised with `jax.lax.map` rather than `vmap` (a batched QR from
@@ -24,32 +29,53 @@ from rlsuite.agent import Agent
 from rlsuite.evaluation import EvalResult, evaluate
 
 
-def run(agent: Agent, state: Any, hparams: Any, num_updates: int) -> tuple[Any, dict]:
+def _init(agent: Agent, key, hparams, data):
+    return agent.init(key, hparams) if data is None else agent.init(key, hparams, data)
+
+
+def _update(agent: Agent, state, hparams, data):
+    return agent.update(state, hparams) if data is None else agent.update(state, hparams, data)
+
+
+def run(
+    agent: Agent, state: Any, hparams: Any, num_updates: int, data: Any = None
+) -> tuple[Any, dict]:
     """`num_updates` updates in one `lax.scan`; metrics gain a leading `[num_updates]` axis."""
-    return jax.lax.scan(lambda s, _: agent.update(s, hparams), state, None, length=num_updates)
+    return jax.lax.scan(
+        lambda s, _: _update(agent, s, hparams, data), state, None, length=num_updates
+    )
 
 
-def train(agent: Agent, key: jax.Array, hparams: Any, num_updates: int) -> tuple[Any, dict]:
+def train(
+    agent: Agent, key: jax.Array, hparams: Any, num_updates: int, data: Any = None
+) -> tuple[Any, dict]:
     """Initialise and train one run: a pure, jittable function of the key and hyperparameters."""
-    return run(agent, agent.init(key, hparams), hparams, num_updates)
+    return run(agent, _init(agent, key, hparams, data), hparams, num_updates, data)
 
 
-def init_batch(agent: Agent, keys: jax.Array, hparams: Any, hparams_axis: int | None = None):
+def init_batch(
+    agent: Agent, keys: jax.Array, hparams: Any, hparams_axis: int | None = None, data: Any = None
+):
     """Learner states for `len(keys)` runs, stacked on a leading axis (`lax.map`, see above)."""
     if hparams_axis is None:
-        return jax.lax.map(lambda key: agent.init(key, hparams), keys)
+        return jax.lax.map(lambda key: _init(agent, key, hparams, data), keys)
     hparams = batch_hparams(hparams, keys.shape[0])
-    return jax.lax.map(lambda args: agent.init(*args), (keys, hparams))
+    return jax.lax.map(lambda args: _init(agent, *args, data), (keys, hparams))
 
 
 def run_batch(
-    agent: Agent, states: Any, hparams: Any, num_updates: int, hparams_axis: int | None = None
+    agent: Agent,
+    states: Any,
+    hparams: Any,
+    num_updates: int,
+    hparams_axis: int | None = None,
+    data: Any = None,
 ) -> tuple[Any, dict]:
     """`run` vmapped over the leading run axis; metrics are `[num_runs, num_updates]`."""
     if hparams_axis is not None:
         hparams = batch_hparams(hparams, jax.tree.leaves(states)[0].shape[0])
-    batched = jax.vmap(run, in_axes=(None, 0, hparams_axis, None))
-    return batched(agent, states, hparams, num_updates)
+    batched = jax.vmap(run, in_axes=(None, 0, hparams_axis, None, None))
+    return batched(agent, states, hparams, num_updates, data)
 
 
 def evaluate_batch(

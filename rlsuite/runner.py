@@ -51,12 +51,19 @@ def fit(
     progress: bool = True,
     logger_options: dict | None = None,
     on_chunk: Callable[[int, dict], None] | None = None,
+    data: Any = None,
+    metadata: dict | None = None,
+    reference_returns: tuple[float, float] | None = None,
 ) -> FitResult:
     """Train `num_seeds` runs of `agent` (vmapped, sharded over devices) and evaluate them.
 
     `num_updates` defaults to `agent.config.num_updates`; `chunk_updates` (default: a tenth of
     the run) sets how often checkpoints, logs and progress happen. `on_chunk(update, metrics)` is
     called on the host after each chunk is saved.
+
+    Offline agents take their dataset as `data` (see `rlsuite.driver`); it is not checkpointed,
+    so pass something that identifies it in `metadata` (a resume must then present the same).
+    `reference_returns=(random, expert)` adds D4RL's normalised scores to the summary.
     """
     hparams = agent.default_hparams if hparams is None else hparams
     agent.check_hparams(hparams)
@@ -69,7 +76,9 @@ def fit(
         raise ValueError(f"fit: chunk_updates must be >= 1, got {chunk_updates}")
     if resume and out_dir is None:
         raise ValueError("fit: resume=True needs the out_dir of the run to continue")
+    extra = dict(metadata or {})
     metadata = {
+        **extra,
         "algo": agent.name,
         "env": env_name,
         "num_seeds": num_seeds,
@@ -81,7 +90,7 @@ def fit(
     init = jax.jit(driver.init_batch, static_argnums=(0, 3))
     # The state is donated: a replay buffer in it is updated in place, not copied per chunk.
     run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4), donate_argnums=(1,))
-    target = jax.eval_shape(init, agent, keys, hparams, hparams_axis)
+    target = jax.eval_shape(init, agent, keys, hparams, hparams_axis, data)
     memory.check_fits(
         memory.tree_bytes(target),
         f"{agent.name}: the learner state of {num_seeds} runs",
@@ -91,7 +100,8 @@ def fit(
     ckpt_dir = None if out_dir is None else pathlib.Path(out_dir) / "checkpoints"
     start = 0
     if resume:
-        expect = {k: metadata[k] for k in ("algo", "env", "num_seeds", "config", "hparams")}
+        keys_checked = ("algo", "env", "num_seeds", "config", "hparams", *extra)
+        expect = {k: metadata[k] for k in keys_checked}
         states, saved = checkpoint.restore(ckpt_dir, target, expect=expect)
         start = int(saved["update"])
         if start >= num_updates:
@@ -104,7 +114,7 @@ def fit(
             raise FileExistsError(
                 f"{ckpt_dir} already holds checkpoints; resume the run or use another out_dir"
             )
-        states = init(agent, keys, hparams, hparams_axis)
+        states = init(agent, keys, hparams, hparams_axis, data)
     states = driver.shard_runs(states, num_seeds)
 
     logger = None
@@ -119,7 +129,7 @@ def fit(
         update = start
         while update < num_updates:
             n = min(chunk_updates, num_updates - update)
-            states, metrics = run(agent, states, hparams, n, hparams_axis)
+            states, metrics = run(agent, states, hparams, n, hparams_axis, data)
             metrics = jax.tree.map(np.asarray, metrics)
             update += n
             env_steps = (np.arange(update - n, update) + 1) * steps_per_update
@@ -152,6 +162,12 @@ def fit(
         "eval_return_per_seed": eval_returns.mean(axis=1).tolist(),
         "eval_return_mean": float(eval_returns.mean()),
     }
+    if reference_returns is not None:
+        from rlsuite.datasets import normalized_score
+
+        scores = normalized_score(eval_returns.mean(axis=1), *reference_returns)
+        summary["normalized_score_per_seed"] = np.asarray(scores).tolist()
+        summary["normalized_score_mean"] = float(np.mean(scores))
     if out_dir is not None:
         (pathlib.Path(out_dir) / "final.json").write_text(json.dumps(summary, indent=2) + "\n")
     metrics = {k: np.concatenate(v, axis=1) for k, v in collected.items()}

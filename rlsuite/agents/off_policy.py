@@ -121,6 +121,15 @@ class OffPolicyState:
     update_step: jax.Array
 
 
+def learner_act(learner: Learner, learner_state, obs, key, deterministic: bool):
+    """`learner`'s action for one observation `[o]` or a batch `[B, o]` (already normalised)."""
+    if deterministic:
+        return learner.greedy(learner_state, obs)
+    if obs.ndim == 1:
+        return learner.explore(learner_state, obs[None], key)[0]
+    return learner.explore(learner_state, obs, key)
+
+
 def adam_init(params):
     """Adam's state for `params`; the step size is applied by `adam_step`."""
     return optax.scale_by_adam().init(params)
@@ -289,12 +298,9 @@ def make_agent(
         return state, metrics
 
     def act(state: OffPolicyState, obs, key, deterministic: bool = False):
-        obs = normalize(state.obs_stats, obs)
-        if deterministic:
-            return learner.greedy(state.learner, obs)
-        if obs.ndim == 1:
-            return learner.explore(state.learner, obs[None], key)[0]
-        return learner.explore(state.learner, obs, key)
+        return learner_act(
+            learner, state.learner, normalize(state.obs_stats, obs), key, deterministic
+        )
 
     return Agent(
         name=name,

@@ -94,6 +94,13 @@ def check_hparams(hp: TD3Hparams) -> None:
         require(hp, field, lambda v: v >= 0, "a value >= 0", "td3", "hparams")
 
 
+def actor_objective(q, action, batch, hp):
+    """TD3's actor loss: `-E[Q_1(s, mu(s))]` (`action = mu(s)`, unused here; a variant such as
+    TD3+BC adds a behaviour-cloning term on it)."""
+    del action, batch, hp
+    return losses.deterministic_actor_loss(q)
+
+
 def make(
     config: TD3Config,
     env: Environment,
@@ -106,13 +113,28 @@ def make(
         raise TypeError(f"td3.make needs a TD3Config, got {type(config).__name__}")
     env_params = env.check_params(env_params)
     dim = action_dim(env, env_params, "td3")
-    obs_dim = env.observation_space(env_params).shape
+    obs_shape = env.observation_space(env_params).shape
+    algo = learner(config, obs_shape, dim, config.policy_delay, critic_target)
+    return make_agent("td3", config, env, env_params, algo, TD3Hparams(), check_hparams)
+
+
+def learner(
+    config,
+    obs_shape: tuple[int, ...],
+    dim: int,
+    policy_delay: int,
+    critic_target: Callable = losses.td_target,
+    actor_loss: Callable = actor_objective,
+) -> Learner:
+    """TD3's networks and update rule for `obs_shape` observations and `dim` actions in
+    `[-1, 1]`; `config` gives `hidden_sizes` and `activation`. `actor_loss(q [2, B], action,
+    batch, hparams) -> loss` is the actor's objective (TD3+BC passes its own)."""
     actor = DeterministicActor(config.hidden_sizes, dim, config.activation)
     critic = QEnsemble(config.hidden_sizes, 2, config.activation)
 
     def init(key, hp: TD3Hparams) -> TD3Learner:
         key_actor, key_critic = jax.random.split(key)
-        obs, action = jnp.zeros((1, *obs_dim)), jnp.zeros((1, dim))
+        obs, action = jnp.zeros((1, *obs_shape)), jnp.zeros((1, dim))
         actor_params = actor.init(key_actor, obs)
         critic_params = critic.init(key_critic, obs, action)
         return TD3Learner(
@@ -143,14 +165,13 @@ def make(
         q = critic.apply(params, batch["obs"], batch["action"])
         return losses.critic_loss(q, target), q.mean()
 
-    def actor_loss(params, critic_params, obs):
-        return losses.deterministic_actor_loss(
-            critic.apply(critic_params, obs, actor.apply(params, obs))
-        )
+    def policy_loss(params, critic_params, batch, hp):
+        action = actor.apply(params, batch["obs"])
+        return actor_loss(critic.apply(critic_params, batch["obs"], action), action, batch, hp)
 
-    def delayed(learner: TD3Learner, critic_params, obs, hp: TD3Hparams):
+    def delayed(learner: TD3Learner, critic_params, batch, hp: TD3Hparams):
         """Actor step, then Polyak steps of both targets."""
-        pi_loss, grads = jax.value_and_grad(actor_loss)(learner.actor, critic_params, obs)
+        pi_loss, grads = jax.value_and_grad(policy_loss)(learner.actor, critic_params, batch, hp)
         actor_params, actor_opt = adam_step(learner.actor, grads, learner.actor_opt, hp.actor_lr)
         target_actor = optax.incremental_update(actor_params, learner.target_actor, hp.tau)
         target_critic = optax.incremental_update(critic_params, learner.target_critic, hp.tau)
@@ -168,12 +189,12 @@ def make(
             learner.critic, grads, learner.critic_opt, hp.critic_lr
         )
         actor_params, actor_opt, target_actor, target_critic, pi_loss = jax.lax.cond(
-            (learner.step + 1) % config.policy_delay == 0,
+            (learner.step + 1) % policy_delay == 0,
             delayed,
             not_yet,
             learner,
             critic_params,
-            batch["obs"],
+            batch,
             hp,
         )
         learner = TD3Learner(
@@ -188,12 +209,4 @@ def make(
         )
         return learner, {"critic_loss": q_loss, "actor_loss": pi_loss, "q_mean": q_mean}
 
-    return make_agent(
-        "td3",
-        config,
-        env,
-        env_params,
-        Learner(init=init, explore=explore, greedy=greedy, learn=learn),
-        TD3Hparams(),
-        check_hparams,
-    )
+    return Learner(init=init, explore=explore, greedy=greedy, learn=learn)
