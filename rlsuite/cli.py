@@ -4,11 +4,16 @@
     rlsuite train --resume runs/demo
     rlsuite eval runs/demo --episodes 100
     rlsuite plot runs/a runs/b --out curves.png
+    rlsuite dataset collect --env pendulum --quality medium --size 100000 --out data/p-m.hdf5
+    rlsuite train iql --dataset data/p-m.hdf5 --num-updates 1000 --out runs/iql
 
 `train` starts from the tuned defaults for the environment (`rlsuite.tuned`); every config and
 hyperparameter field is a flag (`rlsuite train ppo --help`). It writes `config.json`,
-`metrics.jsonl`, `metrics.csv`, `checkpoints/` and `final.json` under `--out`. This module is the
-one place in `rlsuite` that imports `envs` (to resolve environment names).
+`metrics.jsonl`, `metrics.csv`, `checkpoints/` and `final.json` under `--out`. Offline algorithms
+(bc, td3_bc, iql, cql) learn from `--dataset FILE` (D4RL layout) and take their environment from
+it; their `final.json` adds D4RL's normalised scores. `dataset collect` makes a dataset with our
+own SAC or TD3 (`rlsuite.collect`). This module is the one place in `rlsuite` that imports `envs`
+(to resolve environment names).
 """
 
 import dataclasses
@@ -24,8 +29,8 @@ import jax
 import numpy as np
 import tyro
 
-from rlsuite.agents import ppo, sac, td3
-from rlsuite.tuned import env_from_argv, tuned
+from rlsuite.agents import bc, ppo, sac, td3, td3_bc
+from rlsuite.tuned import env_from_argv, flag_value, tuned
 
 
 class Algo(NamedTuple):
@@ -38,8 +43,11 @@ ALGOS = {
     "ppo": Algo(ppo.make, ppo.PPOConfig, ppo.PPOHparams),
     "sac": Algo(sac.make, sac.SACConfig, sac.SACHparams),
     "td3": Algo(td3.make, td3.TD3Config, td3.TD3Hparams),
+    "bc": Algo(bc.make, bc.BCConfig, bc.BCHparams),
+    "td3_bc": Algo(td3_bc.make, td3_bc.TD3BCConfig, td3_bc.TD3BCHparams),
 }
-COMMANDS = ("train", "eval", "plot")
+OFFLINE = ("bc", "td3_bc")
+COMMANDS = ("train", "eval", "plot", "dataset")
 
 
 class UsageError(ValueError):
@@ -52,7 +60,9 @@ def _train_args(algo: Algo):
         config: Annotated[algo.config_cls, tyro.conf.OmitArgPrefixes]
         hparams: Annotated[algo.hparams_cls, tyro.conf.OmitArgPrefixes]
         env: str = "cartpole"
-        """environment name (`envs.names()` lists them)"""
+        """environment name (`envs.names()` lists them); offline algorithms take the dataset's"""
+        dataset: str | None = None
+        """offline algorithms: the D4RL-layout HDF5 file to learn from"""
         num_seeds: int = 1
         """independent runs, vmapped (and sharded over the devices)"""
         seed: int = 0
@@ -81,7 +91,7 @@ def _choose(kind: str, name: str, allowed) -> None:
 
 
 def _build(record: dict):
-    """Agent, hparams and env name from a `config.json` record."""
+    """Agent, hparams and dataset (None for online algorithms) from a `config.json` record."""
     import envs
 
     algo = ALGOS[record["algo"]]
@@ -90,7 +100,50 @@ def _build(record: dict):
     )
     hparams = algo.hparams_cls(**record["hparams"])
     env, env_params = envs.make(record["env"])
-    return algo.make(config, env, env_params), hparams
+    data = None
+    if record.get("dataset"):
+        data, sha = _load_dataset(record["dataset"], env, env_params)
+        if sha != record["dataset_sha256"]:
+            raise UsageError(
+                f"{record['dataset']} changed since the run started (SHA-256 {sha[:12]}..., "
+                f"the run used {record['dataset_sha256'][:12]}...)"
+            )
+    return algo.make(config, env, env_params), hparams, data
+
+
+def _load_dataset(path: str, env=None, env_params=None):
+    """The dataset in `path` and the SHA-256 of the file."""
+    import hashlib
+
+    from rlsuite.datasets import load_d4rl
+
+    file = pathlib.Path(path)
+    if not file.is_file():
+        raise UsageError(f"--dataset {path}: no such file")
+    sha = hashlib.sha256(file.read_bytes()).hexdigest()
+    return load_d4rl(file, env=env, env_params=env_params), sha
+
+
+def _offline_env(name: str, argv: list[str]) -> str:
+    """The environment of an offline run: the one its dataset was made in."""
+    from rlsuite.datasets import load_d4rl
+
+    path = flag_value(argv, "--dataset")
+    if name not in OFFLINE:
+        if path is not None:
+            raise UsageError(
+                f"{name} is an online algorithm; --dataset is for {', '.join(OFFLINE)}"
+            )
+        return env_from_argv(argv)
+    if path is None:
+        raise UsageError(f"{name} is an offline algorithm: give --dataset FILE")
+    if not pathlib.Path(path).is_file():
+        raise UsageError(f"--dataset {path}: no such file")
+    env_name = load_d4rl(path).info.env
+    given = flag_value(argv, "--env")
+    if given is not None and given != env_name:
+        raise UsageError(f"--env {given} does not match the dataset's environment {env_name}")
+    return env_name
 
 
 def train(argv: list[str]) -> dict:
@@ -105,7 +158,7 @@ def train(argv: list[str]) -> dict:
     name, argv = argv[0], argv[1:]
     _choose("algorithm", name, ALGOS)
     algo = ALGOS[name]
-    env_name = env_from_argv(argv)
+    env_name = _offline_env(name, argv)
     import envs
 
     env, env_params = envs.make(env_name)  # an unknown name fails here, before any parsing
@@ -128,6 +181,9 @@ def train(argv: list[str]) -> dict:
         )
     agent = algo.make(args.config, env, env_params)
     agent.check_hparams(args.hparams)
+    data, sha = (None, None)
+    if args.dataset is not None:
+        data, sha = _load_dataset(args.dataset, env, env_params)
     record = {
         "algo": name,
         "env": env_name,
@@ -139,9 +195,11 @@ def train(argv: list[str]) -> dict:
         "config": dataclasses.asdict(args.config),
         "hparams": dataclasses.asdict(args.hparams),
     }
+    if data is not None:
+        record.update(dataset=str(pathlib.Path(args.dataset).resolve()), dataset_sha256=sha)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(record, indent=2) + "\n")
-    return _fit(fit, agent, args.hparams, record, out, resume=False, progress=args.progress)
+    return _fit(fit, agent, args.hparams, record, out, False, args.progress, data)
 
 
 def _resume(argv: list[str]) -> dict:
@@ -163,14 +221,20 @@ def _resume(argv: list[str]) -> dict:
             f"--resume continues the run exactly as {config_path} describes it; "
             f"leave out the other arguments ({' '.join(rest)})"
         )
-    agent, hparams = _build(record)
-    return _fit(fit, agent, hparams, record, out, resume=True, progress=progress)
+    agent, hparams, data = _build(record)
+    return _fit(fit, agent, hparams, record, out, True, progress, data)
 
 
 def _fit(
-    fit, agent, hparams, record: dict, out: pathlib.Path, resume: bool, progress: bool
+    fit, agent, hparams, record: dict, out: pathlib.Path, resume: bool, progress: bool, data=None
 ) -> dict:
     num_updates = agent.config.num_updates
+    offline = {}
+    if data is not None:
+        info = data.info
+        offline = {"data": data, "metadata": {"dataset_sha256": record["dataset_sha256"]}}
+        if info.random_return is not None and info.expert_return is not None:
+            offline["reference_returns"] = (info.random_return, info.expert_return)
     result = fit(
         agent,
         jax.random.key(record["seed"]),
@@ -183,15 +247,23 @@ def _fit(
         eval_episodes=record["eval_episodes"],
         progress=progress,
         logger_options=record["logging"],
+        **offline,
     )
     summary = result.summary
+    unit = "env steps" if data is None else "gradient steps"
     print(
         f"{summary['algo']} on {summary['env']}: {summary['num_seeds']} seeds x "
-        f"{summary['env_steps']:,} env steps in {summary['wall_seconds']:.1f} s "
+        f"{summary['env_steps']:,} {unit} in {summary['wall_seconds']:.1f} s "
         f"({summary['env_steps_per_second']:,} steps/s); evaluation return "
         f"{summary['eval_return_mean']:.1f} (per seed: "
         + ", ".join(f"{r:.1f}" for r in summary["eval_return_per_seed"])
-        + f"); files in {out}"
+        + ")"
+        + (
+            f"; normalised score {summary['normalized_score_mean']:.1f}"
+            if "normalized_score_mean" in summary
+            else ""
+        )
+        + f"; files in {out}"
     )
     return summary
 
@@ -218,9 +290,9 @@ def evaluate(argv: list[str]) -> dict:
     if not (out / "config.json").exists():
         raise UsageError(f"{out} holds no run (no config.json)")
     record = json.loads((out / "config.json").read_text())
-    agent, hparams = _build(record)
+    agent, hparams, data = _build(record)
     keys = jax.random.split(jax.random.key(0), record["num_seeds"])
-    target = jax.eval_shape(functools.partial(driver.init_batch, agent), keys, hparams)
+    target = jax.eval_shape(functools.partial(driver.init_batch, agent), keys, hparams, None, data)
     states, meta = checkpoint.restore(
         out / "checkpoints", target, expect={"algo": record["algo"], "env": record["env"]}
     )
@@ -270,6 +342,79 @@ def plot(argv: list[str]) -> dict:
     return {"out": str(out)}
 
 
+@dataclasses.dataclass
+class CollectArgs:
+    env: str
+    """environment name (`envs.names()`); it needs a bounded continuous action space"""
+    quality: str
+    """random, medium, expert, medium-replay or medium-expert"""
+    size: int
+    """transitions to record (medium-replay keeps the whole medium run instead)"""
+    out: str
+    """HDF5 file to write, in the D4RL layout (must not exist unless --overwrite)"""
+    algo: str = "sac"
+    """behaviour algorithm: sac or td3 (tuned defaults for the environment)"""
+    seed: int = 0
+    """seed of the collection: the same seed gives the same dataset"""
+    total_timesteps: int | None = None
+    """training budget of the expert (default: the tuned one)"""
+    num_envs: int = 10
+    """parallel environments while recording"""
+    eval_episodes: int = 20
+    """episodes of each reference return (random and expert)"""
+    overwrite: bool = False
+    """replace an existing file"""
+
+
+def dataset(argv: list[str]) -> dict:
+    from rlsuite.collect import QUALITIES, collect
+    from rlsuite.datasets import save_d4rl
+
+    if not argv or argv[0] != "collect":
+        raise UsageError("dataset needs a subcommand: rlsuite dataset collect --help")
+    args = tyro.cli(CollectArgs, args=argv[1:], prog="rlsuite dataset collect")
+    _choose("quality", args.quality, QUALITIES)
+    _choose("behaviour algorithm", args.algo, ("sac", "td3"))
+    out = pathlib.Path(args.out)
+    if out.exists() and not args.overwrite:
+        raise UsageError(f"{out} exists; choose another --out or pass --overwrite")
+    import envs
+
+    env, env_params = envs.make(args.env)
+    algo = ALGOS[args.algo]
+    defaults = tuned(args.algo, args.env)
+    config = {**defaults["config"]}
+    if args.total_timesteps is not None:
+        config["total_timesteps"] = args.total_timesteps
+    config = algo.config_cls(**config)
+    if args.quality == "medium-replay":  # the buffer keeps the whole medium run
+        size = max(config.buffer_size, config.total_timesteps)
+        config = dataclasses.replace(config, buffer_size=size)
+    agent = algo.make(config, env, env_params)
+    start = time.perf_counter()
+    data = collect(
+        agent,
+        algo.hparams_cls(**defaults["hparams"]),
+        jax.random.key(args.seed),
+        args.quality,
+        args.size,
+        args.env,
+        num_envs=args.num_envs,
+        eval_episodes=args.eval_episodes,
+        seed=args.seed,
+    )
+    out.parent.mkdir(parents=True, exist_ok=True)
+    save_d4rl(out, data, overwrite=args.overwrite)
+    info = data.info
+    summary = {"out": str(out), "transitions": len(data), **info.to_dict()}
+    print(
+        f"{args.quality} dataset of {len(data):,} transitions on {args.env} in "
+        f"{time.perf_counter() - start:.0f} s: random return {info.random_return:.1f}, expert "
+        f"return {info.expert_return:.1f}; wrote {out}"
+    )
+    return summary
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -278,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
     command, rest = argv[0], argv[1:]
     try:
         _choose("command", command, COMMANDS)
-        {"train": train, "eval": evaluate, "plot": plot}[command](rest)
+        {"train": train, "eval": evaluate, "plot": plot, "dataset": dataset}[command](rest)
     except (UsageError, ValueError, TypeError, FileExistsError, MemoryError) as error:
         print(f"rlsuite {command}: error: {error}", file=sys.stderr)
         return 2

@@ -88,3 +88,74 @@ def td_target(reward, discount, next_q):
 def deterministic_actor_loss(q):
     """TD3 / DDPG actor loss `-E[Q_1(s, mu(s))]` from the first critic; `q` is `[K, B]`."""
     return -q[0].mean()
+
+
+# ------------------------------------------------------------------------------------- offline
+def behavior_cloning_loss(policy_action, data_action):
+    """Mean squared error between the policy's and the dataset's actions, over batch and dims."""
+    return jnp.square(policy_action - jax.lax.stop_gradient(data_action)).mean()
+
+
+def td3_bc_actor_loss(q, policy_action, data_action, alpha):
+    """TD3+BC's actor loss (Fujimoto & Gu 2021, arXiv:2106.06860, eq. 3):
+    `-lambda E[Q_1(s, pi(s))] + E[(pi(s) - a)^2]` with `lambda = alpha / E[|Q_1(s, pi(s))|]`, the
+    normaliser held constant (no gradient), so the Q term's scale does not depend on the rewards.
+    `q` is `[K, B]` at the policy's actions; the first critic is used, as in the paper."""
+    lam = alpha / jax.lax.stop_gradient(jnp.abs(q[0]).mean())
+    return -lam * q[0].mean() + behavior_cloning_loss(policy_action, data_action)
+
+
+def expectile_loss(diff, expectile):
+    """IQL's value loss (Kostrikov et al. 2021, arXiv:2110.06169, eq. 5): the asymmetric square
+    `L_2^tau(u) = |tau - 1(u < 0)| u^2` averaged over the batch, with `diff = Q(s, a) - V(s)`
+    `[B]` (the target critics' value held constant by the caller). With `tau > 0.5`, `V` is pushed
+    up more by actions better than it than down by worse ones: it fits an upper expectile of `Q`
+    over the dataset's actions, an in-sample stand-in for `max_a Q(s, a)`."""
+    weight = jnp.where(diff < 0, 1.0 - expectile, expectile)
+    return (weight * jnp.square(diff)).mean()
+
+
+def advantage_weights(advantage, beta, max_weight):
+    """IQL's policy-extraction weights (eq. 7): `min(exp(beta * A), max_weight)` per sample, with
+    no gradient. The paper's eq. 7 has no clip; the reference code clips at 100 (`max_weight`).
+    Computed as `exp(min(beta * A, log max_weight))`: the same values, without overflowing to
+    infinity for large advantages."""
+    scaled = jnp.minimum(beta * advantage, jnp.log(max_weight))
+    return jax.lax.stop_gradient(jnp.exp(scaled))
+
+
+def awr_policy_loss(log_prob, weights):
+    """Advantage-weighted regression (IQL eq. 7, negated to be minimised): `-E[w * log pi(a|s)]`
+    over the dataset's actions, the weights held constant. A plain batch mean, as the reference
+    code has it (not normalised by the sum of the weights)."""
+    return -(jax.lax.stop_gradient(weights) * log_prob).mean()
+
+
+def cql_penalty(q_sampled, log_density, q_data):
+    """CQL(H)'s conservative term (Kumar et al. 2020, arXiv:2006.04779, eq. 4) for each critic:
+    `E_s[log sum_a exp Q(s, a)] - E_{s, a ~ D}[Q(s, a)]`, the integral over actions estimated by
+    importance sampling (appendix F): `logsumexp_i(Q(s, a_i) - log mu(a_i|s))` over the `M`
+    sampled actions.
+
+    `q_sampled` is `[K, M, B]` (critic k at sample i of state b), `log_density` `[M, B]` (the log
+    density of the proposal each sample came from, held constant), `q_data` `[K, B]`. Returns
+    `(penalty [K], logsumexp [K])`, both averaged over the batch.
+
+    No `log M` is subtracted, as in the paper's and CORL's code: the log-mean-exp estimate would be
+    `logsumexp - log M`. The constant does not change the critics' gradient; it shifts the
+    penalty's value, which matters only against a Lagrange threshold, whose published values
+    assume it is absent. Each sample is weighted by the density of its own proposal, not by the
+    mixture of the proposals (also as in that code)."""
+    lse = jax.scipy.special.logsumexp(q_sampled - jax.lax.stop_gradient(log_density), axis=1)
+    return (lse - q_data).mean(axis=-1), lse.mean(axis=-1)
+
+
+def cql_lagrange_loss(log_alpha_prime, penalty, target_action_gap, max_alpha_prime=1e6):
+    """The Lagrange form of CQL (Kumar et al. 2020, appendix F): the weight
+    `alpha' = clip(exp(log_alpha_prime), 0, max_alpha_prime)` maximises
+    `alpha' * (penalty - target_action_gap)`, so this returns its negation. `alpha'` grows while
+    the penalty (averaged over critics, held constant) exceeds the gap and shrinks below it.
+    Compared with the unweighted penalty, as in the paper's formula; the authors' code compares the
+    penalty already multiplied by its fixed weight."""
+    alpha_prime = jnp.clip(jnp.exp(log_alpha_prime), 0.0, max_alpha_prime)
+    return -alpha_prime * (jax.lax.stop_gradient(jnp.mean(penalty)) - target_action_gap)

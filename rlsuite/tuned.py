@@ -59,9 +59,15 @@ def tuned(algo: str, env: str) -> dict[str, dict]:
 
 def env_from_argv(argv: list[str], default: str = "cartpole") -> str:
     """The `--env` value of a command line, read first so defaults can be the tuned ones."""
+    value = flag_value(argv, "--env")
+    return default if value is None else value
+
+
+def flag_value(argv: list[str], flag: str) -> str | None:
+    """The value of `flag` in a command line (`--flag VALUE` or `--flag=VALUE`), or None."""
     for i, arg in enumerate(argv):
-        if arg == "--env" and i + 1 < len(argv):
+        if arg == flag and i + 1 < len(argv):
             return argv[i + 1]
-        if arg.startswith("--env="):
+        if arg.startswith(flag + "="):
             return arg.split("=", 1)[1]
-    return default
+    return None

@@ -97,7 +97,7 @@ def test_a_finished_or_existing_run_is_left_alone(run_dir):
         (["train", "sac", "--env", "cartpole"], "sac handles bounded 1-D Box"),
         (
             ["train", "td3", "--env", "pendulum", "--buffer-size", "1000000000000"],
-            "a replay buffer of 1,000,000,000,000 transitions needs 36,000,000,000,008 bytes",
+            "a replay buffer of 1,000,000,000,000 transitions needs 38,000,000,000,008 bytes",
         ),
         (["train", "td3", "--env", "pendulum", "--tau", "2"], "hparams.tau=2.0"),
     ],

@@ -71,6 +71,9 @@ def test_n_step_items_in_the_buffer_match_a_python_loop(episode):
             np.testing.assert_allclose(data["discount"][slot], 0.0 if done_terminal else scale)
             # next_obs is the observation after the last step, before any reset: obs + 1.
             np.testing.assert_allclose(data["next_obs"][slot, 0], obs[last] + 1.0)
+            ended = last % length == length - 1  # the flags are those of the last step summed
+            assert data["terminated"][slot] == (terminal and ended)
+            assert data["truncated"][slot] == (not terminal and ended)
 
 
 def test_learning_waits_for_learning_starts_and_a_batch():
@@ -102,7 +105,7 @@ def test_full_buffer_wraps_around_oldest_first():
         data[capacity] = jax.tree.map(np.asarray, state.buffer.data)
         size, pos = int(state.buffer.size), int(state.buffer.insert_pos)
         assert (size, pos) == ((40, 100 % 40) if capacity == 40 else (100, 100))
-    for name in ("obs", "action", "reward", "discount", "next_obs"):
+    for name in ("obs", "action", "reward", "discount", "next_obs", "terminated", "truncated"):
         newest = np.roll(data[40][name], -(100 % 40), axis=0)  # oldest first
         np.testing.assert_array_equal(newest, data[128][name][60:100])
 
@@ -282,13 +285,13 @@ def test_resume_after_kill_equals_uninterrupted_run_buffer_included(tmp_path, mo
 # --------------------------------------------------------------------------------- bad input
 def test_buffer_too_large_is_refused_before_allocation(tmp_path):
     env, params = envs.make("pendulum")
-    # 10^12 items of (3 + 1 + 1 + 1 + 3) float32 = 36 bytes each, plus the int32 insert
-    # position and size: 36,000,000,000,008 bytes.
-    with pytest.raises(MemoryError, match=r"36,000,000,000,008 bytes .*lower buffer_size"):
+    # 10^12 items of (3 + 1 + 1 + 1 + 3) float32 and 2 bool flags = 38 bytes each, plus the
+    # int32 insert position and size: 38,000,000,000,008 bytes.
+    with pytest.raises(MemoryError, match=r"38,000,000,000,008 bytes .*lower buffer_size"):
         sac.make(sac.SACConfig(buffer_size=10**12), env, params)
     # Small enough per run, too large for 2,000 runs: refused by fit before initialising.
     agent = td3.make(td3.TD3Config(buffer_size=10**8), env, params)
-    with pytest.raises(MemoryError, match=r"learner state of 2000 runs needs 7,2\d\d,"):
+    with pytest.raises(MemoryError, match=r"learner state of 2000 runs needs 7,6\d\d,"):
         runner.fit(agent, jax.random.key(0), num_seeds=2000, out_dir=tmp_path, progress=False)
     assert not any(tmp_path.iterdir())
 

@@ -11,9 +11,10 @@ optimizer states); `make_agent` binds one to an environment and returns an `Agen
 Choices, written down:
 - Actions live in `[-1, 1]^d`: the environment is wrapped in `RescaleAction`, so the networks and
   the warm-up never see the environment's own bounds.
-- Replay items are `(obs, action, reward, discount, next_obs)` with n-step `reward` and
-  `discount = gamma^m (1 - terminated)` (`rlsuite.returns.n_step_transitions`); a truncated
-  episode bootstraps from its true last observation, a terminated one does not. The last
+- Replay items are `(obs, action, reward, discount, next_obs, terminated, truncated)` with n-step
+  `reward` and `discount = gamma^m (1 - terminated)` (`rlsuite.returns.n_step_transitions`); a
+  truncated episode bootstraps from its true last observation, a terminated one does not. The
+  flags are those of the item's last step (they let a buffer be exported as a dataset). The last
   `n_step - 1` steps of every env wait in the state until their n-step window is complete.
 - Observations are stored raw; with `normalize_observations`, each sampled batch is normalised
   with the current statistics (updated with every collected observation), as is every action.
@@ -177,6 +178,8 @@ def make_agent(
         "reward": jnp.zeros(()),
         "discount": jnp.zeros(()),
         "next_obs": jnp.zeros((obs_dim,)),
+        "terminated": jnp.zeros((), bool),
+        "truncated": jnp.zeros((), bool),
     }
     need = memory.tree_bytes(jax.eval_shape(buffer.init, item))
     memory.check_fits(
@@ -244,6 +247,8 @@ def make_agent(
             "reward": reward[0],
             "discount": discount[0],
             "next_obs": next_obs[0],
+            "terminated": jnp.take_along_axis(steps["terminated"], last, axis=0)[0],
+            "truncated": jnp.take_along_axis(steps["truncated"], last, axis=0)[0],
         }
         # The oldest step is real once n_step - 1 updates have filled the window.
         valid = jnp.broadcast_to(state.update_step >= window, (num_envs,))

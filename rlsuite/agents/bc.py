@@ -1,0 +1,84 @@
+"""Behaviour cloning: a deterministic policy regressed onto the dataset's actions (mean squared
+error), the baseline every offline method is compared with.
+
+    agent = bc.make(BCConfig(), env, env_params)
+    state, metrics = driver.train(agent, key, agent.default_hparams, num_updates, data=dataset)
+
+Runs through the shared offline loop (`rlsuite.agents.offline`): minibatches sampled on the device,
+observations optionally standardised with the dataset's statistics.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from rlsuite import losses
+from rlsuite.agent import Agent
+from rlsuite.agents.off_policy import Learner, action_dim, adam_init, adam_step
+from rlsuite.agents.offline import OfflineConfig, make_agent
+from rlsuite.environment import Environment, positive
+from rlsuite.networks import DeterministicActor
+
+
+@dataclasses.dataclass(frozen=True)
+class BCConfig(OfflineConfig):
+    """Static configuration of BC (the shared offline fields)."""
+
+
+@struct.dataclass
+class BCHparams:
+    """Numeric hyperparameters: traced, so a batch of them is a `vmap` axis."""
+
+    learning_rate: float = 3e-4
+    """Adam step size"""
+
+
+@struct.dataclass
+class BCLearner:
+    actor: dict
+    opt: optax.OptState
+
+
+def check_hparams(hp: BCHparams) -> None:
+    """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
+    if not isinstance(hp, BCHparams):
+        raise TypeError(f"bc: hparams must be a BCHparams, got {type(hp).__name__}")
+    positive(hp, "learning_rate", env="bc", kind="hparams")
+
+
+def make(config: BCConfig, env: Environment, env_params=None) -> Agent:
+    """Bind BC to `env` (a bounded 1-D Box action space; used for evaluation)."""
+    if not isinstance(config, BCConfig):
+        raise TypeError(f"bc.make needs a BCConfig, got {type(config).__name__}")
+    env_params = env.check_params(env_params)
+    dim = action_dim(env, env_params, "bc")
+    obs_shape = env.observation_space(env_params).shape
+    actor = DeterministicActor(config.hidden_sizes, dim, config.activation)
+
+    def init(key, hp: BCHparams) -> BCLearner:
+        params = actor.init(key, jnp.zeros((1, *obs_shape)))
+        return BCLearner(actor=params, opt=adam_init(params))
+
+    def greedy(learner: BCLearner, obs):
+        return actor.apply(learner.actor, obs)
+
+    def explore(learner: BCLearner, obs, key):
+        del key  # the cloned policy is deterministic
+        return greedy(learner, obs)
+
+    def loss_fn(params, batch):
+        return losses.behavior_cloning_loss(actor.apply(params, batch["obs"]), batch["action"])
+
+    def learn(learner: BCLearner, batch, key, hp: BCHparams):
+        del key
+        loss, grads = jax.value_and_grad(loss_fn)(learner.actor, batch)
+        params, opt = adam_step(learner.actor, grads, learner.opt, hp.learning_rate)
+        return BCLearner(actor=params, opt=opt), {"bc_loss": loss}
+
+    learner = Learner(init=init, explore=explore, greedy=greedy, learn=learn)
+    return make_agent("bc", config, env, env_params, learner, BCHparams(), check_hparams)

@@ -1,0 +1,165 @@
+"""The loop the offline agents (BC, TD3+BC, CQL, IQL) share: minibatches sampled on the device
+from a fixed dataset, a number of gradient steps per update, evaluation in the environment.
+
+An algorithm is an off-policy `Learner` (`rlsuite.agents.off_policy.Learner`: `init`, `explore`,
+`greedy`, `learn` over batches `{"obs", "action", "reward", "discount", "next_obs"}`);
+`make_agent` binds one to an environment (used for evaluation only) and returns an `Agent` whose
+`init` and `update` take the dataset as a third argument, which `rlsuite.driver` passes
+(`data=`), shared by every run and never copied into a checkpoint:
+
+    agent = iql.make(IQLConfig(), env, env_params)
+    state, metrics = driver.train(agent, key, hparams, num_updates, data=dataset)
+
+Choices, written down:
+- A batch's `discount` is `hparams.gamma * (1 - terminals)`: a timeout (time-limit truncation)
+  bootstraps from its `next_observations`, a terminal does not.
+- With `normalize_observations`, observations are standardised with the dataset's mean and
+  standard deviation (as TD3+BC does), computed once in `init`, kept in the learner state and
+  applied to every batch and to every action taken in evaluation.
+- One update is `gradient_steps` gradient steps; the driver's step count (`env_steps` in logs and
+  `final.json`) counts gradient steps for these agents, as no environment is stepped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from rlsuite import running_stats
+from rlsuite.agent import Agent, check_config
+from rlsuite.agents.off_policy import Learner, action_dim, learner_act
+from rlsuite.datasets import Dataset, sample
+from rlsuite.environment import Environment
+from rlsuite.networks import activation_fn
+from rlsuite.wrappers import RescaleAction
+
+
+@dataclasses.dataclass(frozen=True)
+class OfflineConfig:
+    """Static configuration shared by the offline agents."""
+
+    num_updates: int = 1_000
+    """updates of the whole run"""
+    gradient_steps: int = 100
+    """gradient steps per update (one logged row per update)"""
+    batch_size: int = 256
+    """transitions per gradient step, sampled uniformly from the dataset"""
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    """hidden layer sizes of every network"""
+    activation: str = "relu"
+    """hidden activation: tanh, relu, elu or gelu"""
+    normalize_observations: bool = False
+    """standardise observations with the dataset's mean and standard deviation"""
+
+    def __post_init__(self):
+        check_config(self, ("num_updates", "gradient_steps", "batch_size"))
+        if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
+            raise ValueError(
+                f"{type(self).__name__}.hidden_sizes must be sizes >= 1, got {self.hidden_sizes}"
+            )
+        activation_fn(self.activation)
+
+
+@struct.dataclass
+class OfflineState:
+    learner: object
+    obs_stats: running_stats.RunningStats
+    key: jax.Array
+    update_step: jax.Array
+
+
+def check_dataset(dataset: Dataset, env: Environment, env_params, algo: str) -> None:
+    """A `ValueError` when the dataset's observations or actions do not fit `env`'s spaces."""
+    obs_shape = env.observation_space(env_params).shape
+    act_shape = (action_dim(env, env_params, algo),)
+    for field, shape in (("observations", obs_shape), ("actions", act_shape)):
+        got = tuple(getattr(dataset, field).shape[1:])
+        if got != tuple(shape):
+            raise ValueError(
+                f"{algo}: dataset {field} have shape [N, {', '.join(map(str, got))}] but "
+                f"{env.name} expects [N, {', '.join(map(str, shape))}]"
+            )
+
+
+def make_agent(
+    name: str,
+    config: OfflineConfig,
+    env: Environment,
+    env_params,
+    learner: Learner,
+    default_hparams,
+    check_hparams: Callable,
+) -> Agent:
+    """Bind `learner` to `env` (for evaluation) as an `Agent` running the offline loop above.
+
+    The dataset's actions are expected in the environment's own bounds; they are rescaled to
+    `[-1, 1]` when sampled (the networks act in `[-1, 1]`, as the online agents do).
+    """
+    action_dim(env, env_params, name)  # a bounded 1-D Box, or a clear error
+    space = env.action_space(env_params)
+    low, high = jnp.asarray(space.low), jnp.asarray(space.high)
+    env = RescaleAction(env)
+    obs_shape = env.observation_space(env_params).shape
+
+    def normalize(obs_stats, obs):
+        if config.normalize_observations:
+            return running_stats.normalize(obs_stats, obs)
+        return obs
+
+    def init(key, hp, data: Dataset) -> OfflineState:
+        key, key_learner = jax.random.split(key)
+        stats = running_stats.init(obs_shape)
+        if config.normalize_observations:
+            stats = running_stats.update(stats, data.observations)
+        return OfflineState(
+            learner=learner.init(key_learner, hp),
+            obs_stats=stats,
+            key=key,
+            update_step=jnp.zeros((), jnp.int32),
+        )
+
+    def batch_from(data: Dataset, obs_stats, key, hp) -> dict:
+        raw = sample(data, key, config.batch_size)
+        batch = {
+            "obs": normalize(obs_stats, raw["observations"]),
+            "action": 2.0 * (raw["actions"] - low) / (high - low) - 1.0,
+            "reward": raw["rewards"].astype(jnp.float32),
+            "next_obs": normalize(obs_stats, raw["next_observations"]),
+        }
+        if hasattr(hp, "gamma"):  # agents without a discount (BC) get none
+            batch["discount"] = hp.gamma * (1.0 - raw["terminals"].astype(jnp.float32))
+        return batch
+
+    def update(state: OfflineState, hp, data: Dataset):
+        def step(learner_state, key):
+            key_sample, key_learn = jax.random.split(key)
+            batch = batch_from(data, state.obs_stats, key_sample, hp)
+            return learner.learn(learner_state, batch, key_learn, hp)
+
+        key, key_steps = jax.random.split(state.key)
+        keys = jax.random.split(key_steps, config.gradient_steps)
+        learner_state, metrics = jax.lax.scan(step, state.learner, keys)
+        state = state.replace(learner=learner_state, key=key, update_step=state.update_step + 1)
+        return state, {f"losses/{k}": jnp.nanmean(v) for k, v in metrics.items()}
+
+    def act(state: OfflineState, obs, key, deterministic: bool = False):
+        return learner_act(
+            learner, state.learner, normalize(state.obs_stats, obs), key, deterministic
+        )
+
+    return Agent(
+        name=name,
+        config=config,
+        env=env,
+        env_params=env_params,
+        default_hparams=default_hparams,
+        init=init,
+        update=update,
+        act=act,
+        check_hparams=check_hparams,
+        env_steps_per_update=config.gradient_steps,
+    )
