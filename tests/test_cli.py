@@ -140,3 +140,96 @@ def test_off_policy_train_resume_and_eval(algo, tmp_path):
     assert len(json.loads(proc.stdout)["eval_return_per_seed"]) == 2
     proc = rlsuite("train", "--resume", out)  # finished: nothing to resume, files untouched
     assert proc.returncode == 2 and "nothing to resume" in proc.stderr
+
+
+def test_dataset_collect_then_offline_train_eval_and_guards(tmp_path):
+    data = tmp_path / "data" / "pendulum-random.hdf5"
+    proc = rlsuite(
+        "dataset",
+        "collect",
+        "--env",
+        "pendulum",
+        "--quality",
+        "random",
+        "--size",
+        "400",
+        "--total-timesteps",
+        "300",
+        "--eval-episodes",
+        "2",
+        "--out",
+        data,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "random dataset of 400 transitions on pendulum" in proc.stdout
+    before = data.read_bytes()
+    proc = rlsuite(
+        "dataset",
+        "collect",
+        "--env",
+        "pendulum",
+        "--quality",
+        "random",
+        "--size",
+        "400",
+        "--out",
+        data,
+    )
+    assert proc.returncode == 2 and "exists; choose another --out or pass --overwrite" in (
+        proc.stderr
+    )
+    assert data.read_bytes() == before  # never overwritten unless asked
+
+    out = tmp_path / "bc"
+    proc = rlsuite(
+        "train",
+        "bc",
+        "--dataset",
+        data,
+        "--num-updates",
+        "2",
+        "--gradient-steps",
+        "5",
+        "--hidden-sizes",
+        "8",
+        "--num-seeds",
+        "2",
+        "--eval-episodes",
+        "1",
+        "--out",
+        out,
+        "--no-progress",
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "bc on pendulum: 2 seeds x 10 gradient steps" in proc.stdout
+    final = json.loads((out / "final.json").read_text())
+    assert len(final["normalized_score_per_seed"]) == 2
+    record = json.loads((out / "config.json").read_text())
+    assert record["dataset"] == str(data) and len(record["dataset_sha256"]) == 64
+    proc = rlsuite("eval", out, "--episodes", "1")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    for args, message in [
+        (["train", "bc"], "bc is an offline algorithm: give --dataset FILE"),
+        (["train", "bc", "--dataset", tmp_path / "none.hdf5"], "no such file"),
+        (["train", "sac", "--dataset", data], "sac is an online algorithm"),
+        (["train", "bc", "--dataset", data, "--env", "cartpole"], "does not match the dataset"),
+        (
+            [
+                "dataset",
+                "collect",
+                "--env",
+                "pendulum",
+                "--quality",
+                "meduim",
+                "--size",
+                "10",
+                "--out",
+                tmp_path / "x.hdf5",
+            ],
+            "unknown quality 'meduim'; did you mean 'medium'",
+        ),
+    ]:
+        proc = rlsuite(*args, cwd=tmp_path, timeout=120)
+        assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr[-2000:])
+    assert not (tmp_path / "runs").exists() and not (tmp_path / "x.hdf5").exists()
