@@ -29,7 +29,7 @@ import jax
 import numpy as np
 import tyro
 
-from rlsuite.agents import bc, ppo, sac, td3, td3_bc
+from rlsuite.agents import bc, cql, iql, ppo, sac, td3, td3_bc
 from rlsuite.tuned import env_from_argv, flag_value, tuned
 
 
@@ -45,8 +45,10 @@ ALGOS = {
     "td3": Algo(td3.make, td3.TD3Config, td3.TD3Hparams),
     "bc": Algo(bc.make, bc.BCConfig, bc.BCHparams),
     "td3_bc": Algo(td3_bc.make, td3_bc.TD3BCConfig, td3_bc.TD3BCHparams),
+    "iql": Algo(iql.make, iql.IQLConfig, iql.IQLHparams),
+    "cql": Algo(cql.make, cql.CQLConfig, cql.CQLHparams),
 }
-OFFLINE = ("bc", "td3_bc")
+OFFLINE = ("bc", "td3_bc", "iql", "cql")
 COMMANDS = ("train", "eval", "plot", "dataset")
 
 

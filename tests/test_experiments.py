@@ -114,3 +114,16 @@ def test_off_policy_scripts_smoke_with_a_critic_target_passed_in(script, idea, t
     final = json.loads((tmp_path / "run" / "final.json").read_text())
     assert final["algo"] == algo and final["num_seeds"] == 2
     assert all(-2000 < r < 0 for r in final["eval_return_per_seed"])  # Pendulum's range
+
+
+@pytest.mark.timeout(240)
+def test_offline_script_smoke_prints_the_table():
+    args = ["--qualities", "random", "expert", "--algos", "bc", "iql", "--size", "200"]
+    args += ["--num-updates", "1", "--gradient-steps", "2", "--num-seeds", "2"]
+    args += ["--behaviour-timesteps", "300", "--hidden-sizes", "8"]
+    proc = run_script("offline.py", *args, timeout=220)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for quality in ("random", "expert"):
+        for algo in ("bc", "iql"):
+            assert re.search(rf"^{algo} on {quality} \(200 transitions\): -?\d", proc.stdout, re.M)
+    assert re.search(r"[│|]\s+random\s+[│|]\s+-?[\d.]+ ± [\d.]+\s+[│|]", proc.stdout), proc.stdout

@@ -72,19 +72,6 @@ class OfflineState:
     update_step: jax.Array
 
 
-def check_dataset(dataset: Dataset, env: Environment, env_params, algo: str) -> None:
-    """A `ValueError` when the dataset's observations or actions do not fit `env`'s spaces."""
-    obs_shape = env.observation_space(env_params).shape
-    act_shape = (action_dim(env, env_params, algo),)
-    for field, shape in (("observations", obs_shape), ("actions", act_shape)):
-        got = tuple(getattr(dataset, field).shape[1:])
-        if got != tuple(shape):
-            raise ValueError(
-                f"{algo}: dataset {field} have shape [N, {', '.join(map(str, got))}] but "
-                f"{env.name} expects [N, {', '.join(map(str, shape))}]"
-            )
-
-
 def make_agent(
     name: str,
     config: OfflineConfig,
@@ -104,6 +91,8 @@ def make_agent(
     low, high = jnp.asarray(space.low), jnp.asarray(space.high)
     env = RescaleAction(env)
     obs_shape = env.observation_space(env_params).shape
+    if len(obs_shape) != 1:
+        raise TypeError(f"{name} needs vector observations; {env.name} has shape {obs_shape}")
 
     def normalize(obs_stats, obs):
         if config.normalize_observations:

@@ -12,7 +12,8 @@ learner state, n-step returns and observation normalisation are the shared off-p
     state, metrics = agent.update(state, agent.default_hparams)
 
 One gradient step updates the critics, then the actor and the temperature on the same batch
-(every step, as in the paper's algorithm 1), then the target critics.
+(every step, as in the paper's algorithm 1), then the target critics. `learner` is that update
+rule on its own, with a hook for a penalty on the critics (CQL builds on it).
 """
 
 from __future__ import annotations
@@ -106,13 +107,33 @@ def make(
         raise TypeError(f"sac.make needs a SACConfig, got {type(config).__name__}")
     env_params = env.check_params(env_params)
     dim = action_dim(env, env_params, "sac")
-    obs_dim = env.observation_space(env_params).shape
+    obs_shape = env.observation_space(env_params).shape
+    algo = learner(config, obs_shape, dim, critic_target)
+    return make_agent("sac", config, env, env_params, algo, SACHparams(), check_hparams)
+
+
+def learner(
+    config,
+    obs_shape: tuple[int, ...],
+    dim: int,
+    critic_target: Callable = losses.soft_td_target,
+    critic_penalty: Callable | None = None,
+) -> Learner:
+    """SAC's networks and update rule for `obs_shape` observations and `dim` actions in
+    `[-1, 1]`; `config` gives `hidden_sizes`, `activation`, `num_critics` and `autotune`.
+
+    `critic_penalty(q_fn, q_data [K, B], policy, batch, key, hparams) -> (penalty [K], metrics)`,
+    if given, is added to the critics' loss as `weight * penalty.sum()`, where `weight` is
+    `learn`'s optional fifth argument (CQL passes its conservative penalty and weight):
+    `q_fn(obs, action) -> q [K, ...]` are the critics being trained, `q_data` their values at the
+    batch's actions, `policy(obs)` the current policy's distribution; its metrics join `learn`'s.
+    """
     actor = SquashedGaussianActor(config.hidden_sizes, dim, config.activation)
     critic = QEnsemble(config.hidden_sizes, config.num_critics, config.activation)
 
     def init(key, hp: SACHparams) -> SACLearner:
         key_actor, key_critic = jax.random.split(key)
-        obs, action = jnp.zeros((1, *obs_dim)), jnp.zeros((1, dim))
+        obs, action = jnp.zeros((1, *obs_shape)), jnp.zeros((1, dim))
         actor_params = actor.init(key_actor, obs)
         critic_params = critic.init(key_critic, obs, action)
         log_alpha = jnp.log(jnp.asarray(hp.alpha, jnp.float32))
@@ -132,25 +153,39 @@ def make(
     def greedy(learner: SACLearner, obs):
         return squashed_mode(actor.apply(learner.actor, obs))
 
-    def critic_loss(params, learner: SACLearner, batch, key, alpha):
+    def critic_loss(params, learner: SACLearner, batch, key, alpha, hp, weight):
+        if critic_penalty is not None:
+            key, key_penalty = jax.random.split(key)
         next_action, next_log_prob = actor.apply(
             learner.actor, batch["next_obs"]
         ).sample_and_log_prob(seed=key)
         next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
         target = critic_target(batch["reward"], batch["discount"], next_q, next_log_prob, alpha)
         q = critic.apply(params, batch["obs"], batch["action"])
-        return losses.critic_loss(q, target), q.mean()
+        loss, metrics = losses.critic_loss(q, target), {"q_mean": q.mean()}
+        if critic_penalty is not None:
+            penalty, extra = critic_penalty(
+                lambda obs, action: critic.apply(params, obs, action),
+                q,
+                lambda obs: actor.apply(learner.actor, obs),
+                batch,
+                key_penalty,
+                hp,
+            )
+            loss = loss + jax.lax.stop_gradient(weight) * penalty.sum()
+            metrics.update(extra)
+        return loss, metrics
 
     def actor_loss(params, critic_params, obs, key, alpha):
         action, log_prob = actor.apply(params, obs).sample_and_log_prob(seed=key)
         q = critic.apply(critic_params, obs, action)
         return losses.sac_actor_loss(q, log_prob, alpha), log_prob
 
-    def learn(learner: SACLearner, batch, key, hp: SACHparams):
+    def learn(learner: SACLearner, batch, key, hp: SACHparams, penalty_weight=1.0):
         key_critic, key_actor = jax.random.split(key)
         alpha = jnp.exp(learner.log_alpha)
-        (q_loss, q_mean), grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            learner.critic, learner, batch, key_critic, alpha
+        (q_loss, critic_metrics), grads = jax.value_and_grad(critic_loss, has_aux=True)(
+            learner.critic, learner, batch, key_critic, alpha, hp, penalty_weight
         )
         critic_params, critic_opt = adam_step(
             learner.critic, grads, learner.critic_opt, hp.critic_lr
@@ -182,16 +217,8 @@ def make(
             "alpha_loss": alpha_loss,
             "alpha": alpha,
             "entropy": -log_prob.mean(),
-            "q_mean": q_mean,
+            **critic_metrics,
         }
         return learner, metrics
 
-    return make_agent(
-        "sac",
-        config,
-        env,
-        env_params,
-        Learner(init=init, explore=explore, greedy=greedy, learn=learn),
-        SACHparams(),
-        check_hparams,
-    )
+    return Learner(init=init, explore=explore, greedy=greedy, learn=learn)
