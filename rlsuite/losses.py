@@ -141,7 +141,7 @@ def cql_penalty(q_sampled, log_density, q_data):
     density of the proposal each sample came from, held constant), `q_data` `[K, B]`. Returns
     `(penalty [K], logsumexp [K])`, both averaged over the batch.
 
-    No `log M` is subtracted, as in the paper's and CORL's code: the log-mean-exp estimate would be
+    No `log M` is subtracted, as in the authors' code and CORL's: the log-mean-exp estimate would be
     `logsumexp - log M`. The constant does not change the critics' gradient; it shifts the
     penalty's value, which matters only against a Lagrange threshold, whose published values
     assume it is absent. Each sample is weighted by the density of its own proposal, not by the
