@@ -6,15 +6,15 @@ included, and wall time to a return threshold):
 
 1. rejax 0.1.3 (`rejax.SAC`, `rejax.TD3`) on gymnax's Pendulum-v1 beside our `sac` / `td3` on
    `envs.make("pendulum")` (the same dynamics, 200-step time limit), for each N in `--seeds`. Both
-   sides train N seeds in one vmapped call: rejax as its README does, `jax.jit(jax.vmap(algo.train))
-   (keys)`; ours as jitted `driver.init_batch` + `driver.run_batch`. Each side is called
-   1 + `--repeats` times with the same N keys, the sides taking turns: the first call's wall time
-   includes compilation, the best of the later ones does not. Time to the threshold (`--threshold`,
-   -250): the first update at which the mean over seeds of that update's episodic return (the mean
-   return of the training episodes that ended during the update; NaN if none) reaches it, at the
-   compile-free rate (uniform time per update). Final returns: `--eval-episodes` deterministic
-   episodes per seed through our evaluator (`rlsuite.evaluation.evaluate`) on our Pendulum, for
-   both sides, from the same keys.
+   sides train N seeds in one vmapped call (N=1 too): rejax as its README does,
+   `jax.jit(jax.vmap(algo.train))(keys)`; ours as jitted `driver.init_batch` + `driver.run_batch`.
+   Each side is called 1 + `--repeats` times with the same N keys, the sides taking turns: the first
+   call's wall time includes compilation, the best of the later ones does not. Time to the threshold
+   (`--threshold`, -250): the first update at which the mean over seeds of that update's episodic
+   return (the mean return of the training episodes that ended during the update; NaN if none)
+   reaches it, at the compile-free rate (uniform time per update). Final returns: `--eval-episodes`
+   deterministic episodes per seed through our evaluator (`rlsuite.evaluation.evaluate`) on our
+   Pendulum, for both sides, from the same keys.
 
    Geometry, ours -> rejax (one update of ours = one step of every env + `gradient_steps` gradient
    steps; one rejax SAC `train_iteration` is the same):
@@ -84,6 +84,11 @@ included, and wall time to a return threshold):
    brax's policy std is softplus + 0.001 (ours: log std squashed into [-5, 2]); initialisation
    (brax: lecun-uniform).
 
+Compilation: with JAX's persistent compilation cache on (`JAX_COMPILATION_CACHE_DIR`), a first
+call loads what an earlier process compiled instead of compiling. For compile times, point it at an
+empty folder: then every first call compiles, and brax's runs after its first load what its first
+run compiled (the JSON records the folder).
+
 The benchmark-side env wrapper for rejax (no rejax or gymnax file is modified): rejax 0.1.3 was
 written for gymnax < 1.0, whose `step` returned five values; gymnax 1.0 returns six. The wrapper
 returns `done = terminated | truncated` (what gymnax < 1.0 returned, so rejax runs as published)
@@ -91,7 +96,7 @@ and keeps, per env, the running episode return and the sum and count of finished
 which the replacement eval callback reads. brax.training 0.14 needs the `jax.device_put_replicated`
 shim of `benchmarks/ppo.py`.
 
-    python benchmarks/off_policy.py                         # defaults: about 15 min on 2 CPU cores
+    python benchmarks/off_policy.py          # defaults: 36 min on 2 busy CPU cores (load 5-6)
     python benchmarks/off_policy.py --seeds 1 8 64 --brax-seeds 1 8 64   # on a GPU
     python benchmarks/off_policy.py --no-brax --algos sac --seeds 1      # SAC on Pendulum only
 """
@@ -200,9 +205,9 @@ class Args:
     brax_epochs: int = 4
     """Brax training epochs per run (its host loop); >= 2 so that epochs after the compiling
     first one give the compile-free rate."""
-    brax_eval_envs: int = 8
-    """Envs of brax's own evaluator, which runs after every epoch and cannot be turned off; its
-    time is subtracted from brax's wall time."""
+    brax_eval_envs: int = 1
+    """Envs of brax's own evaluator, which runs before the first epoch and after every epoch and
+    cannot be turned off; its time is subtracted from brax's wall time."""
     seed: int = 0
     """Base seed; each N gets its own keys."""
     out: Path = Path("benchmarks/results/off_policy.json")
@@ -664,6 +669,7 @@ def main(args: Args) -> dict:
             "brax.training: N runs in sequence"
         )
         tables.append((title, *comparison_table(brax_rows, "brax", "brax.training", None)))
+    tables = [(t, h, [[c.replace("nan", "-") for c in row] for row in b]) for t, h, b in tables]
     for title, header, body in tables:
         print_table(console, title, header, body)
     if args.markdown:
