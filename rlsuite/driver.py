@@ -71,9 +71,21 @@ def run_batch(
     hparams_axis: int | None = None,
     data: Any = None,
 ) -> tuple[Any, dict]:
-    """`run` vmapped over the leading run axis; metrics are `[num_runs, num_updates]`."""
+    """`run` vmapped over the leading run axis; metrics are `[num_runs, num_updates]`.
+
+    One run is not vmapped: it runs as `run` and gains the axis after. A batch of one costs more
+    than no batch (on CPU, XLA's batched matrix products are slower than plain ones), and under
+    `vmap` every `lax.cond` on a per-run value computes both branches.
+    """
+    num_runs = jax.tree.leaves(states)[0].shape[0]
     if hparams_axis is not None:
-        hparams = batch_hparams(hparams, jax.tree.leaves(states)[0].shape[0])
+        hparams = batch_hparams(hparams, num_runs)
+    if num_runs == 1:
+        if hparams_axis is not None:
+            hparams = jax.tree.map(lambda x: x[0], hparams)
+        state = jax.tree.map(lambda x: x[0], states)
+        result = run(agent, state, hparams, num_updates, data)
+        return jax.tree.map(lambda x: x[None], result)
     batched = jax.vmap(run, in_axes=(None, 0, hparams_axis, None, None))
     return batched(agent, states, hparams, num_updates, data)
 

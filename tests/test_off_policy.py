@@ -8,7 +8,7 @@ import pytest
 
 import envs
 from rlsuite import checkpoint, driver, runner
-from rlsuite.agents import sac, td3
+from rlsuite.agents import off_policy, sac, td3
 from rlsuite.networks import QEnsemble
 from rlsuite.tuned import tuned
 from rlsuite.wrappers import TimeLimit
@@ -121,11 +121,16 @@ def test_learning_goes_on_after_the_buffer_is_full(algo):
     state, metrics = jax.jit(driver.train, static_argnums=(0, 3))(
         agent, jax.random.key(1), Hparams(), 25
     )
-    assert int(state.buffer.size) == 40 and int(state.buffer.insert_pos) == (25 * 4) % 40
+    # One update steps the 4 envs once (SAC) or twice (TD3: whole policy_delay cycles).
+    steps = {"sac": 4, "td3": 8}[algo]
+    assert agent.env_steps_per_update == steps
+    assert int(state.buffer.size) == 40 and int(state.buffer.insert_pos) == (25 * steps) % 40
     loss = np.asarray(metrics["losses/critic_loss"])
-    assert np.isnan(loss[:3]).all() and np.isfinite(loss[3:]).all()
-    # The critic keeps changing after the buffer filled (update 9 on): learning did not stall.
-    assert len(np.unique(loss[10:])) == 15
+    first = 16 // steps - 1  # the update that reaches learning_starts=16
+    assert np.isnan(loss[:first]).all() and np.isfinite(loss[first:]).all()
+    # The critic keeps changing after the buffer filled (40 steps): learning did not stall.
+    full = 40 // steps
+    assert len(np.unique(loss[full:])) == 25 - full
 
 
 def test_observation_statistics_follow_every_collected_observation():
@@ -226,14 +231,110 @@ def test_same_key_same_run_different_key_different_run(algo):
     c, mc = train(agent, jax.random.key(1), Hparams(), 12)
     assert leaves_equal(a, b) and leaves_equal(ma, mb)
     assert not np.allclose(ma["losses/critic_loss"][6:], mc["losses/critic_loss"][6:])
-    # Each vmapped seed's first learning update matches its separate run.
+    # Each vmapped seed's first learning update (8 env steps: update 3 of SAC's 2 env steps
+    # each, update 1 of TD3's 4) matches its separate run.
+    first = 8 // agent.env_steps_per_update - 1
+    assert np.isnan(ma["losses/critic_loss"][first - 1])
     states = init_jit(agent, jnp.stack([jax.random.key(0), jax.random.key(1)]), Hparams())
     _, batched = run_jit(agent, states, Hparams(), 12)
     np.testing.assert_allclose(
-        batched["losses/critic_loss"][:, 3],
-        [ma["losses/critic_loss"][3], mc["losses/critic_loss"][3]],
+        batched["losses/critic_loss"][:, first],
+        [ma["losses/critic_loss"][first], mc["losses/critic_loss"][first]],
         rtol=1e-4,
     )
+
+
+# ------------------------------------------------------------------ TD3's delay as a static cycle
+def test_gradient_steps_give_each_step_its_static_phase_in_whole_cycles():
+    seen = []
+
+    def learn(state, batch, key, hp, phase):
+        seen.append(phase)  # at trace time: a Python int
+        return state + batch, {"phase": jnp.asarray(phase)}
+
+    learner = off_policy.Learner(init=None, explore=None, greedy=None, learn=learn, period=3)
+    keys = jax.random.split(jax.random.key(0), 6)
+    state, metrics = off_policy.gradient_steps(
+        learner, jnp.zeros(()), lambda key: jnp.ones(()), keys, None
+    )
+    assert seen == [0, 1, 2] and float(state) == 6.0
+    np.testing.assert_array_equal(metrics["phase"], [0, 1, 2, 0, 1, 2])
+    with pytest.raises(ValueError, match="4 gradient steps are not whole cycles of 3"):
+        off_policy.gradient_steps(learner, jnp.zeros(()), lambda key: jnp.ones(()), keys[:4], None)
+
+
+@pytest.mark.parametrize(
+    "gradient_steps, policy_delay, collections",
+    [(1, 2, 2), (2, 2, 1), (3, 2, 2), (4, 3, 3), (4, 1, 1)],
+)
+def test_td3_updates_hold_whole_delay_cycles(gradient_steps, policy_delay, collections):
+    config = td3.TD3Config(
+        num_envs=3,
+        gradient_steps=gradient_steps,
+        policy_delay=policy_delay,
+        total_timesteps=3_000,
+    )
+    assert config.collections_per_update == collections
+    assert config.num_updates == 3_000 // (3 * collections)
+    agent = td3.make(config, *envs.make("pendulum"))
+    assert agent.env_steps_per_update == 3 * collections
+
+
+def test_td3_actor_and_targets_move_once_per_cycle_critic_every_step():
+    env, params = envs.make("pendulum")
+    config = td3.TD3Config(
+        num_envs=2, buffer_size=64, batch_size=4, learning_starts=0, hidden_sizes=(8,)
+    )
+    agent = td3.make(config, env, params)
+    hp = td3.TD3Hparams()
+    state = agent.init(jax.random.key(0), hp)
+    new, metrics = jax.jit(agent.update)(state, hp)
+    # One update: both envs step twice (4 items), then a critic step, then a critic step with
+    # the actor and target updates.
+    assert int(new.buffer.size) == 4 and int(new.learner.step) == 2
+    for field in ("actor", "critic", "target_actor", "target_critic"):
+        assert not leaves_equal(getattr(state.learner, field), getattr(new.learner, field)), field
+    assert np.isfinite(float(metrics["losses/actor_loss"]))
+    # The learner itself: phase 0 moves only the critic, the last phase the rest too.
+    batch = jax.tree.map(lambda x: x[:4], new.buffer.data)
+    before = new.learner
+    learn = jax.jit(agent_learner(config).learn, static_argnames="phase")
+    after, m = learn(before, batch, jax.random.key(1), hp, phase=0)
+    assert leaves_equal(before.actor, after.actor) and np.isnan(float(m["actor_loss"]))
+    assert leaves_equal(before.target_critic, after.target_critic)
+    assert leaves_equal(before.target_actor, after.target_actor)
+    assert not leaves_equal(before.critic, after.critic)
+    last, m = learn(after, batch, jax.random.key(2), hp, phase=1)
+    assert np.isfinite(float(m["actor_loss"]))
+    for field in ("actor", "critic", "target_actor", "target_critic"):
+        assert not leaves_equal(getattr(after, field), getattr(last, field)), field
+    # Targets take a Polyak step of tau toward the just-updated critic.
+    expected = jax.tree.map(
+        lambda c, t: hp.tau * c + (1 - hp.tau) * t, last.critic, after.target_critic
+    )
+    for x, y in zip(jax.tree.leaves(expected), jax.tree.leaves(last.target_critic), strict=True):
+        np.testing.assert_allclose(y, x, rtol=1e-6, atol=1e-7)
+
+
+def agent_learner(config):
+    return td3.learner(config, (3,), 1, config.policy_delay)
+
+
+def test_one_run_is_not_vmapped_and_equals_the_batched_path():
+    # run_batch runs a batch of one as `run` (no vmap); it must give what vmapping gives.
+    env, params = envs.make("pendulum")
+    config = td3.TD3Config(num_envs=2, buffer_size=64, batch_size=8, learning_starts=8)
+    agent = td3.make(config, env, params)
+    hp = td3.TD3Hparams()
+    keys = jnp.stack([jax.random.key(3), jax.random.key(4)])
+    states = init_jit(agent, keys, hp)
+    _, both = run_jit(agent, states, hp, 6)
+    _, one = run_jit(agent, jax.tree.map(lambda x: x[:1], states), hp, 6)
+    assert one["losses/critic_loss"].shape == (1, 6)
+    np.testing.assert_allclose(
+        one["losses/critic_loss"][0], both["losses/critic_loss"][0], rtol=1e-4
+    )
+    assert np.isfinite(one["losses/critic_loss"][0, 1:]).all()
 
 
 # ------------------------------------------------------------------------ resume with the buffer

@@ -10,7 +10,7 @@ import pytest
 
 import envs
 from rlsuite import driver, losses
-from rlsuite.agents import cql, iql
+from rlsuite.agents import cql, iql, td3_bc
 from rlsuite.agents.off_policy import adam_init, adam_step
 from rlsuite.datasets import DatasetInfo, from_transitions
 from rlsuite.networks import MLP, QEnsemble
@@ -294,3 +294,11 @@ def test_cql_bad_input_is_refused_with_the_field_named():
         lagrange.check_hparams(cql.CQLHparams(alpha_cql=0.0))
     with pytest.raises(TypeError, match="must be a CQLHparams"):
         agent.check_hparams(iql.IQLHparams())
+
+
+def test_td3_bc_updates_hold_whole_policy_delay_cycles():
+    env, params = envs.make("pendulum")
+    with pytest.raises(ValueError, match=r"TD3BCConfig.gradient_steps=3 must be a multiple"):
+        td3_bc.make(td3_bc.TD3BCConfig(gradient_steps=3), env, params)
+    agent = td3_bc.make(td3_bc.TD3BCConfig(gradient_steps=6, policy_delay=3), env, params)
+    assert agent.env_steps_per_update == 6

@@ -5,8 +5,11 @@ An algorithm is a `Learner`, four pure functions over its own state (networks, t
 optimizer states); `make_agent` binds one to an environment and returns an `Agent`. One
 `update` reads top-down:
 
-    act (uniformly random during the warm-up) -> step every env once -> n-step replay items
-    -> buffer -> gradient_steps x (sample a batch -> learner.learn)
+    collections_per_update x (act (uniformly random during the warm-up) -> step every env once
+    -> n-step replay items -> buffer)
+    -> collections_per_update * gradient_steps x (sample a batch -> learner.learn)
+
+where `collections_per_update` is 1 unless the learner has a cycle (below).
 
 Choices, written down:
 - Actions live in `[-1, 1]^d`: the environment is wrapped in `RescaleAction`, so the networks and
@@ -22,11 +25,24 @@ Choices, written down:
   and the buffer holds a batch; before that, updates only collect (and log NaN losses).
 - The buffer's memory (`buffer_size` items) is checked against the device before anything is
   allocated: `make_agent` refuses one that would not fit, stating the bytes it needs.
+- A learner may work in a fixed cycle of `period` gradient steps (TD3: `policy_delay` critic
+  steps, the last with the actor and target updates). Its phase in the cycle is a static Python
+  int passed to `learn`, not a counter in the learner state: under the seed `vmap`, a
+  `lax.cond` on a per-run counter computes both branches on every step (TD3's actor step on
+  every critic step), and even a branch on a loop index costs about as much as the step it
+  skips on CPU. So an update holds whole cycles of gradient steps: with `gradient_steps` below
+  the period (TD3's default, one per env step), one update first steps every env
+  `period / gcd(gradient_steps, period)` times (`collections_per_update`), then learns. For
+  TD3 with one gradient step per env step that is: two env steps, a critic step, a critic step
+  with the actor and target updates; the paper's order interleaves them, which differs only in
+  that the first critic step may sample the second transition (the actor, hence the behaviour
+  policy, is the same for both env steps either way).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -90,9 +106,20 @@ class OffPolicyConfig:
         activation_fn(self.activation)
 
     @property
+    def learn_period(self) -> int:
+        """Gradient steps in the learner's fixed cycle (1; TD3: `policy_delay`)."""
+        return 1
+
+    @property
+    def collections_per_update(self) -> int:
+        """Env steps per env in one update: enough for whole learner cycles (see above)."""
+        return self.learn_period // math.gcd(self.gradient_steps, self.learn_period)
+
+    @property
     def num_updates(self) -> int:
-        """Updates in the whole run: `total_timesteps // num_envs` (at least 1)."""
-        return max(1, self.total_timesteps // self.num_envs)
+        """Updates in the whole run: `total_timesteps // (num_envs * collections_per_update)`
+        (at least 1)."""
+        return max(1, self.total_timesteps // (self.num_envs * self.collections_per_update))
 
 
 class Learner(NamedTuple):
@@ -103,12 +130,16 @@ class Learner(NamedTuple):
     greedy: `(learner, obs [..., o]) -> action`, the deterministic policy for evaluation.
     learn: `(learner, batch, key, hparams) -> (learner, metrics)`, one gradient step on a batch
       `{"obs", "action", "reward", "discount", "next_obs"}` (observations already normalised).
+      With `period > 1` it also takes the keyword `phase`, the step's position in the cycle,
+      `0 .. period - 1`, a static Python int.
+    period: gradient steps in the learner's fixed cycle (1: none).
     """
 
     init: Callable[[jax.Array, Any], Any]
     explore: Callable[[Any, jax.Array, jax.Array], jax.Array]
     greedy: Callable[[Any, jax.Array], jax.Array]
-    learn: Callable[[Any, dict, jax.Array, Any], tuple[Any, dict]]
+    learn: Callable[..., tuple[Any, dict]]
+    period: int = 1
 
 
 @struct.dataclass
@@ -119,7 +150,7 @@ class OffPolicyState:
     obs_stats: running_stats.RunningStats
     env: EnvBatch
     key: jax.Array
-    update_step: jax.Array
+    collect_step: jax.Array  # env steps per env so far (collections; an update has one or more)
 
 
 def learner_act(learner: Learner, learner_state, obs, key, deterministic: bool):
@@ -129,6 +160,42 @@ def learner_act(learner: Learner, learner_state, obs, key, deterministic: bool):
     if obs.ndim == 1:
         return learner.explore(learner_state, obs[None], key)[0]
     return learner.explore(learner_state, obs, key)
+
+
+def gradient_steps(learner: Learner, learner_state, sample: Callable, keys: jax.Array, hp):
+    """One gradient step of `learner` per key of `keys` `[n]`, each on the batch `sample(key)`:
+    `(learner_state, metrics)` with metrics stacked `[n]`. Each step splits its key into the
+    sampling and the learning key.
+
+    The online and offline loops both learn through this, in a `lax.scan`; for a learner with a
+    cycle (`period > 1`; `n` must then be a multiple of it) the scan runs over cycles, each
+    unrolled so that every step gets its static `phase`.
+    """
+    period = learner.period
+
+    def one(state, key, phase):
+        key_sample, key_learn = jax.random.split(key)
+        batch = sample(key_sample)
+        if period == 1:
+            return learner.learn(state, batch, key_learn, hp)
+        return learner.learn(state, batch, key_learn, hp, phase=phase)
+
+    if period == 1:
+        return jax.lax.scan(lambda state, key: one(state, key, 0), learner_state, keys)
+    num_steps = keys.shape[0]
+    if num_steps % period:
+        raise ValueError(f"{num_steps} gradient steps are not whole cycles of {period}")
+
+    def cycle(state, cycle_keys):
+        metrics = []
+        for phase in range(period):
+            state, step_metrics = one(state, cycle_keys[phase], phase)
+            metrics.append(step_metrics)
+        return state, jax.tree.map(lambda *x: jnp.stack(x), *metrics)
+
+    cycles = keys.reshape(num_steps // period, period)
+    learner_state, metrics = jax.lax.scan(cycle, learner_state, cycles)
+    return learner_state, jax.tree.map(lambda x: x.reshape(num_steps, *x.shape[2:]), metrics)
 
 
 def adam_init(params):
@@ -189,6 +256,12 @@ def make_agent(
     )
     window = config.n_step - 1
     num_envs = config.num_envs
+    if learner.period != config.learn_period:
+        raise ValueError(
+            f"{name}: the learner's period ({learner.period}) differs from the config's "
+            f"learn_period ({config.learn_period})"
+        )
+    g, cycle = config.gradient_steps, config.collections_per_update
 
     def normalize(obs_stats, obs):
         if config.normalize_observations:
@@ -212,11 +285,11 @@ def make_agent(
             obs_stats=running_stats.init((obs_dim,)),
             env=reset_batch(env, env_params, key_env, num_envs),
             key=key,
-            update_step=jnp.zeros((), jnp.int32),
+            collect_step=jnp.zeros((), jnp.int32),
         )
 
     def collect(state: OffPolicyState, key):
-        warm = state.update_step * num_envs < config.learning_starts
+        warm = state.collect_step * num_envs < config.learning_starts
 
         def policy(key, obs):
             key_explore, key_random = jax.random.split(key)
@@ -251,55 +324,61 @@ def make_agent(
             "truncated": jnp.take_along_axis(steps["truncated"], last, axis=0)[0],
         }
         # The oldest step is real once n_step - 1 updates have filled the window.
-        valid = jnp.broadcast_to(state.update_step >= window, (num_envs,))
+        valid = jnp.broadcast_to(state.collect_step >= window, (num_envs,))
         pending = jax.tree.map(lambda x: x[1:], steps)
         return buffer.add(state.buffer, items, valid), pending
 
-    def learn(learner_state, buffer_state, obs_stats, key, hp):
-        def step(learner_state, key):
-            key_sample, key_learn = jax.random.split(key)
-            batch = buffer.sample(buffer_state, key_sample, config.batch_size)
-            batch = dict(batch)
-            batch["obs"] = normalize(obs_stats, batch["obs"])
-            batch["next_obs"] = normalize(obs_stats, batch["next_obs"])
-            return learner.learn(learner_state, batch, key_learn, hp)
-
-        keys = jax.random.split(key, config.gradient_steps)
-        learner_state, metrics = jax.lax.scan(step, learner_state, keys)
-        return learner_state, jax.tree.map(jnp.nanmean, metrics)
-
-    def update(state: OffPolicyState, hp):
-        key, key_collect, key_learn = jax.random.split(state.key, 3)
-        env_batch, tr = collect(state, key_collect)
+    def collect_and_store(state: OffPolicyState, hp, key):
+        """Step every env once and store what completed its n-step window."""
+        env_batch, tr = collect(state, key)
         obs_stats = state.obs_stats
         if config.normalize_observations:
             obs_stats = running_stats.update(obs_stats, tr.obs)
         buffer_state, pending = store(state, tr, hp)
-        env_steps = (state.update_step + 1) * num_envs
-        ready = (env_steps >= config.learning_starts) & buffer.can_sample(
-            buffer_state, config.batch_size
+        state = state.replace(
+            buffer=buffer_state,
+            pending=pending,
+            obs_stats=obs_stats,
+            env=env_batch,
+            collect_step=state.collect_step + 1,
         )
-        shapes = jax.eval_shape(learn, state.learner, buffer_state, obs_stats, key_learn, hp)
+        return state, tr.info
+
+    def learn(learner_state, buffer_state, obs_stats, key, hp):
+        def sample(key):
+            batch = dict(buffer.sample(buffer_state, key, config.batch_size))
+            batch["obs"] = normalize(obs_stats, batch["obs"])
+            batch["next_obs"] = normalize(obs_stats, batch["next_obs"])
+            return batch
+
+        keys = jax.random.split(key, g * cycle)
+        return gradient_steps(learner, learner_state, sample, keys, hp)
+
+    def update(state: OffPolicyState, hp):
+        key, key_collect, key_learn = jax.random.split(state.key, 3)
+        if cycle == 1:
+            state, info = collect_and_store(state, hp, key_collect)
+        else:
+            state, info = jax.lax.scan(
+                lambda state, key: collect_and_store(state, hp, key),
+                state,
+                jax.random.split(key_collect, cycle),
+            )
+        ready = (state.collect_step * num_envs >= config.learning_starts) & buffer.can_sample(
+            state.buffer, config.batch_size
+        )
+        args = (state.learner, state.buffer, state.obs_stats, key_learn, hp)
+        shapes = jax.eval_shape(learn, *args)
 
         def skip(*_):
             nan = jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes[1])
             return state.learner, nan
 
-        learner_state, metrics = jax.lax.cond(
-            ready, learn, skip, state.learner, buffer_state, obs_stats, key_learn, hp
-        )
-        state = OffPolicyState(
-            learner=learner_state,
-            buffer=buffer_state,
-            pending=pending,
-            obs_stats=obs_stats,
-            env=env_batch,
-            key=key,
-            update_step=state.update_step + 1,
-        )
-        metrics = {f"losses/{k}": v for k, v in metrics.items()}
-        metrics.update(episode_metrics(tr.info))
-        metrics["charts/buffer_size"] = buffer_state.size
+        learner_state, losses = jax.lax.cond(ready, learn, skip, *args)
+        state = state.replace(learner=learner_state, key=key)
+        metrics = {f"losses/{k}": jnp.nanmean(v) for k, v in losses.items()}
+        metrics.update(episode_metrics(info))
+        metrics["charts/buffer_size"] = state.buffer.size
         return state, metrics
 
     def act(state: OffPolicyState, obs, key, deterministic: bool = False):
@@ -317,5 +396,5 @@ def make_agent(
         update=update,
         act=act,
         check_hparams=check_hparams,
-        env_steps_per_update=num_envs,
+        env_steps_per_update=num_envs * cycle,
     )

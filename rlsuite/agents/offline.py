@@ -16,7 +16,8 @@ Choices, written down:
 - With `normalize_observations`, observations are standardised with the dataset's mean and
   standard deviation (as TD3+BC does), computed once in `init`, kept in the learner state and
   applied to every batch and to every action taken in evaluation.
-- One update is `gradient_steps` gradient steps; the driver's step count (`env_steps` in logs and
+- One update is `gradient_steps` gradient steps, whole cycles of a learner that has one (TD3+BC:
+  `policy_delay`, see `rlsuite.agents.off_policy`); the driver's step count (`env_steps` in logs and
   `final.json`) counts gradient steps for these agents, as no environment is stepped.
 """
 
@@ -31,7 +32,7 @@ from flax import struct
 
 from rlsuite import running_stats
 from rlsuite.agent import Agent, check_config
-from rlsuite.agents.off_policy import Learner, action_dim, learner_act
+from rlsuite.agents.off_policy import Learner, action_dim, gradient_steps, learner_act
 from rlsuite.datasets import Dataset, sample
 from rlsuite.environment import Environment
 from rlsuite.networks import activation_fn
@@ -87,6 +88,12 @@ def make_agent(
     `[-1, 1]` when sampled (the networks act in `[-1, 1]`, as the online agents do).
     """
     action_dim(env, env_params, name)  # a bounded 1-D Box, or a clear error
+    if config.gradient_steps % learner.period:
+        raise ValueError(
+            f"{type(config).__name__}.gradient_steps={config.gradient_steps} must be a multiple "
+            f"of {name}'s cycle of {learner.period} gradient steps (every update runs whole "
+            "cycles)"
+        )
     space = env.action_space(env_params)
     low, high = jnp.asarray(space.low), jnp.asarray(space.high)
     env = RescaleAction(env)
@@ -124,14 +131,12 @@ def make_agent(
         return batch
 
     def update(state: OfflineState, hp, data: Dataset):
-        def step(learner_state, key):
-            key_sample, key_learn = jax.random.split(key)
-            batch = batch_from(data, state.obs_stats, key_sample, hp)
-            return learner.learn(learner_state, batch, key_learn, hp)
+        def sample(key):
+            return batch_from(data, state.obs_stats, key, hp)
 
         key, key_steps = jax.random.split(state.key)
         keys = jax.random.split(key_steps, config.gradient_steps)
-        learner_state, metrics = jax.lax.scan(step, state.learner, keys)
+        learner_state, metrics = gradient_steps(learner, state.learner, sample, keys, hp)
         state = state.replace(learner=learner_state, key=key, update_step=state.update_step + 1)
         return state, {f"losses/{k}": jnp.nanmean(v) for k, v in metrics.items()}
 

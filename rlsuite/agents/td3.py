@@ -2,8 +2,10 @@
 
 Twin critics with the clipped double-Q target, target policy smoothing with clipped Gaussian
 noise, actor and target networks updated every `policy_delay` critic steps, and Gaussian
-exploration noise. The environment loop, the replay buffer in the learner state, n-step returns and
-observation normalisation are the shared off-policy loop (`rlsuite.agents.off_policy`).
+exploration noise. The delay is a static cycle of the shared loop (`Learner.period`): with the
+default one gradient step per env step, one update steps every env `policy_delay` times. The
+environment loop, the replay buffer in the learner state, n-step returns and observation
+normalisation are the shared off-policy loop (`rlsuite.agents.off_policy`).
 
     agent = td3.make(TD3Config(num_envs=4), env, env_params)
     state = agent.init(key, agent.default_hparams)
@@ -49,6 +51,10 @@ class TD3Config(OffPolicyConfig):
     def __post_init__(self):
         super().__post_init__()
         check_config(self, ("policy_delay",))
+
+    @property
+    def learn_period(self) -> int:
+        return self.policy_delay
 
 
 @struct.dataclass
@@ -177,26 +183,23 @@ def learner(
         target_critic = optax.incremental_update(critic_params, learner.target_critic, hp.tau)
         return actor_params, actor_opt, target_actor, target_critic, pi_loss
 
-    def not_yet(learner: TD3Learner, *_):
-        nan = jnp.full((), jnp.nan)
-        return learner.actor, learner.actor_opt, learner.target_actor, learner.target_critic, nan
-
-    def learn(learner: TD3Learner, batch, key, hp: TD3Hparams):
+    def learn(learner: TD3Learner, batch, key, hp: TD3Hparams, phase: int = 0):
+        """A critic step; at the last `phase` of the cycle (a static int, see `Learner`), the
+        delayed actor and target updates too."""
         (q_loss, q_mean), grads = jax.value_and_grad(critic_loss, has_aux=True)(
             learner.critic, learner, batch, key, hp
         )
         critic_params, critic_opt = adam_step(
             learner.critic, grads, learner.critic_opt, hp.critic_lr
         )
-        actor_params, actor_opt, target_actor, target_critic, pi_loss = jax.lax.cond(
-            (learner.step + 1) % policy_delay == 0,
-            delayed,
-            not_yet,
-            learner,
-            critic_params,
-            batch,
-            hp,
-        )
+        if phase == policy_delay - 1:
+            actor_params, actor_opt, target_actor, target_critic, pi_loss = delayed(
+                learner, critic_params, batch, hp
+            )
+        else:
+            actor_params, actor_opt = learner.actor, learner.actor_opt
+            target_actor, target_critic = learner.target_actor, learner.target_critic
+            pi_loss = jnp.full((), jnp.nan)
         learner = TD3Learner(
             actor=actor_params,
             critic=critic_params,
@@ -209,4 +212,4 @@ def learner(
         )
         return learner, {"critic_loss": q_loss, "actor_loss": pi_loss, "q_mean": q_mean}
 
-    return Learner(init=init, explore=explore, greedy=greedy, learn=learn)
+    return Learner(init=init, explore=explore, greedy=greedy, learn=learn, period=policy_delay)
