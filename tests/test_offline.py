@@ -118,7 +118,10 @@ def train_offline(algo, data, num_updates=30, gradient_steps=100, seeds=4):
 
 
 # CQL does not reach 80 reliably at this budget yet: 68 mean (45-82 per seed) on this dataset,
-# 102 on another made with another key; its bar here is 40 until it does (issue 5 stays open).
+# 69 (43-92) on one made with key 2; its bar here is 40 until it does (issue 5 stays open).
+# Tried without success (4 seeds, this dataset / key 2): a behaviour-cloning warm start of the
+# actor for 1,000 steps (60 / 81; 2,000: 67 / 71, though BC alone gives 98), no entropy term in
+# the target (67 / 64), alpha_cql 1, 2.5 or 10, tau 0.02 or 0.05, 10 sampled actions.
 EXPERT_BAR = {"bc": 80, "td3_bc": 80, "iql": 80, "cql": 40}
 
 
