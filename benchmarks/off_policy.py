@@ -332,7 +332,6 @@ def pendulum_agents(args: Args, algo: str):
             agent_kwargs={"activation": "relu"},
         )
         anchor = rejax.SAC.create(**gymnax_env, **rejax_kwargs)
-        updates_per_point = 1
     else:
         config = td3.TD3Config(**shared, policy_delay=2)
         agent = td3.make(config, env, env_params)
@@ -349,13 +348,15 @@ def pendulum_agents(args: Args, algo: str):
         actor, critic = anchor.actor.clone(**layers), anchor.critic.clone(**layers)
         anchor = anchor.replace(actor=actor, critic=critic)
         rejax_kwargs["actor_critic_hidden_layer_sizes (module.clone)"] = list(args.hidden_sizes)
-        updates_per_point = config.policy_delay
     if args.total_timesteps % rejax_kwargs["eval_freq"]:
         raise ValueError(
             f"--total-timesteps {args.total_timesteps} must be a multiple of "
             f"{rejax_kwargs['eval_freq']} (num_envs x steps per rejax iteration)"
         )
     anchor = anchor.replace(eval_callback=episode_stats_callback)
+    # One rejax point per iteration (eval_freq env steps) against our updates (TD3's hold two
+    # env steps per env, as rejax's iterations do).
+    updates_per_point = rejax_kwargs["eval_freq"] // agent.env_steps_per_update
     mapping = {
         "ours_config": config_dict(config),
         "ours_hparams": hparams_dict(hp),

@@ -17,6 +17,12 @@ Subclasses implement the single-episode core, `reset_env` and `step_env` (which 
 plus `default_params`, `observation_space` and `action_space`. Wrappers (see `rlsuite.wrappers`)
 wrap that core, so `TimeLimit` and `EpisodeStatistics` see an episode end before the one auto-reset
 here.
+
+The auto-reset is built from three pieces that every auto-resetting path shares: `split_step_key`
+(which key steps and which resets), `Environment.step_without_reset` (the checked core step) and
+`auto_reset` (which obs and state are replaced, and `final_observation`). `step` resets one
+environment with a select; `rlsuite.rollout.step_batch` uses the same pieces for a batch and skips
+the resets on steps where no environment of the batch finished.
 """
 
 from __future__ import annotations
@@ -72,18 +78,26 @@ class Environment:
         return self.reset_env(key, params)
 
     def step(self, key: jax.Array, state: Any, action: Any, params: Any = None) -> StepResult:
+        """One transition; where the episode ended, `obs` and `state` start a new one."""
+        key_step, key_reset = split_step_key(key)
+        result = self.step_without_reset(key_step, state, action, params)
+
+        def reset_where(done, obs, state):
+            return select(done, self.reset(key_reset, params), (obs, state))
+
+        return auto_reset(result, reset_where)
+
+    def step_without_reset(
+        self, key: jax.Array, state: Any, action: Any, params: Any = None
+    ) -> StepResult:
+        """`step_env` behind the params and action checks of `step`, without the auto-reset.
+
+        `step` is this, called with the first key of `split_step_key`, then `auto_reset`; the
+        batched step of `rlsuite.rollout` calls the same pieces.
+        """
         params = self.check_params(params)
         action = self.check_action(action, params)
-        key_step, key_reset = jax.random.split(key)
-        obs_step, state_step, reward, terminated, truncated, info = self.step_env(
-            key_step, state, action, params
-        )
-        done = jnp.logical_or(terminated, truncated)
-        obs_reset, state_reset = self.reset_env(key_reset, params)
-        state = _select(done, state_reset, state_step)
-        obs = _select(done, obs_reset, obs_step)
-        info = {**info, "final_observation": obs_step}
-        return obs, state, reward, terminated, truncated, info
+        return self.step_env(key, state, action, params)
 
     # ----------------------------------------------------------------- checks (run at trace time)
     def check_params(self, params: Any) -> Any:
@@ -120,7 +134,34 @@ class Environment:
         return action
 
 
-def _select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
+def split_step_key(key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """`(key_step, key_reset)`: the key `step` passes to `step_env` and the one its auto-reset
+    passes to `reset`. Every auto-reset uses these, so all of them draw the same start states."""
+    key_step, key_reset = jax.random.split(key)
+    return key_step, key_reset
+
+
+def auto_reset(
+    result: StepResult, reset_where: Callable[[jax.Array, Any, Any], tuple[Any, Any]]
+) -> StepResult:
+    """Turn the `result` of a non-resetting step into the result of an auto-resetting one.
+
+    `reset_where(done, obs, state)` returns `(obs, state)` with the environments where `done`
+    (= terminated | truncated) replaced by fresh episodes and the others unchanged; it decides how
+    the resets are computed (`Environment.step`: a reset and a select per environment). The
+    returned `obs` and `state` are the post-reset ones; `info["final_observation"]` is the
+    pre-reset observation. Works on one environment or on a batch (any leading axes).
+    """
+    obs_step, state_step, reward, terminated, truncated, info = result
+    done = jnp.logical_or(terminated, truncated)
+    obs, state = reset_where(done, obs_step, state_step)
+    info = {**info, "final_observation": obs_step}
+    return obs, state, reward, terminated, truncated, info
+
+
+def select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
+    """`on_true` where the scalar `pred` holds, else `on_false`, leaf by leaf (one environment;
+    `jax.vmap` it for a batch)."""
     return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
 
 

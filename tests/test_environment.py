@@ -5,6 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from rlsuite.environment import split_step_key
 from rlsuite.wrappers import TimeLimit
 from tests.counter_env import Counter, CounterParams
 
@@ -80,3 +81,34 @@ def test_time_limit_truncates_and_final_observation_is_pre_reset():
             assert float(info["final_observation"][0]) == start + 3
             assert int(state.time) == 0 and int(state.env_state.count) == 0
     assert flags == [(False, False), (False, False), (False, True)] * 2
+
+
+def test_step_is_step_without_reset_then_reset_from_the_second_key():
+    # The pieces every auto-reset shares: the same key split, the same checked core step.
+    env = TimeLimit(Counter(), 5)
+    params = CounterParams(terminate_at=1)
+    _, state = env.reset(jax.random.key(0), params)
+    key = jax.random.key(1)
+    key_step, key_reset = split_step_key(key)
+    obs, new_state, reward, terminated, truncated, info = env.step(
+        key, state, jnp.ones((1,)), params
+    )
+    core = env.step_without_reset(key_step, state, jnp.ones((1,)), params)
+    assert bool(terminated) and bool(core[3]) and float(reward) == float(core[2]) == 2.0
+    assert int(core[1].env_state.count) == 1 and int(core[1].time) == 1  # no reset
+    np.testing.assert_array_equal(info["final_observation"], core[0])
+    obs_reset, state_reset = env.reset(key_reset, params)
+    np.testing.assert_array_equal(obs, obs_reset)
+    assert jax.tree.all(jax.tree.map(lambda a, b: bool(a == b), new_state, state_reset))
+
+
+def test_step_without_reset_runs_the_checks_of_step():
+    env = Counter()
+    _, state = env.reset(jax.random.key(0))
+    key = jax.random.key(1)
+    with pytest.raises(ValueError, match=r"action shape \(2,\).*expects shape \(1,\)"):
+        jax.jit(env.step_without_reset)(key, state, jnp.zeros((2,)))
+    with pytest.raises(TypeError, match="floating dtype"):
+        env.step_without_reset(key, state, jnp.zeros((1,), jnp.int32))
+    with pytest.raises(ValueError, match=r"params.terminate_at=-1"):
+        env.step_without_reset(key, state, jnp.zeros((1,)), CounterParams(terminate_at=-1))

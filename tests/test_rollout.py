@@ -1,8 +1,11 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
-from rlsuite.rollout import reset_batch, rollout
+import envs
+from rlsuite.rollout import EnvBatch, reset_batch, rollout
+from rlsuite.transition import Transition
 from rlsuite.wrappers import TimeLimit
 from tests.counter_env import Counter, CounterParams
 
@@ -68,3 +71,103 @@ def test_rollout_with_one_params_per_env():
     batch = reset_batch(env, params, jax.random.key(0), NUM_ENVS, params_axis=0)
     _, tr = rollout(env, params, constant_policy(0.0), jax.random.key(1), batch, 6, params_axis=0)
     np.testing.assert_array_equal(tr.terminated.sum(0), [6, 3, 2])
+
+
+# ------------------------------------------------ the batched step equals jax.vmap(env.step)
+def random_policy(env, params):
+    space = env.action_space(params)
+
+    def policy(key, obs):
+        num_envs = jax.tree.leaves(obs)[0].shape[0]
+        return jax.vmap(space.sample)(jax.random.split(key, num_envs)), {}
+
+    return policy
+
+
+def vmapped_step_rollout(env, params, policy, key, batch, num_steps, params_axis=None):
+    """The reference: `rollout` as it would be with `jax.vmap(env.step)` as its batched step."""
+    step = jax.vmap(env.step, in_axes=(0, 0, 0, params_axis))
+
+    def one_step(batch, key_t):
+        key_policy, key_env = jax.random.split(key_t)
+        action, extras = policy(key_policy, batch.obs)
+        keys = jax.random.split(key_env, jax.tree.leaves(batch.obs)[0].shape[0])
+        obs, state, reward, terminated, truncated, info = step(keys, batch.state, action, params)
+        info = dict(info)
+        next_obs = info.pop("final_observation")
+        tr = Transition(batch.obs, action, reward, terminated, truncated, next_obs, info, extras)
+        return EnvBatch(state, obs), tr
+
+    return jax.lax.scan(one_step, batch, jax.random.split(key, num_steps))
+
+
+def both_ways(env, params, num_envs, num_steps, params_axis=None):
+    """`run(key, reference) -> (carry, transitions)` with random actions, either path."""
+
+    def run(key, reference):
+        key_reset, key_rollout = jax.random.split(key)
+        batch = reset_batch(env, params, key_reset, num_envs, params_axis)
+        policy = random_policy(env, params)
+        go = vmapped_step_rollout if reference else rollout
+        return go(env, params, policy, key_rollout, batch, num_steps, params_axis)
+
+    return run
+
+
+def assert_same(expected, actual):
+    assert jax.tree.structure(expected) == jax.tree.structure(actual)
+    leaves = jax.tree_util.tree_leaves_with_path(expected)
+    for (path, a), b in zip(leaves, jax.tree.leaves(actual), strict=True):
+        np.testing.assert_array_equal(
+            np.asarray(b), np.asarray(a), err_msg=jax.tree_util.keystr(path)
+        )
+
+
+def test_batched_step_equals_vmapped_env_step_on_cartpole_with_and_without_episode_ends():
+    env, params = envs.make("cartpole", max_episode_steps=40)
+    run = both_ways(env, params, 4, 120)
+    expected = jax.jit(run, static_argnums=1)(jax.random.key(3), True)
+    actual = jax.jit(run, static_argnums=1)(jax.random.key(3), False)
+    ends = np.asarray(expected[1].terminated | expected[1].truncated).sum(-1)
+    # Steps where some env finished (the reset branch) and steps where none did (skipped).
+    assert (ends == 0).sum() > 20 and (ends > 0).sum() > 5 and expected[1].truncated.any()
+    assert_same(expected, actual)
+    # One vmapped axis over seeds (the driver's): the skip becomes a select, same results.
+    keys = jax.random.split(jax.random.key(4), 3)
+    expected = jax.jit(jax.vmap(lambda k: run(k, True)))(keys)
+    assert_same(expected, jax.jit(jax.vmap(lambda k: run(k, False)))(keys))
+
+
+class CounterStartingAtParams(Counter):
+    """Counter whose start value also depends on params: `1000 * terminate_at + a random draw`."""
+
+    def reset_env(self, key, params):
+        _, state = super().reset_env(key, params)
+        state = state.replace(start=state.start + 1000.0 * params.terminate_at)
+        return self._obs(state), state
+
+
+def test_batched_step_resets_each_env_with_its_own_params_and_key():
+    env = TimeLimit(CounterStartingAtParams(), 4)
+    params = CounterParams(terminate_at=jnp.array([1, 2, 3, 1, 0, 2, 1, 5]))
+    run = both_ways(env, params, 8, 12, params_axis=0)
+    expected = jax.jit(run, static_argnums=1)(jax.random.key(5), True)
+    carry, tr = jax.jit(run, static_argnums=1)(jax.random.key(5), False)
+    assert_same(expected, (carry, tr))
+    np.testing.assert_array_equal(tr.terminated.sum(0), [12, 6, 4, 12, 0, 6, 12, 0])
+    np.testing.assert_array_equal(tr.truncated.sum(0), [0, 0, 0, 0, 3, 0, 0, 3])
+    # next_obs is pre-reset (start + count); env 0 restarts on every step at 1000 * terminate_at
+    # plus a fresh draw in [0, 1000).
+    np.testing.assert_array_equal(tr.next_obs[..., 0], tr.obs[..., 0] + 1)
+    starts = np.asarray(tr.obs[1:, 0, 0])
+    assert ((starts >= 1000) & (starts < 2000)).all() and len(np.unique(starts)) == len(starts)
+
+
+@pytest.mark.timeout(300)
+def test_batched_step_equals_vmapped_env_step_on_brax_inverted_pendulum():
+    env, params = envs.make("brax/inverted_pendulum")
+    run = both_ways(env, params, 4, 150)
+    expected = jax.jit(run, static_argnums=1)(jax.random.key(6), True)
+    actual = jax.jit(run, static_argnums=1)(jax.random.key(6), False)
+    assert expected[1].terminated.sum() > 20
+    assert_same(expected, actual)
