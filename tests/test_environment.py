@@ -44,14 +44,19 @@ def test_step_vmaps_over_params():
     np.testing.assert_array_equal(out[3], [True, False])
 
 
-def test_wrong_action_shape_and_dtype_raise_at_trace_time():
+@pytest.mark.parametrize("method", ["step", "step_without_reset"])
+def test_wrong_action_shape_and_dtype_raise_at_trace_time(method):
+    # step_without_reset (the core step every batched auto-reset uses) runs the checks of step.
     env = Counter()
+    step = getattr(env, method)
     _, state = env.reset(jax.random.key(0))
     key = jax.random.key(1)
     with pytest.raises(ValueError, match=r"action shape \(2,\).*expects shape \(1,\)"):
-        jax.jit(env.step)(key, state, jnp.zeros((2,)))
+        jax.jit(step)(key, state, jnp.zeros((2,)))
     with pytest.raises(TypeError, match="floating dtype"):
-        jax.jit(env.step)(key, state, jnp.zeros((1,), jnp.int32))
+        jax.jit(step)(key, state, jnp.zeros((1,), jnp.int32))
+    with pytest.raises(ValueError, match=r"params.terminate_at=-1"):
+        step(key, state, jnp.zeros((1,)), CounterParams(terminate_at=-1))
 
 
 def test_invalid_params_raise_with_field_name():
@@ -100,15 +105,3 @@ def test_step_is_step_without_reset_then_reset_from_the_second_key():
     obs_reset, state_reset = env.reset(key_reset, params)
     np.testing.assert_array_equal(obs, obs_reset)
     assert jax.tree.all(jax.tree.map(lambda a, b: bool(a == b), new_state, state_reset))
-
-
-def test_step_without_reset_runs_the_checks_of_step():
-    env = Counter()
-    _, state = env.reset(jax.random.key(0))
-    key = jax.random.key(1)
-    with pytest.raises(ValueError, match=r"action shape \(2,\).*expects shape \(1,\)"):
-        jax.jit(env.step_without_reset)(key, state, jnp.zeros((2,)))
-    with pytest.raises(TypeError, match="floating dtype"):
-        env.step_without_reset(key, state, jnp.zeros((1,), jnp.int32))
-    with pytest.raises(ValueError, match=r"params.terminate_at=-1"):
-        env.step_without_reset(key, state, jnp.zeros((1,)), CounterParams(terminate_at=-1))
