@@ -323,7 +323,7 @@ def make_agent(
             "terminated": jnp.take_along_axis(steps["terminated"], last, axis=0)[0],
             "truncated": jnp.take_along_axis(steps["truncated"], last, axis=0)[0],
         }
-        # The oldest step is real once n_step - 1 updates have filled the window.
+        # The oldest step is real once n_step - 1 collections have filled the window.
         valid = jnp.broadcast_to(state.collect_step >= window, (num_envs,))
         pending = jax.tree.map(lambda x: x[1:], steps)
         return buffer.add(state.buffer, items, valid), pending
