@@ -17,7 +17,7 @@ included, and wall time to a return threshold):
    Pendulum, for both sides, from the same keys.
 
    Geometry, ours -> rejax (one update of ours = one step of every env + `gradient_steps` gradient
-   steps; one rejax SAC `train_iteration` is the same):
+   steps, or for TD3 whole `policy_delay` cycles; one rejax `train_iteration` is the same):
    - num_envs -> num_envs; buffer_size -> buffer_size (default: total_timesteps, so nothing is
      overwritten on either side); batch_size -> batch_size; total_timesteps -> total_timesteps;
      learning_starts -> fill_buffer; gradient_steps -> num_epochs; hidden_sizes -> SAC
@@ -33,12 +33,14 @@ included, and wall time to a return threshold):
    - TD3 noise: ours acts in [-1, 1] (the env is wrapped in `RescaleAction`) and rejax in the
      env's units ([-2, 2] on Pendulum), so rejax gets ours times the action half-range:
      exploration_noise 0.1 -> 0.2, policy_noise 0.2 -> target_noise 0.4, noise_clip 0.5 ->
-     target_noise_clip 1.0. TD3 schedule: both take policy_delay env steps of critic steps, then
-     an actor step on the last critic batch and a Polyak step of both targets.
+     target_noise_clip 1.0. TD3 schedule: both take policy_delay env steps and as many critic
+     steps, then an actor step on the last critic batch and a Polyak step of both targets (rejax
+     interleaves env and critic steps; ours steps the envs first, which changes only which
+     transitions the first critic step can sample).
    - rejax's in-training evaluation (128 episodes every `eval_freq` steps, in its default
      callback) is replaced by a callback that only reads episode statistics kept by the benchmark's
      env wrapper (below), with `eval_freq` = one iteration, so its curve has ours' granularity
-     (TD3: one point per policy_delay updates) and it does no more work than ours.
+     (one point per update) and it does no more work than ours.
 
    Differences that remain (rejax's API or code fixes them):
    - Time limits: rejax's `done` (terminated | truncated) ends the bootstrap, so every Pendulum

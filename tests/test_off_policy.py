@@ -13,6 +13,7 @@ from rlsuite.networks import QEnsemble
 from rlsuite.tuned import tuned
 from rlsuite.wrappers import TimeLimit
 from tests.counter_env import Counter, CounterParams
+from tests.trees import leaves_equal
 
 ALGOS = {
     "sac": (sac.make, sac.SACConfig, sac.SACHparams),
@@ -20,16 +21,6 @@ ALGOS = {
 }
 run_jit = jax.jit(driver.run_batch, static_argnums=(0, 3))
 init_jit = jax.jit(driver.init_batch, static_argnums=(0,))
-
-
-def leaves_equal(a, b) -> bool:
-    def raw(x):
-        return jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x
-
-    return all(
-        np.array_equal(np.asarray(raw(x)), np.asarray(raw(y)), equal_nan=True)
-        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
-    )
 
 
 # ----------------------------------------------------------------------------- replay contents
@@ -280,6 +271,11 @@ def test_td3_updates_hold_whole_delay_cycles(gradient_steps, policy_delay, colle
     assert agent.env_steps_per_update == 3 * collections
 
 
+def agent_learner(config):
+    """TD3's learner for Pendulum's shapes (3 observations, 1 action), as `td3.make` builds it."""
+    return td3.learner(config, (3,), 1, config.policy_delay)
+
+
 def test_td3_actor_and_targets_move_once_per_cycle_critic_every_step():
     env, params = envs.make("pendulum")
     config = td3.TD3Config(
@@ -314,10 +310,6 @@ def test_td3_actor_and_targets_move_once_per_cycle_critic_every_step():
     )
     for x, y in zip(jax.tree.leaves(expected), jax.tree.leaves(last.target_critic), strict=True):
         np.testing.assert_allclose(y, x, rtol=1e-6, atol=1e-7)
-
-
-def agent_learner(config):
-    return td3.learner(config, (3,), 1, config.policy_delay)
 
 
 def test_one_run_is_not_vmapped_and_equals_the_batched_path():

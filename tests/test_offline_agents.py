@@ -15,6 +15,7 @@ from rlsuite.agents.off_policy import adam_init, adam_step
 from rlsuite.datasets import DatasetInfo, from_transitions
 from rlsuite.networks import MLP, QEnsemble
 from rlsuite.rollout import reset_batch, rollout
+from tests.trees import leaves_equal
 
 # The datasets are made once per module: keep its tests on one worker (`--dist loadgroup`).
 pytestmark = pytest.mark.xdist_group("offline_agents")
@@ -23,16 +24,6 @@ PROBE = "probe/action_reward"  # one-step episodes, obs 0, reward -(a - 0.5)^2, 
 train_jit = jax.jit(driver.train, static_argnums=(0, 3))
 OBS = jnp.zeros((1, 1))
 SMALL = {"num_updates": 4, "gradient_steps": 5, "batch_size": 16, "hidden_sizes": (8,)}
-
-
-def leaves_equal(a, b) -> bool:
-    def raw(x):
-        return jax.random.key_data(x) if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key) else x
-
-    return all(
-        np.array_equal(np.asarray(raw(x)), np.asarray(raw(y)), equal_nan=True)
-        for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b), strict=True)
-    )
 
 
 def probe_dataset(behaviour, key, num_envs=8, steps=250):

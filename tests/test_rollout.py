@@ -8,6 +8,7 @@ from rlsuite.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.transition import Transition
 from rlsuite.wrappers import TimeLimit
 from tests.counter_env import Counter, CounterParams
+from tests.trees import assert_same
 
 NUM_ENVS, NUM_STEPS = 3, 5
 
@@ -112,15 +113,6 @@ def both_ways(env, params, num_envs, num_steps, params_axis=None):
         return go(env, params, policy, key_rollout, batch, num_steps, params_axis)
 
     return run
-
-
-def assert_same(expected, actual):
-    assert jax.tree.structure(expected) == jax.tree.structure(actual)
-    leaves = jax.tree_util.tree_leaves_with_path(expected)
-    for (path, a), b in zip(leaves, jax.tree.leaves(actual), strict=True):
-        np.testing.assert_array_equal(
-            np.asarray(b), np.asarray(a), err_msg=jax.tree_util.keystr(path)
-        )
 
 
 def test_batched_step_equals_vmapped_env_step_on_cartpole_with_and_without_episode_ends():
