@@ -9,10 +9,9 @@ A batch steps with `step_batch`: the outputs of `jax.vmap(env.step)`, but the re
 only on steps where some environment of the batch finished. `Environment.step` resets one
 environment with a select, which under `vmap` computes a reset for every environment on every
 step; for Brax/MJX a reset is a physics `forward`, a fifth to a third of a step's cost. With long
-episodes (a trained policy) most steps of a small batch have no episode end. Under an outer
-`vmap` (the driver's seeds) the skip turns into a select again, as every `lax.cond` on batched
-values does, so it pays off for one run (which the driver does not vmap) and costs nothing
-otherwise.
+episodes (a trained policy) most steps of a small batch have no episode end. The skip is a
+`rlsuite.batching.cond`, so under an outer `vmap` (the driver's seeds) it still skips the steps
+on which no environment of any run finished (a `lax.cond` would turn into a select there).
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from rlsuite import batching
 from rlsuite.environment import Environment, StepResult, auto_reset, select, split_step_key
 from rlsuite.transition import Transition
 
@@ -73,7 +73,7 @@ def step_batch(
         def reset_finished(obs, state):
             return jax.vmap(select)(done, reset(keys_reset, env_params), (obs, state))
 
-        return jax.lax.cond(jnp.any(done), reset_finished, lambda *x: x, obs, state)
+        return batching.cond(jnp.any(done), reset_finished, lambda *x: x, obs, state)
 
     return auto_reset(result, reset_where)
 

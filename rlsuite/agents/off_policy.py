@@ -22,7 +22,9 @@ Choices, written down:
 - Observations are stored raw; with `normalize_observations`, each sampled batch is normalised
   with the current statistics (updated with every collected observation), as is every action.
 - Learning starts once `learning_starts` environment steps (all envs together) have been taken
-  and the buffer holds a batch; before that, updates only collect (and log NaN losses).
+  and the buffer holds a batch; before that, updates only collect (and log NaN losses). The gate
+  is a `rlsuite.batching.cond`: the runs of a driver batch pass it on the same update, so under
+  the seed `vmap` the warm-up skips learning instead of computing it and selecting it away.
 - The buffer's memory (`buffer_size` items) is checked against the device before anything is
   allocated: `make_agent` refuses one that would not fit, stating the bytes it needs.
 - A learner may work in a fixed cycle of `period` gradient steps (TD3: `policy_delay` critic
@@ -51,7 +53,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rlsuite import memory, running_stats
+from rlsuite import batching, memory, running_stats
 from rlsuite.agent import Agent, check_config
 from rlsuite.buffers import BufferState, replay_buffer
 from rlsuite.environment import Environment
@@ -370,11 +372,11 @@ def make_agent(
         args = (state.learner, state.buffer, state.obs_stats, key_learn, hp)
         shapes = jax.eval_shape(learn, *args)
 
-        def skip(*_):
+        def skip(learner_state, *_):
             nan = jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes[1])
-            return state.learner, nan
+            return learner_state, nan
 
-        learner_state, losses = jax.lax.cond(ready, learn, skip, *args)
+        learner_state, losses = batching.cond(ready, learn, skip, *args)
         state = state.replace(learner=learner_state, key=key)
         metrics = {f"losses/{k}": jnp.nanmean(v) for k, v in losses.items()}
         metrics.update(episode_metrics(info))

@@ -1,0 +1,98 @@
+"""`cond`: a `jax.lax.cond` that stays a branch under `vmap`.
+
+Under `vmap`, `jax.lax.cond` with a batched predicate becomes a select: both branches are
+computed for every element of the batch. Where the predicate is usually the same across the
+batch (the off-policy warm-up gate, which every seed of a driver batch passes on the same
+update; "did any environment finish" in a batched step), that doubles the cost for nothing.
+`cond` has its own batching rule:
+
+    all(pred)  -> only the batched true branch
+    none       -> only the batched false branch
+    otherwise  -> both, then a select per element (what `lax.cond` does under `vmap`)
+
+The results equal `jax.lax.cond`'s, batched or not. Values the branches close over (traced
+ones included) are passed to them as operands, so a branch may be any closure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from jax.custom_batching import custom_vmap
+
+
+def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> Any:
+    """`jax.lax.cond(pred, true_fn, false_fn, *operands)`, computing under `vmap` only the
+    branch the whole batch takes, and both (with a select) only when the batch disagrees."""
+    true_closed, true_out = jax.make_jaxpr(true_fn, return_shape=True)(*operands)
+    false_closed, false_out = jax.make_jaxpr(false_fn, return_shape=True)(*operands)
+    out_tree = jax.tree.structure(true_out)
+    if out_tree != jax.tree.structure(false_out) or jax.tree.leaves(true_out) != jax.tree.leaves(
+        false_out
+    ):
+        raise TypeError(
+            f"cond: true_fn and false_fn must return the same structure, shapes and dtypes; "
+            f"true_fn gives {true_out}, false_fn gives {false_out}"
+        )
+
+    def evaluate(closed):
+        def branch(flat_operands, consts):
+            return jax.tree.unflatten(
+                out_tree, jax.core.eval_jaxpr(closed.jaxpr, consts, *flat_operands)
+            )
+
+        return branch
+
+    branches = (evaluate(false_closed), evaluate(true_closed))
+    flat_operands = jax.tree.leaves(operands)
+    consts = (list(false_closed.consts), list(true_closed.consts))
+
+    def switch(pred, flat_operands, consts):
+        return jax.lax.cond(
+            pred,
+            lambda ops, c: branches[1](ops, c[1]),
+            lambda ops, c: branches[0](ops, c[0]),
+            flat_operands,
+            consts,
+        )
+
+    @custom_vmap
+    def batched_cond(pred, flat_operands, consts):
+        return switch(pred, flat_operands, consts)
+
+    @batched_cond.def_vmap
+    def rule(axis_size, in_batched, pred, flat_operands, consts):
+        pred_batched, *args_batched = in_batched
+        axes = jax.tree.map(lambda b: 0 if b else None, tuple(args_batched))
+
+        def run(index):
+            def fn(ops, c):
+                def one(ops, c):
+                    return branches[index](ops, c[index])
+
+                return jax.vmap(one, in_axes=axes, axis_size=axis_size)(ops, c)
+
+            return fn
+
+        if not pred_batched:
+            out = jax.lax.cond(pred, run(1), run(0), flat_operands, consts)
+        else:
+
+            def mixed(ops, c):
+                on_true, on_false = run(1)(ops, c), run(0)(ops, c)
+                return jax.tree.map(
+                    lambda a, b: jnp.where(pred.reshape(pred.shape + (1,) * (a.ndim - 1)), a, b),
+                    on_true,
+                    on_false,
+                )
+
+            def not_all(ops, c):
+                return jax.lax.cond(jnp.any(pred), mixed, run(0), ops, c)
+
+            out = jax.lax.cond(jnp.all(pred), run(1), not_all, flat_operands, consts)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return batched_cond(jnp.asarray(pred), flat_operands, consts)
