@@ -12,6 +12,7 @@ numeric hyperparameters are an argument, so seeds and hyperparameter batches are
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -52,6 +53,23 @@ def check_config(config: Any, positive_ints: tuple[str, ...]) -> None:
             raise ValueError(
                 f"{type(config).__name__}.{name} must be an integer >= 1, got {value!r}"
             )
+
+
+def check_hidden_sizes(config: Any) -> None:
+    """Raise a `ValueError` unless `config.hidden_sizes` is a non-empty sequence of integers
+    >= 1; store it as a tuple (a list would leave the frozen config unhashable, and `jax.jit`
+    takes the agent, config included, as a static argument)."""
+    sizes = config.hidden_sizes
+    valid = isinstance(sizes, (tuple, list)) and len(sizes) > 0
+    valid = valid and all(
+        isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1 for h in sizes
+    )
+    if not valid:
+        raise ValueError(
+            f"{type(config).__name__}.hidden_sizes must be a non-empty sequence of integers "
+            f">= 1, got {sizes!r}"
+        )
+    object.__setattr__(config, "hidden_sizes", tuple(int(h) for h in sizes))
 
 
 def config_dict(config: Any) -> dict:

@@ -401,6 +401,9 @@ def test_bad_input_is_refused_with_the_field_named(algo):
         Config(n_step=0)
     with pytest.raises(ValueError, match="learning_starts must be >= 0"):
         Config(learning_starts=-1)
+    with pytest.raises(ValueError, match=r"hidden_sizes must be a non-empty sequence of int"):
+        Config(hidden_sizes=(256, -1))
+    assert Config(hidden_sizes=[16]).hidden_sizes == (16,)
     agent = make(Config(), env, params)
     with pytest.raises(ValueError, match="critic_lr"):
         agent.check_hparams(Hparams(critic_lr=-1.0))

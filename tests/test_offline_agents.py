@@ -266,6 +266,9 @@ def test_iql_bad_input_is_refused_with_the_field_named():
             agent.check_hparams(iql.IQLHparams(expectile=value))
     with pytest.raises(ValueError, match="gradient_steps must be an integer >= 1"):
         iql.IQLConfig(gradient_steps=0)
+    with pytest.raises(ValueError, match="IQLConfig.hidden_sizes must be a non-empty sequence"):
+        iql.IQLConfig(hidden_sizes=[])
+    assert iql.IQLConfig(hidden_sizes=[8, 8]).hidden_sizes == (8, 8)
 
 
 def test_cql_bad_input_is_refused_with_the_field_named():

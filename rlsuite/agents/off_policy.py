@@ -54,7 +54,7 @@ import optax
 from flax import struct
 
 from rlsuite import batching, memory, running_stats
-from rlsuite.agent import Agent, check_config
+from rlsuite.agent import Agent, check_config, check_hidden_sizes
 from rlsuite.buffers import BufferState, replay_buffer
 from rlsuite.environment import Environment
 from rlsuite.networks import activation_fn
@@ -103,8 +103,7 @@ class OffPolicyConfig:
                 f"(batch_size={self.batch_size}) and one step of every env "
                 f"(num_envs={self.num_envs})"
             )
-        if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
-            raise ValueError(f"{name}.hidden_sizes must be sizes >= 1, got {self.hidden_sizes}")
+        check_hidden_sizes(self)
         activation_fn(self.activation)
 
     @property

@@ -31,7 +31,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from rlsuite import running_stats
-from rlsuite.agent import Agent, check_config
+from rlsuite.agent import Agent, check_config, check_hidden_sizes
 from rlsuite.agents.off_policy import Learner, action_dim, gradient_steps, learner_act
 from rlsuite.datasets import Dataset, sample
 from rlsuite.environment import Environment
@@ -58,10 +58,7 @@ class OfflineConfig:
 
     def __post_init__(self):
         check_config(self, ("num_updates", "gradient_steps", "batch_size"))
-        if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
-            raise ValueError(
-                f"{type(self).__name__}.hidden_sizes must be sizes >= 1, got {self.hidden_sizes}"
-            )
+        check_hidden_sizes(self)
         activation_fn(self.activation)
 
 

@@ -32,7 +32,7 @@ import optax
 from flax import struct
 
 from rlsuite import losses, running_stats
-from rlsuite.agent import Agent, check_config
+from rlsuite.agent import Agent, check_config, check_hidden_sizes
 from rlsuite.environment import Environment, positive, require
 from rlsuite.networks import ActorCritic, activation_fn
 from rlsuite.returns import gae
@@ -79,8 +79,7 @@ class PPOConfig:
                 f"PPOConfig.num_minibatches={self.num_minibatches} must divide the batch "
                 f"num_envs * num_steps = {self.num_envs} * {self.num_steps} = {batch}"
             )
-        if not self.hidden_sizes or any(int(h) < 1 for h in self.hidden_sizes):
-            raise ValueError(f"PPOConfig.hidden_sizes must be sizes >= 1, got {self.hidden_sizes}")
+        check_hidden_sizes(self)
         activation_fn(self.activation)
 
     @property
