@@ -23,6 +23,15 @@ Choices, written down:
   (`losses.cql_lagrange_loss`); `log alpha'` is kept below `log 1e6` after each step, so the
   clip never stalls its gradient. The gap is compared with the unweighted penalty (the paper's
   form). With a flat Q the penalty is about `log(N 2^d)`; a gap below that keeps alpha' growing.
+- The policy's temperature follows SAC's target entropy, `-target_entropy_scale * d`. With
+  narrow data (an expert's) and SAC's default (scale 1), the temperature falls and the
+  tanh-squashed policy can saturate at one end of the action range in states where the critics
+  prefer the other end; the gradient through a saturated tanh vanishes, so it stays there. On
+  the test suite's Pendulum expert dataset: at the bottom of a swing, moving fast, the data
+  brakes and the critics' best action is -1 while the policy gives +0.97, so some evaluation
+  episodes spin without ever balancing (normalised score 68, 4 seeds of 45-82, after 3,000
+  steps). A target entropy of 0 (scale 0) keeps the policy off the ends: 92 on the same seeds,
+  101 on 8 others. That is a setting, not a change of the default: the paper keeps SAC's.
 - Our critics' TD loss is `0.5 * sum_k E[(Q_k - y)^2]`, as in the paper's eq. 4; the authors' code
   drops the 1/2, so its weight 5 matches `alpha_cql = 2.5` here.
 - The target keeps SAC's entropy term (`losses.soft_td_target`); the authors' example runs
