@@ -27,7 +27,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     },
     # One env, one gradient step per env step, 64x64 networks (rejax's size), 1,000 random
     # steps first. 4 vmapped seeds pass -250 at about 6k steps and evaluate near -175 at 15k
-    # (tests/test_sac.py asserts >= -250 at 15k).
+    # (tests/test_off_policy.py asserts >= -250 at 15k).
     ("sac", "pendulum"): {
         "config": {
             "num_envs": 1,
@@ -38,7 +38,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
         "hparams": {},
     },
     # As SAC, with rl-zoo's TD3 Pendulum step sizes (1e-3) and discount (0.98); 4 seeds evaluate
-    # near -180 at 15k steps (tests/test_td3.py asserts >= -250).
+    # near -180 at 15k steps (tests/test_off_policy.py asserts >= -250).
     ("td3", "pendulum"): {
         "config": {
             "num_envs": 1,
