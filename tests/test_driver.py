@@ -32,6 +32,18 @@ SHARDED = textwrap.dedent(
     out = {name: [np.asarray(plain[name]).tolist(), np.asarray(sharded[name]).tolist()]
            for name in ("losses/value_loss", "losses/policy_loss")}
     out["devices"] = sorted(devices)
+
+    # SAC across its warm-up: the learning gate is a batch-aware branch (rlsuite.batching).
+    from rlsuite.agents import sac
+    env, params = envs.make("pendulum")
+    config = sac.SACConfig(num_envs=2, buffer_size=64, batch_size=8, learning_starts=6,
+                           hidden_sizes=(8,))
+    agent = sac.make(config, env, params)
+    hp = agent.default_hparams
+    states = driver.init_batch(agent, keys, hp)
+    _, plain = run(agent, states, hp, 6)
+    _, sharded = run(agent, driver.shard_runs(states, 8), hp, 6)
+    out["sac"] = [np.asarray(m["losses/critic_loss"]).tolist() for m in (plain, sharded)]
     print(json.dumps(out))
     """
 )
@@ -50,6 +62,11 @@ def test_runs_sharded_over_four_cpu_devices_match_the_unsharded_run():
         # First update: equal to float tolerance; XLA may reorder sums later.
         np.testing.assert_allclose(sharded[:, 0], plain[:, 0], rtol=1e-4, atol=1e-6)
         np.testing.assert_allclose(sharded, plain, rtol=1e-2, atol=1e-4)
+    # SAC: the first 3 updates (2 envs each; learning needs 6 steps and a batch of 8) log NaN
+    # losses, then every run learns.
+    plain, sharded = (np.asarray(x, dtype=float) for x in out["sac"])
+    assert np.isnan(plain[:, :3]).all() and np.isfinite(plain[:, 3:]).all()
+    np.testing.assert_allclose(sharded, plain, rtol=1e-4, atol=1e-6)  # NaN where plain has NaN
 
 
 def test_one_device_leaves_placement_unchanged():
