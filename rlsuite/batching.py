@@ -10,8 +10,9 @@ update; "did any environment finish" in a batched step), that doubles the cost f
     none       -> only the batched false branch
     otherwise  -> both, then a select per element (what `lax.cond` does under `vmap`)
 
-The results equal `jax.lax.cond`'s, batched or not. Values the branches close over (traced
-ones included) are passed to them as operands, so a branch may be any closure.
+Under nested `vmap`s each one applies the rule in turn, so a branch no element of any axis takes
+is skipped. The results equal `jax.lax.cond`'s, batched or not. Values the branches close over
+(traced ones included) are passed to them as operands, so a branch may be any closure.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
     @batched_cond.def_vmap
     def rule(axis_size, in_batched, pred, flat_operands, consts):
         pred_batched, *args_batched = in_batched
+        batched_out = jax.tree.map(lambda _: True, true_out)
         axes = jax.tree.map(lambda b: 0 if b else None, tuple(args_batched))
 
         def run(index):
@@ -77,22 +79,28 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
 
             return fn
 
+        # The decisions below are `cond`s again, so an enclosing `vmap` (a second batch axis)
+        # applies this rule to them in turn instead of turning them into selects. Each branch
+        # runs at most once: the first `cond` computes the true branch if any element takes it
+        # (else the false one, the whole answer); only a disagreeing batch adds the false
+        # branch and a select.
         if not pred_batched:
-            out = jax.lax.cond(pred, run(1), run(0), flat_operands, consts)
-        else:
+            return cond(pred, run(1), run(0), flat_operands, consts), batched_out
 
-            def mixed(ops, c):
-                on_true, on_false = run(1)(ops, c), run(0)(ops, c)
-                return jax.tree.map(
-                    lambda a, b: jnp.where(pred.reshape(pred.shape + (1,) * (a.ndim - 1)), a, b),
-                    on_true,
-                    on_false,
-                )
+        first = cond(jnp.any(pred), run(1), run(0), flat_operands, consts)
 
-            def not_all(ops, c):
-                return jax.lax.cond(jnp.any(pred), mixed, run(0), ops, c)
+        def keep(first, ops, c):
+            return first
 
-            out = jax.lax.cond(jnp.all(pred), run(1), not_all, flat_operands, consts)
-        return out, jax.tree.map(lambda _: True, out)
+        def mix(first, ops, c):
+            on_false = run(0)(ops, c)
+            return jax.tree.map(
+                lambda a, b: jnp.where(pred.reshape(pred.shape + (1,) * (a.ndim - 1)), a, b),
+                first,
+                on_false,
+            )
+
+        agree = jnp.all(pred) | ~jnp.any(pred)
+        return cond(agree, keep, mix, first, flat_operands, consts), batched_out
 
     return batched_cond(jnp.asarray(pred), flat_operands, consts)

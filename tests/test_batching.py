@@ -78,6 +78,42 @@ def test_unbatched_predicate_with_batched_operands():
     assert_same(ours, jax.vmap(reference, in_axes=(None, 0, None))(False, X, Y))
 
 
+def test_batched_predicate_with_unbatched_operands():
+    calls = []
+    ours = jax.jit(
+        jax.vmap(lambda p, x: cond(p, counting(calls, heavy), light, x, Y), in_axes=(0, None))
+    )(jnp.array([True, False]), X[0])
+    jax.effects_barrier()
+    assert len(calls) == 1
+    assert_same(
+        ours, jax.vmap(reference, in_axes=(0, None, None))(jnp.array([True, False]), X[0], Y)
+    )
+
+
+@pytest.mark.parametrize(
+    "preds, heavy_runs",
+    [
+        ([[False] * 3, [False] * 3], 0),  # no element of either axis takes the true branch
+        ([[True] * 3, [True] * 3], 1),
+        ([[True] * 3, [False] * 3], 1),  # the outer axis disagrees: both, then a select
+    ],
+)
+def test_nested_vmaps_skip_on_every_axis(preds, heavy_runs):
+    # Seeds outside a batch of environments, say: each vmap applies the rule in turn.
+    calls = []
+
+    def one(p, x):
+        return cond(p, counting(calls, heavy), light, x, Y)
+
+    preds = jnp.array(preds)
+    xs = jnp.stack([X, X + 1.0])
+    ours = jax.jit(jax.vmap(jax.vmap(one)))(preds, xs)
+    jax.effects_barrier()
+    assert len(calls) == heavy_runs
+    expected = jax.vmap(jax.vmap(reference, in_axes=(0, 0, None)), in_axes=(0, 0, None))
+    assert_same(ours, expected(preds, xs, Y))
+
+
 def test_branches_may_close_over_batched_values():
     # A float and an int closed over, each batched by the outer vmap.
     def f(p, x, z, i):
