@@ -55,21 +55,21 @@ def check_config(config: Any, positive_ints: tuple[str, ...]) -> None:
             )
 
 
-def check_hidden_sizes(config: Any) -> None:
-    """Raise a `ValueError` unless `config.hidden_sizes` is a non-empty sequence of integers
-    >= 1; store it as a tuple (a list would leave the frozen config unhashable, and `jax.jit`
-    takes the agent, config included, as a static argument)."""
-    sizes = config.hidden_sizes
+def check_hidden_sizes(config: Any, field: str = "hidden_sizes") -> None:
+    """Raise a `ValueError` unless `config.<field>` is a non-empty sequence of integers >= 1;
+    store it as a tuple (a list would leave the frozen config unhashable, and `jax.jit` takes
+    the agent, config included, as a static argument)."""
+    sizes = getattr(config, field)
     valid = isinstance(sizes, (tuple, list)) and len(sizes) > 0
     valid = valid and all(
         isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1 for h in sizes
     )
     if not valid:
         raise ValueError(
-            f"{type(config).__name__}.hidden_sizes must be a non-empty sequence of integers "
-            f">= 1, got {sizes!r}"
+            f"{type(config).__name__}.{field} must be a non-empty sequence of integers >= 1, "
+            f"got {sizes!r}"
         )
-    object.__setattr__(config, "hidden_sizes", tuple(int(h) for h in sizes))
+    object.__setattr__(config, field, tuple(int(h) for h in sizes))
 
 
 def config_dict(config: Any) -> dict:

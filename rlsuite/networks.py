@@ -19,7 +19,13 @@ import flax.linen as nn
 import jax.numpy as jnp
 import numpy as np
 
-ACTIVATIONS = {"tanh": nn.tanh, "relu": nn.relu, "elu": nn.elu, "gelu": nn.gelu}
+ACTIVATIONS = {
+    "tanh": nn.tanh,
+    "relu": nn.relu,
+    "elu": nn.elu,
+    "gelu": nn.gelu,
+    "silu": nn.silu,  # = swish, brax.training's default
+}
 
 
 def activation_fn(name: str):
@@ -46,7 +52,8 @@ class MLP(nn.Module):
 
 
 class ActorCritic(nn.Module):
-    """Separate actor and critic MLPs. `__call__(obs) -> (distribution, value)`.
+    """Separate actor and critic MLPs. `__call__(obs) -> (distribution, value)`. The critic has
+    the actor's hidden sizes unless `critic_hidden_sizes` is given.
 
     Discrete actions (`num_actions` set): a `distrax.Categorical` over logits. Continuous actions
     (`action_dim` set): a `distrax.MultivariateNormalDiag` with a state-independent log standard
@@ -57,10 +64,14 @@ class ActorCritic(nn.Module):
     activation: str = "tanh"
     num_actions: int | None = None
     action_dim: int | None = None
+    critic_hidden_sizes: Sequence[int] | None = None  # None: the actor's
 
     @nn.compact
     def __call__(self, obs: jnp.ndarray):
-        value = MLP(self.hidden_sizes, 1, self.activation, 1.0)(obs)[..., 0]
+        critic_sizes = self.critic_hidden_sizes
+        if critic_sizes is None:
+            critic_sizes = self.hidden_sizes
+        value = MLP(critic_sizes, 1, self.activation, 1.0)(obs)[..., 0]
         if self.num_actions is not None:
             logits = MLP(self.hidden_sizes, self.num_actions, self.activation, 0.01)(obs)
             return distrax.Categorical(logits=logits), value

@@ -13,6 +13,7 @@ from rlsuite.networks import (
     squashed_mode,
     tanh_gaussian,
 )
+from tests.trees import assert_same
 
 
 def test_actor_critic_discrete_and_continuous_shapes():
@@ -43,6 +44,31 @@ def test_output_gain_makes_the_initial_policy_near_uniform():
 def test_unknown_activation():
     with pytest.raises(ValueError, match="unknown activation 'swish'; allowed: tanh, relu"):
         activation_fn("swish")
+    # silu(x) = x * sigmoid(x): silu(1) = 1 / (1 + e^-1) = 0.7310586, silu(-1) = -0.2689414
+    silu = activation_fn("silu")
+    np.testing.assert_allclose(silu(jnp.array([1.0, -1.0])), [0.7310586, -0.2689414], rtol=1e-6)
+
+
+def test_critic_hidden_sizes_shape_the_value_network_only():
+    obs = jnp.ones((3, 4))
+    default = ActorCritic((16, 16), action_dim=2)
+    same = ActorCritic((16, 16), action_dim=2, critic_hidden_sizes=(16, 16))
+    params = default.init(jax.random.key(0), obs)
+    assert_same(params, same.init(jax.random.key(0), obs))  # None means the actor's sizes
+    wide = ActorCritic((16, 16), action_dim=2, critic_hidden_sizes=(32, 32, 32))
+    wide_params = wide.init(jax.random.key(0), obs)["params"]
+    kernels = {
+        name: [layer["kernel"].shape for layer in module.values()]
+        for name, module in wide_params.items()
+        if name.startswith("MLP")
+    }
+    # MLP_0 is the critic (built first), MLP_1 the actor's mean.
+    assert kernels == {
+        "MLP_0": [(4, 32), (32, 32), (32, 32), (32, 1)],
+        "MLP_1": [(4, 16), (16, 16), (16, 2)],
+    }
+    dist, value = wide.apply({"params": wide_params}, obs)
+    assert value.shape == (3,) and dist.mean().shape == (3, 2)
 
 
 # ------------------------------------------------------------------------ off-policy heads

@@ -146,7 +146,9 @@ def test_bad_input_raises_before_compiling():
             ppo.PPOConfig(hidden_sizes=sizes)
     # A list (from JSON, say) is kept as a tuple, so the config stays hashable for jax.jit.
     assert ppo.PPOConfig(hidden_sizes=[32, 32]).hidden_sizes == (32, 32)
-    hash(ppo.PPOConfig(hidden_sizes=[32, 32]))
+    hash(ppo.PPOConfig(hidden_sizes=[32, 32], critic_hidden_sizes=[8]))
+    with pytest.raises(ValueError, match=r"PPOConfig.critic_hidden_sizes must be a non-empty"):
+        ppo.PPOConfig(critic_hidden_sizes=())
     agent = ppo.make(ppo.PPOConfig(), env, params)
     with pytest.raises(ValueError, match=r"invalid hparams.learning_rate=.*allowed: a value > 0"):
         agent.check_hparams(ppo.PPOHparams(learning_rate=-1e-3))

@@ -85,7 +85,7 @@ class OffPolicyConfig:
     hidden_sizes: tuple[int, ...] = (256, 256)
     """hidden layer sizes of the actor and of each critic"""
     activation: str = "relu"
-    """hidden activation: tanh, relu, elu or gelu"""
+    """hidden activation: tanh, relu, elu, gelu or silu (swish)"""
     normalize_observations: bool = False
     """normalise observations with running statistics kept in the learner state"""
 

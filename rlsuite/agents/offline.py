@@ -52,7 +52,7 @@ class OfflineConfig:
     hidden_sizes: tuple[int, ...] = (256, 256)
     """hidden layer sizes of every network"""
     activation: str = "relu"
-    """hidden activation: tanh, relu, elu or gelu"""
+    """hidden activation: tanh, relu, elu, gelu or silu (swish)"""
     normalize_observations: bool = False
     """standardise observations with the dataset's mean and standard deviation"""
 

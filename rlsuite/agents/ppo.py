@@ -56,9 +56,12 @@ class PPOConfig:
     total_timesteps: int = 500_000
     """environment steps of the whole run (sets the learning-rate annealing horizon)"""
     hidden_sizes: tuple[int, ...] = (64, 64)
-    """hidden layer sizes of the actor and of the critic"""
+    """hidden layer sizes of the actor, and of the critic unless critic_hidden_sizes is set"""
+    critic_hidden_sizes: tuple[int, ...] | None = None
+    """hidden layer sizes of the critic (None: hidden_sizes); brax.training's PPO, for one,
+    uses (32, 32, 32, 32) for the policy and (256,) * 5 for the value"""
     activation: str = "tanh"
-    """hidden activation: tanh, relu, elu or gelu"""
+    """hidden activation: tanh, relu, elu, gelu or silu (swish)"""
     anneal_lr: bool = True
     """anneal the learning rate linearly to 0 over total_timesteps"""
     normalize_advantages: bool = True
@@ -80,6 +83,8 @@ class PPOConfig:
                 f"num_envs * num_steps = {self.num_envs} * {self.num_steps} = {batch}"
             )
         check_hidden_sizes(self)
+        if self.critic_hidden_sizes is not None:
+            check_hidden_sizes(self, "critic_hidden_sizes")
         activation_fn(self.activation)
 
     @property
@@ -147,10 +152,20 @@ def _optimizer(hp: PPOHparams) -> optax.GradientTransformation:
 def actor_critic(config: PPOConfig, action_space, env_name: str = "env") -> ActorCritic:
     """The actor-critic network PPO uses for `action_space` (`apply(params, obs)`)."""
     if isinstance(action_space, Discrete):
-        return ActorCritic(config.hidden_sizes, config.activation, num_actions=action_space.n)
+        return ActorCritic(
+            config.hidden_sizes,
+            config.activation,
+            num_actions=action_space.n,
+            critic_hidden_sizes=config.critic_hidden_sizes,
+        )
     if isinstance(action_space, Box) and len(action_space.shape) == 1 and action_space.bounded:
         dim = action_space.shape[0]
-        return ActorCritic(config.hidden_sizes, config.activation, action_dim=dim)
+        return ActorCritic(
+            config.hidden_sizes,
+            config.activation,
+            action_dim=dim,
+            critic_hidden_sizes=config.critic_hidden_sizes,
+        )
     raise TypeError(
         f"ppo handles Discrete or bounded 1-D Box action spaces; {env_name} has {action_space!r}"
     )
