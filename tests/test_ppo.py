@@ -35,6 +35,18 @@ def test_probe_constant_reward_value_is_one():
     np.testing.assert_allclose(value, [1.0], atol=0.05)
 
 
+def test_reward_scale_multiplies_the_learned_value():
+    # hparams.reward_scale = 2 on the constant-reward probe: V = 2 * 1.
+    env, params = envs.make("probe/constant_reward")
+    agent = ppo.make(PROBE_CONFIG, env, params)
+    hp = PROBE_HPARAMS.replace(reward_scale=2.0)
+    state, metrics = jax.jit(driver.train, static_argnums=(0, 3))(agent, jax.random.key(0), hp, 150)
+    network = ppo.actor_critic(PROBE_CONFIG, env.action_space(params))
+    _, value = network.apply(state.params, jnp.zeros((1, 1)))
+    np.testing.assert_allclose(value, [2.0], atol=0.1)
+    assert np.asarray(metrics["charts/episodic_return"])[-1] == 1.0  # logged returns stay raw
+
+
 def test_probe_observation_reward_value_is_observation():
     _, value = train_probe("observation_reward")(jnp.array([[-1.0], [1.0]]))
     np.testing.assert_allclose(value, [-1.0, 1.0], atol=0.05)
@@ -154,6 +166,8 @@ def test_bad_input_raises_before_compiling():
         agent.check_hparams(ppo.PPOHparams(learning_rate=-1e-3))
     with pytest.raises(ValueError, match=r"hparams.gamma"):
         agent.check_hparams(ppo.PPOHparams(gamma=1.5))
+    with pytest.raises(ValueError, match=r"invalid hparams.reward_scale=0.*allowed: a value > 0"):
+        agent.check_hparams(ppo.PPOHparams(reward_scale=0.0))
     box = envs.make("point_mass")[0]
     with pytest.raises(TypeError, match="needs a PPOConfig"):
         ppo.make({"num_envs": 4}, box)

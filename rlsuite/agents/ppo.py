@@ -12,6 +12,7 @@ of shuffled minibatches, each a clipped-surrogate step with a global-norm gradie
 Deviations and choices, written down:
 - Observation normalisation statistics live in the learner state. A rollout is collected and learned
   from with the same statistics (so the first ratio is exactly 1); they are updated afterwards.
+- `hparams.reward_scale` multiplies the rewards PPO learns from by a constant (1 by default).
 - Reward scaling divides rewards by the running standard deviation of the discounted return (as
   gymnasium's `NormalizeReward`), with statistics in the learner state; episode returns in the
   metrics are always the raw ones.
@@ -115,6 +116,9 @@ class PPOHparams:
     """global gradient-norm clip"""
     adam_eps: float = 1e-5
     """Adam epsilon"""
+    reward_scale: float = 1.0
+    """constant factor on the rewards PPO learns from (brax.training's reward_scaling; applied
+    before config.scale_rewards' running normalisation)"""
 
 
 @struct.dataclass
@@ -134,6 +138,7 @@ def check_hparams(hp: PPOHparams) -> None:
     if not isinstance(hp, PPOHparams):
         raise TypeError(f"ppo: hparams must be a PPOHparams, got {type(hp).__name__}")
     fields = ("learning_rate", "clip_eps", "vf_clip_eps", "max_grad_norm", "adam_eps")
+    fields += ("reward_scale",)
     positive(hp, *fields, env="ppo", kind="hparams")
     for field in ("gamma", "gae_lambda"):
         require(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "ppo", "hparams")
@@ -222,17 +227,18 @@ def make(
         return rollout(env, env_params, policy, key, state.env, config.num_steps)
 
     def scale_rewards(state: PPOState, tr, hp):
+        reward = tr.reward * hp.reward_scale
         if not config.scale_rewards:
-            return tr.reward, state.return_stats, state.discounted_return
+            return reward, state.return_stats, state.discounted_return
 
         def accumulate(ret, xs):
             reward, done = xs
             ret = ret * hp.gamma + reward
             return jnp.where(done, 0.0, ret), ret
 
-        last, returns = jax.lax.scan(accumulate, state.discounted_return, (tr.reward, tr.done))
+        last, returns = jax.lax.scan(accumulate, state.discounted_return, (reward, tr.done))
         stats = running_stats.update(state.return_stats, returns)
-        return tr.reward / jnp.sqrt(stats.var + 1e-8), stats, last
+        return reward / jnp.sqrt(stats.var + 1e-8), stats, last
 
     def loss_fn(params, obs_stats, batch, hp):
         dist, value = apply(params, obs_stats, batch["obs"])
