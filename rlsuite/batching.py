@@ -24,6 +24,8 @@ import jax
 import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
+from rlsuite.environment import select
+
 
 def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> Any:
     """`jax.lax.cond(pred, true_fn, false_fn, *operands)`, computing under `vmap` only the
@@ -51,7 +53,8 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
     flat_operands = jax.tree.leaves(operands)
     consts = (list(false_closed.consts), list(true_closed.consts))
 
-    def switch(pred, flat_operands, consts):
+    @custom_vmap
+    def batched_cond(pred, flat_operands, consts):
         return jax.lax.cond(
             pred,
             lambda ops, c: branches[1](ops, c[1]),
@@ -60,10 +63,6 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
             consts,
         )
 
-    @custom_vmap
-    def batched_cond(pred, flat_operands, consts):
-        return switch(pred, flat_operands, consts)
-
     @batched_cond.def_vmap
     def rule(axis_size, in_batched, pred, flat_operands, consts):
         pred_batched, *args_batched = in_batched
@@ -71,13 +70,12 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
         axes = jax.tree.map(lambda b: 0 if b else None, tuple(args_batched))
 
         def run(index):
-            def fn(ops, c):
-                def one(ops, c):
-                    return branches[index](ops, c[index])
+            """The branch `index`, batched."""
 
-                return jax.vmap(one, in_axes=axes, axis_size=axis_size)(ops, c)
+            def one(ops, c):
+                return branches[index](ops, c[index])
 
-            return fn
+            return jax.vmap(one, in_axes=axes, axis_size=axis_size)
 
         # The decisions below are `cond`s again, so an enclosing `vmap` (a second batch axis)
         # applies this rule to them in turn instead of turning them into selects. Each branch
@@ -93,12 +91,7 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
             return first
 
         def mix(first, ops, c):
-            on_false = run(0)(ops, c)
-            return jax.tree.map(
-                lambda a, b: jnp.where(pred.reshape(pred.shape + (1,) * (a.ndim - 1)), a, b),
-                first,
-                on_false,
-            )
+            return jax.vmap(select)(pred, first, run(0)(ops, c))
 
         agree = jnp.all(pred) | ~jnp.any(pred)
         return cond(agree, keep, mix, first, flat_operands, consts), batched_out

@@ -137,8 +137,14 @@ def check_hparams(hp: PPOHparams) -> None:
     """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
     if not isinstance(hp, PPOHparams):
         raise TypeError(f"ppo: hparams must be a PPOHparams, got {type(hp).__name__}")
-    fields = ("learning_rate", "clip_eps", "vf_clip_eps", "max_grad_norm", "adam_eps")
-    fields += ("reward_scale",)
+    fields = (
+        "learning_rate",
+        "clip_eps",
+        "vf_clip_eps",
+        "max_grad_norm",
+        "adam_eps",
+        "reward_scale",
+    )
     positive(hp, *fields, env="ppo", kind="hparams")
     for field in ("gamma", "gae_lambda"):
         require(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "ppo", "hparams")
@@ -157,22 +163,19 @@ def _optimizer(hp: PPOHparams) -> optax.GradientTransformation:
 def actor_critic(config: PPOConfig, action_space, env_name: str = "env") -> ActorCritic:
     """The actor-critic network PPO uses for `action_space` (`apply(params, obs)`)."""
     if isinstance(action_space, Discrete):
-        return ActorCritic(
-            config.hidden_sizes,
-            config.activation,
-            num_actions=action_space.n,
-            critic_hidden_sizes=config.critic_hidden_sizes,
+        head = {"num_actions": action_space.n}
+    elif isinstance(action_space, Box) and len(action_space.shape) == 1 and action_space.bounded:
+        head = {"action_dim": action_space.shape[0]}
+    else:
+        raise TypeError(
+            f"ppo handles Discrete or bounded 1-D Box action spaces; {env_name} has "
+            f"{action_space!r}"
         )
-    if isinstance(action_space, Box) and len(action_space.shape) == 1 and action_space.bounded:
-        dim = action_space.shape[0]
-        return ActorCritic(
-            config.hidden_sizes,
-            config.activation,
-            action_dim=dim,
-            critic_hidden_sizes=config.critic_hidden_sizes,
-        )
-    raise TypeError(
-        f"ppo handles Discrete or bounded 1-D Box action spaces; {env_name} has {action_space!r}"
+    return ActorCritic(
+        config.hidden_sizes,
+        config.activation,
+        critic_hidden_sizes=config.critic_hidden_sizes,
+        **head,
     )
 
 
