@@ -21,8 +21,8 @@ here.
 The auto-reset is built from three pieces that every auto-resetting path shares: `split_step_key`
 (which key steps and which resets), `Environment.step_without_reset` (the checked core step) and
 `auto_reset` (which obs and state are replaced, and `final_observation`). `step` resets one
-environment with a select; `rlsuite.rollout.step_batch` uses the same pieces for a batch and skips
-the resets on steps where no environment of the batch finished.
+environment with a select; `rlsuite.rollout.step_batch` uses the same pieces for a batch and resets
+only the environments that finished.
 """
 
 from __future__ import annotations

@@ -102,15 +102,18 @@ def vmapped_step_rollout(env, params, policy, key, batch, num_steps, params_axis
     return jax.lax.scan(one_step, batch, jax.random.split(key, num_steps))
 
 
-def both_ways(env, params, num_envs, num_steps, params_axis=None):
+def both_ways(env, params, num_envs, num_steps, params_axis=None, reset_slots=None):
     """`run(key, reference) -> (carry, transitions)` with random actions, either path."""
 
     def run(key, reference):
         key_reset, key_rollout = jax.random.split(key)
         batch = reset_batch(env, params, key_reset, num_envs, params_axis)
         policy = random_policy(env, params)
-        go = vmapped_step_rollout if reference else rollout
-        return go(env, params, policy, key_rollout, batch, num_steps, params_axis)
+        if reference:
+            return vmapped_step_rollout(
+                env, params, policy, key_rollout, batch, num_steps, params_axis
+            )
+        return rollout(env, params, policy, key_rollout, batch, num_steps, params_axis, reset_slots)
 
     return run
 
@@ -153,6 +156,49 @@ def test_batched_step_resets_each_env_with_its_own_params_and_key():
     np.testing.assert_array_equal(tr.next_obs[..., 0], tr.obs[..., 0] + 1)
     starts = np.asarray(tr.obs[1:, 0, 0])
     assert ((starts >= 1000) & (starts < 2000)).all() and len(np.unique(starts)) == len(starts)
+
+
+class CountedResets(CounterStartingAtParams):
+    """Reports every environment reset its compiled code computes (one call per environment)."""
+
+    def __init__(self, resets: list):
+        super().__init__()
+        self.resets = resets
+
+    def reset_env(self, key, params):
+        jax.debug.callback(lambda k: self.resets.append(1), jax.random.key_data(key))
+        return super().reset_env(key, params)
+
+
+@pytest.mark.parametrize("slots", [1, 3, 8])
+def test_batched_step_resets_only_the_finished_envs_up_to_its_slots(slots):
+    resets = []
+    env = TimeLimit(CountedResets(resets), 8)
+    # Envs that end every 2, 3 or 4 steps or at the time limit: 0, 1, 2, 3, 4, 7 or 8 ends a step.
+    params = CounterParams(terminate_at=jnp.array([0, 2, 0, 2, 3, 4, 0, 0]))
+    run = both_ways(env, params, 8, 24, params_axis=0, reset_slots=slots)
+    expected = jax.jit(run, static_argnums=1)(jax.random.key(7), True)
+    run_fast = jax.jit(run, static_argnums=1)
+    jax.block_until_ready(run_fast.lower(jax.random.key(7), False).compile())
+    resets.clear()
+    actual = jax.block_until_ready(run_fast(jax.random.key(7), False))
+    assert_same(expected, actual)
+    ends = np.asarray(actual[1].terminated | actual[1].truncated).sum(-1)
+    assert {0, 1, 2, 3, 8} <= set(ends.tolist())
+    # The 8 resets of reset_batch, then per step: none, one per finished env up to `slots`
+    # (the slots are all computed), or the whole batch.
+    per_step = np.where(ends == 0, 0, np.where(ends <= slots, slots, 8))
+    assert len(resets) == 8 + per_step.sum()
+    # Under the driver's vmap over runs too (the runs' decisions differ on some steps).
+    keys = jax.random.split(jax.random.key(8), 3)
+    expected = jax.jit(jax.vmap(lambda k: run(k, True)))(keys)
+    assert_same(expected, jax.jit(jax.vmap(lambda k: run(k, False)))(keys))
+
+
+def test_batched_step_refuses_reset_slots_below_one():
+    env = TimeLimit(Counter(), 4)
+    with pytest.raises(ValueError, match="reset_slots must be >= 1, got 0"):
+        both_ways(env, CounterParams(), 4, 3, reset_slots=0)(jax.random.key(0), False)
 
 
 @pytest.mark.timeout(300)
