@@ -10,6 +10,8 @@ update; "did any environment finish" in a batched step), that doubles the cost f
     none       -> only the batched false branch
     otherwise  -> both, then a select per element (what `lax.cond` does under `vmap`)
 
+Each branch is compiled once, however the batch decides.
+
 Under nested `vmap`s each one applies the rule in turn, so a branch no element of any axis takes
 is skipped. The results equal `jax.lax.cond`'s, batched or not. Values the branches close over
 (traced ones included) are passed to them as operands, so a branch may be any closure.
@@ -25,6 +27,21 @@ import jax.numpy as jnp
 from jax.custom_batching import custom_vmap
 
 from rlsuite.environment import select
+
+
+def traced(fn: Callable, *operands: Any) -> tuple[Callable, Any]:
+    """`fn` traced once at `operands`: `(replay, shapes)`, where `replay(*operands)` evaluates
+    the recorded computation (no Python of `fn` runs again) and `shapes` is its output's
+    `jax.ShapeDtypeStruct` tree. For a branch whose shapes another branch needs (`cond`'s
+    `false_fn` returning placeholders of `true_fn`'s shapes) without tracing it twice."""
+    closed, shapes = jax.make_jaxpr(fn, return_shape=True)(*operands)
+    tree = jax.tree.structure(shapes)
+
+    def replay(*operands):
+        flat = jax.core.eval_jaxpr(closed.jaxpr, closed.consts, *jax.tree.leaves(operands))
+        return jax.tree.unflatten(tree, flat)
+
+    return replay, shapes
 
 
 def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> Any:
@@ -79,21 +96,25 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
 
         # The decisions below are `cond`s again, so an enclosing `vmap` (a second batch axis)
         # applies this rule to them in turn instead of turning them into selects. Each branch
-        # runs at most once: the first `cond` computes the true branch if any element takes it
-        # (else the false one, the whole answer); only a disagreeing batch adds the false
-        # branch and a select.
+        # appears once in the program and runs only if some element takes it (else zeros stand
+        # in for its result); a batch that agrees returns that branch's result, one that
+        # disagrees selects per element.
         if not pred_batched:
             return cond(pred, run(1), run(0), flat_operands, consts), batched_out
 
-        first = cond(jnp.any(pred), run(1), run(0), flat_operands, consts)
+        def unused(ops, c):
+            return jax.tree.map(lambda s: jnp.zeros((axis_size, *s.shape), s.dtype), true_out)
 
-        def keep(first, ops, c):
-            return first
+        on_true = cond(jnp.any(pred), run(1), unused, flat_operands, consts)
+        on_false = cond(jnp.all(pred), unused, run(0), flat_operands, consts)
 
-        def mix(first, ops, c):
-            return jax.vmap(select)(pred, first, run(0)(ops, c))
+        def pick(on_true, on_false):
+            return cond(jnp.all(pred), lambda t, f: t, lambda t, f: f, on_true, on_false)
+
+        def mix(on_true, on_false):
+            return jax.vmap(select)(pred, on_true, on_false)
 
         agree = jnp.all(pred) | ~jnp.any(pred)
-        return cond(agree, keep, mix, first, flat_operands, consts), batched_out
+        return cond(agree, pick, mix, on_true, on_false), batched_out
 
     return batched_cond(jnp.asarray(pred), flat_operands, consts)

@@ -114,6 +114,20 @@ def test_nested_vmaps_skip_on_every_axis(preds, heavy_runs):
     assert_same(ours, expected(preds, xs, Y))
 
 
+@pytest.mark.parametrize("levels", [1, 2])
+def test_each_branch_appears_once_in_the_program(levels):
+    # A sine only in the true branch, a cosine only in the false one: the lowered program of a
+    # batched cond (one or two vmaps) holds each once.
+    def one(p, x):
+        return cond(p, lambda x: jnp.sin(x), lambda x: jnp.cos(x), x)
+
+    fn, preds, xs = one, jnp.array([True, False, True]), X
+    if levels == 2:
+        fn, preds, xs = jax.vmap(one), jnp.stack([preds, ~preds]), jnp.stack([X, X])
+    text = jax.jit(jax.vmap(fn)).lower(preds, xs).as_text()
+    assert text.count("stablehlo.sine") == 1 and text.count("stablehlo.cosine") == 1
+
+
 def test_branches_may_close_over_batched_values():
     # A float and an int closed over, each batched by the outer vmap.
     def f(p, x, z, i):

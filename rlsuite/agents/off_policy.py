@@ -369,13 +369,13 @@ def make_agent(
             state.buffer, config.batch_size
         )
         args = (state.learner, state.buffer, state.obs_stats, key_learn, hp)
-        shapes = jax.eval_shape(learn, *args)
+        learn_traced, shapes = batching.traced(learn, *args)
 
         def skip(learner_state, *_):
             nan = jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes[1])
             return learner_state, nan
 
-        learner_state, losses = batching.cond(ready, learn, skip, *args)
+        learner_state, losses = batching.cond(ready, learn_traced, skip, *args)
         state = state.replace(learner=learner_state, key=key)
         metrics = {f"losses/{k}": jnp.nanmean(v) for k, v in losses.items()}
         metrics.update(episode_metrics(info))
