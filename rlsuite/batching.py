@@ -10,11 +10,12 @@ update; "did any environment finish" in a batched step), that doubles the cost f
     none       -> only the batched false branch
     otherwise  -> both, then a select per element (what `lax.cond` does under `vmap`)
 
-Each branch is compiled once, however the batch decides.
-
 Under nested `vmap`s each one applies the rule in turn, so a branch no element of any axis takes
-is skipped. The results equal `jax.lax.cond`'s, batched or not. Values the branches close over
-(traced ones included) are passed to them as operands, so a branch may be any closure.
+is skipped. The true branch appears once in a batched program, the false one twice (alone, where
+the whole batch takes it, and beside the true one for a disagreeing batch): give the heavy
+computation to the true branch. The results equal `jax.lax.cond`'s, batched or not. Values the
+branches close over (traced ones included) are passed to them as operands, so a branch may be any
+closure.
 """
 
 from __future__ import annotations
@@ -96,25 +97,21 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
 
         # The decisions below are `cond`s again, so an enclosing `vmap` (a second batch axis)
         # applies this rule to them in turn instead of turning them into selects. Each branch
-        # appears once in the program and runs only if some element takes it (else zeros stand
-        # in for its result); a batch that agrees returns that branch's result, one that
-        # disagrees selects per element.
+        # runs at most once: the first `cond` computes the true branch if any element takes it
+        # (else the false one, the whole answer); only a disagreeing batch adds the false
+        # branch and a select.
         if not pred_batched:
             return cond(pred, run(1), run(0), flat_operands, consts), batched_out
 
-        def unused(ops, c):
-            return jax.tree.map(lambda s: jnp.zeros((axis_size, *s.shape), s.dtype), true_out)
+        first = cond(jnp.any(pred), run(1), run(0), flat_operands, consts)
 
-        on_true = cond(jnp.any(pred), run(1), unused, flat_operands, consts)
-        on_false = cond(jnp.all(pred), unused, run(0), flat_operands, consts)
+        def keep(first, ops, c):
+            return first
 
-        def pick(on_true, on_false):
-            return cond(jnp.all(pred), lambda t, f: t, lambda t, f: f, on_true, on_false)
-
-        def mix(on_true, on_false):
-            return jax.vmap(select)(pred, on_true, on_false)
+        def mix(first, ops, c):
+            return jax.vmap(select)(pred, first, run(0)(ops, c))
 
         agree = jnp.all(pred) | ~jnp.any(pred)
-        return cond(agree, pick, mix, on_true, on_false), batched_out
+        return cond(agree, keep, mix, first, flat_operands, consts), batched_out
 
     return batched_cond(jnp.asarray(pred), flat_operands, consts)

@@ -6,13 +6,13 @@ A policy maps `(key, obs)` for the whole batch (`obs` has a leading axis `[num_e
 jitted update, e.g. `policy = lambda key, obs: agent_policy(params, key, obs)`.
 
 A batch steps with `step_batch`: the outputs of `jax.vmap(env.step)`, but the resets are computed
-only for the environments that finished. `Environment.step` resets one environment with a select,
-which under `vmap` computes a reset for every environment on every step; for Brax/MJX a reset is a
-physics `forward`, a fifth to a third of a step's cost. With long episodes (a trained policy) most
-steps of a small batch have no episode end, and with short ones (early in training) a few of the
-batch end on each step. The decisions are `rlsuite.batching.cond`s, so under an outer `vmap` (the
-driver's seeds) they still skip what no run of the batch needs (a `lax.cond` would turn into a
-select there).
+only on steps where some environment finished (and, with `reset_slots`, only for those
+environments). `Environment.step` resets one environment with a select, which under `vmap`
+computes a reset for every environment on every step; for Brax/MJX a reset is a physics
+`forward`, a fifth to a third of a step's cost. With long episodes (a trained policy) most steps
+of a small batch have no episode end. The skip is a `rlsuite.batching.cond`, so under an outer
+`vmap` (the driver's seeds) it still skips the steps on which no environment of any run finished
+(a `lax.cond` would turn into a select there).
 """
 
 from __future__ import annotations
@@ -50,12 +50,6 @@ def reset_batch(
     return EnvBatch(state, obs)
 
 
-def default_reset_slots(num_envs: int) -> int:
-    """How many environments `step_batch` resets by themselves before it resets the whole batch:
-    a quarter of the batch (at least one)."""
-    return max(1, num_envs // 4)
-
-
 def step_batch(
     env: Environment,
     env_params: Any,
@@ -66,20 +60,24 @@ def step_batch(
     reset_slots: int | None = None,
 ) -> StepResult:
     """One auto-resetting step of a batch, equal to `jax.vmap(env.step)` (same keys, same
-    outputs), the resets computed only for the environments that finished.
+    outputs), the resets computed only on steps where some environment finished.
 
     `keys`, `state` and `action` have a leading axis `[num_envs]` (and `env_params` one on
     `params_axis`, as in `reset_batch`). On a step where no environment finished nothing is
-    reset. Where at most `reset_slots` finished (default: `default_reset_slots(num_envs)`), their
-    indices are gathered and only they are reset, the fresh episodes scattered back. Where more
-    finished, the whole batch is reset and the finished ones selected (as `vmap` of `env.step`
-    does on every step).
+    reset. Otherwise, with `reset_slots=None`, the whole batch is reset and the finished
+    environments take the fresh episodes (a select, as `vmap` of `env.step` does on every step).
+    With `reset_slots=k`, only the finished environments are reset, `k` at a time, in as many
+    rounds as they need: their indices gathered, `k` resets computed, the fresh episodes
+    scattered back. That pays where a reset costs in proportion to the environments it resets
+    (Brax ant, 64 envs on a 2-core CPU: rollouts 13% faster with k = 16); where it costs its
+    operations whatever their size (Brax inverted_pendulum, 32 envs, k = 8), the gathers,
+    scatters and extra rounds make it about 5% slower, so it is not the default.
     """
     keys_step, keys_reset = jax.vmap(split_step_key)(keys)
     num_envs = keys.shape[0]
-    slots = default_reset_slots(num_envs) if reset_slots is None else reset_slots
-    if slots < 1:
-        raise ValueError(f"step_batch: reset_slots must be >= 1, got {reset_slots}")
+    if reset_slots is not None and reset_slots < 1:
+        raise ValueError(f"step_batch: reset_slots must be None or >= 1, got {reset_slots}")
+    slots = None if reset_slots is None else min(reset_slots, num_envs)
     result = jax.vmap(env.step_without_reset, in_axes=(0, 0, 0, params_axis))(
         keys_step, state, action, env_params
     )
@@ -89,22 +87,25 @@ def step_batch(
         def reset_all(obs, state):
             return jax.vmap(select)(done, reset(keys_reset, env_params), (obs, state))
 
-        def reset_some(obs, state):
-            (index,) = jnp.nonzero(done, size=slots, fill_value=num_envs)
-            inside = jnp.minimum(index, num_envs - 1)  # the fill gathers a key it never uses
-            params = env_params
-            if params_axis is not None:
-                params = jax.tree.map(lambda p: jnp.take(p, inside, axis=params_axis), params)
-            fresh = reset(keys_reset[inside], params)
-            # Indices past the batch (the fill) are dropped by the scatter.
-            return jax.tree.map(lambda x, f: x.at[index].set(f, mode="drop"), (obs, state), fresh)
+        def reset_in_rounds(obs, state):
+            # Indices of the finished environments first, then the fill (past the batch).
+            (finished,) = jnp.nonzero(done, size=num_envs, fill_value=num_envs)
+            finished = jnp.concatenate([finished, jnp.full((slots,), num_envs, finished.dtype)])
+            rounds = (jnp.sum(done) + slots - 1) // slots
 
-        def reset_finished(obs, state):
-            if slots >= num_envs:
-                return reset_all(obs, state)
-            few = jnp.sum(done) <= slots
-            return batching.cond(few, reset_some, reset_all, obs, state)
+            def one_round(i, carry):
+                index = jax.lax.dynamic_slice(finished, (i * slots,), (slots,))
+                inside = jnp.minimum(index, num_envs - 1)  # the fill gathers what it never uses
+                params = env_params
+                if params_axis is not None:
+                    params = jax.tree.map(lambda p: jnp.take(p, inside, axis=params_axis), params)
+                fresh = reset(keys_reset[inside], params)
+                # The scatter drops the fill's indices.
+                return jax.tree.map(lambda x, f: x.at[index].set(f, mode="drop"), carry, fresh)
 
+            return jax.lax.fori_loop(0, rounds, one_round, (obs, state))
+
+        reset_finished = reset_all if slots is None else reset_in_rounds
         return batching.cond(jnp.any(done), reset_finished, lambda *x: x, obs, state)
 
     return auto_reset(result, reset_where)

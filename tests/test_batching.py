@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite.batching import cond
+from rlsuite.batching import cond, traced
 from tests.trees import assert_same
 
 
@@ -114,18 +114,21 @@ def test_nested_vmaps_skip_on_every_axis(preds, heavy_runs):
     assert_same(ours, expected(preds, xs, Y))
 
 
-@pytest.mark.parametrize("levels", [1, 2])
-def test_each_branch_appears_once_in_the_program(levels):
-    # A sine only in the true branch, a cosine only in the false one: the lowered program of a
-    # batched cond (one or two vmaps) holds each once.
-    def one(p, x):
-        return cond(p, lambda x: jnp.sin(x), lambda x: jnp.cos(x), x)
+def test_traced_replays_without_running_the_python_again():
+    calls = []
 
-    fn, preds, xs = one, jnp.array([True, False, True]), X
-    if levels == 2:
-        fn, preds, xs = jax.vmap(one), jnp.stack([preds, ~preds]), jnp.stack([X, X])
-    text = jax.jit(jax.vmap(fn)).lower(preds, xs).as_text()
-    assert text.count("stablehlo.sine") == 1 and text.count("stablehlo.cosine") == 1
+    def fn(x, y):
+        calls.append(1)
+        return heavy(x, y)
+
+    replay, shapes = traced(fn, X[0], Y)
+    assert len(calls) == 1
+    assert shapes == jax.eval_shape(heavy, X[0], Y)
+    assert_same(replay(X[1], Y), heavy(X[1], Y))
+    assert_same(
+        jax.jit(jax.vmap(replay, in_axes=(0, None)))(X, Y), jax.vmap(heavy, (0, None))(X, Y)
+    )
+    assert len(calls) == 1
 
 
 def test_branches_may_close_over_batched_values():

@@ -170,8 +170,8 @@ class CountedResets(CounterStartingAtParams):
         return super().reset_env(key, params)
 
 
-@pytest.mark.parametrize("slots", [1, 3, 8])
-def test_batched_step_resets_only_the_finished_envs_up_to_its_slots(slots):
+@pytest.mark.parametrize("slots", [None, 1, 3, 8])
+def test_batched_step_resets_only_the_finished_envs_in_rounds_of_its_slots(slots):
     resets = []
     env = TimeLimit(CountedResets(resets), 8)
     # Envs that end every 2, 3 or 4 steps or at the time limit: 0, 1, 2, 3, 4, 7 or 8 ends a step.
@@ -185,9 +185,9 @@ def test_batched_step_resets_only_the_finished_envs_up_to_its_slots(slots):
     assert_same(expected, actual)
     ends = np.asarray(actual[1].terminated | actual[1].truncated).sum(-1)
     assert {0, 1, 2, 3, 8} <= set(ends.tolist())
-    # The 8 resets of reset_batch, then per step: none, one per finished env up to `slots`
-    # (the slots are all computed), or the whole batch.
-    per_step = np.where(ends == 0, 0, np.where(ends <= slots, slots, 8))
+    # The 8 resets of reset_batch, then on each step where some env finished the whole batch
+    # (slots None) or as many rounds of `slots` resets as the finished environments need.
+    per_step = np.where(ends > 0, 8, 0) if slots is None else -(-ends // slots) * slots
     assert len(resets) == 8 + per_step.sum()
     # Under the driver's vmap over runs too (the runs' decisions differ on some steps).
     keys = jax.random.split(jax.random.key(8), 3)
@@ -197,14 +197,15 @@ def test_batched_step_resets_only_the_finished_envs_up_to_its_slots(slots):
 
 def test_batched_step_refuses_reset_slots_below_one():
     env = TimeLimit(Counter(), 4)
-    with pytest.raises(ValueError, match="reset_slots must be >= 1, got 0"):
+    with pytest.raises(ValueError, match="reset_slots must be None or >= 1, got 0"):
         both_ways(env, CounterParams(), 4, 3, reset_slots=0)(jax.random.key(0), False)
 
 
 @pytest.mark.timeout(300)
-def test_batched_step_equals_vmapped_env_step_on_brax_inverted_pendulum():
+@pytest.mark.parametrize("slots", [None, 2])
+def test_batched_step_equals_vmapped_env_step_on_brax_inverted_pendulum(slots):
     env, params = envs.make("brax/inverted_pendulum")
-    run = both_ways(env, params, 4, 150)
+    run = both_ways(env, params, 4, 150, reset_slots=slots)
     expected = jax.jit(run, static_argnums=1)(jax.random.key(6), True)
     actual = jax.jit(run, static_argnums=1)(jax.random.key(6), False)
     assert expected[1].terminated.sum() > 20
