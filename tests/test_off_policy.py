@@ -179,6 +179,8 @@ def test_probes_values_and_policies(algo):
     # critics extrapolate).
     q, _ = train_probe(algo, "constant_reward")
     np.testing.assert_allclose(q([0.0]), 1.0, atol=0.05)  # one-step episodes of reward 1
+    q, _ = train_probe(algo, "constant_reward", reward_scale=3.0)
+    np.testing.assert_allclose(q([0.0]), 3.0, atol=0.15)  # learned from 3 x the reward
     q, _ = train_probe(algo, "one_step_discount")
     # Q(obs 0, .) = 0 + gamma * Q(obs 1, .) = 0.9 (alpha 1e-3 makes SAC's entropy term negligible).
     np.testing.assert_allclose(q([0.0, 1.0]), [[0.9, 1.0]] * 2, atol=0.05)
@@ -409,3 +411,5 @@ def test_bad_input_is_refused_with_the_field_named(algo):
         agent.check_hparams(Hparams(critic_lr=-1.0))
     with pytest.raises(ValueError, match="gamma"):
         agent.check_hparams(Hparams(gamma=1.5))
+    with pytest.raises(ValueError, match=r"reward_scale=0.*allowed: a value > 0"):
+        agent.check_hparams(Hparams(reward_scale=0.0))

@@ -19,6 +19,8 @@ Choices, written down:
   truncated episode bootstraps from its true last observation, a terminated one does not. The
   flags are those of the item's last step (they let a buffer be exported as a dataset). The last
   `n_step - 1` steps of every env wait in the state until their n-step window is complete.
+- Rewards are stored raw and multiplied by `hparams.reward_scale` in every sampled batch (so a
+  buffer exported as a dataset holds the environment's rewards).
 - Observations are stored raw; with `normalize_observations`, each sampled batch is normalised
   with the current statistics (updated with every collected observation), as is every action.
 - Learning starts once `learning_starts` environment steps (all envs together) have been taken
@@ -348,6 +350,7 @@ def make_agent(
     def learn(learner_state, buffer_state, obs_stats, key, hp):
         def sample(key):
             batch = dict(buffer.sample(buffer_state, key, config.batch_size))
+            batch["reward"] = batch["reward"] * hp.reward_scale
             batch["obs"] = normalize(obs_stats, batch["obs"])
             batch["next_obs"] = normalize(obs_stats, batch["next_obs"])
             return batch

@@ -123,6 +123,8 @@ def make_agent(
             "reward": raw["rewards"].astype(jnp.float32),
             "next_obs": normalize(obs_stats, raw["next_observations"]),
         }
+        if hasattr(hp, "reward_scale"):  # those built on SAC's or TD3's hparams (CQL, TD3+BC)
+            batch["reward"] = batch["reward"] * hp.reward_scale
         if hasattr(hp, "gamma"):  # agents without a discount (BC) get none
             batch["discount"] = hp.gamma * (1.0 - raw["terminals"].astype(jnp.float32))
         return batch

@@ -72,6 +72,9 @@ class SACHparams:
     """initial temperature (config.autotune) or the fixed one"""
     target_entropy_scale: float = 1.0
     """target entropy = -target_entropy_scale * action_dim"""
+    reward_scale: float = 1.0
+    """constant factor on the rewards learned from (brax.training's reward_scaling), applied to
+    every sampled batch; the buffer keeps the raw rewards"""
 
 
 @struct.dataclass
@@ -89,7 +92,9 @@ def check_hparams(hp: SACHparams) -> None:
     """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
     if not isinstance(hp, SACHparams):
         raise TypeError(f"sac: hparams must be a SACHparams, got {type(hp).__name__}")
-    positive(hp, "actor_lr", "critic_lr", "alpha_lr", "alpha", env="sac", kind="hparams")
+    positive(
+        hp, "actor_lr", "critic_lr", "alpha_lr", "alpha", "reward_scale", env="sac", kind="hparams"
+    )
     for field in ("gamma", "tau"):
         require(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "sac", "hparams")
     require(hp, "target_entropy_scale", lambda v: v == v, "a number", "sac", "hparams")

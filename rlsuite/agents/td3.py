@@ -75,6 +75,9 @@ class TD3Hparams:
     """standard deviation of the target policy smoothing noise"""
     noise_clip: float = 0.5
     """the smoothing noise is clipped to [-noise_clip, noise_clip]"""
+    reward_scale: float = 1.0
+    """constant factor on the rewards learned from (brax.training's reward_scaling), applied to
+    every sampled batch; the buffer keeps the raw rewards"""
 
 
 @struct.dataclass
@@ -93,7 +96,7 @@ def check_hparams(hp: TD3Hparams) -> None:
     """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
     if not isinstance(hp, TD3Hparams):
         raise TypeError(f"td3: hparams must be a TD3Hparams, got {type(hp).__name__}")
-    positive(hp, "actor_lr", "critic_lr", env="td3", kind="hparams")
+    positive(hp, "actor_lr", "critic_lr", "reward_scale", env="td3", kind="hparams")
     for field in ("gamma", "tau"):
         require(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "td3", "hparams")
     for field in ("exploration_noise", "policy_noise", "noise_clip"):
