@@ -1,8 +1,8 @@
 """Off-policy agents side by side: our SAC and TD3 beside rejax on Pendulum, our SAC beside
 `brax.training` SAC on a Brax task.
 
-Two comparisons, in one run, on one machine (env steps per second of whole training runs, learning
-included, and wall time to a return threshold):
+Three comparisons (the third off by default), in one run, on one machine (env steps per second of
+whole training runs, learning included, and wall time to a return threshold):
 
 1. rejax 0.1.3 (`rejax.SAC`, `rejax.TD3`) on gymnax's Pendulum-v1 beside our `sac` / `td3` on
    `envs.make("pendulum")` (the same dynamics, 200-step time limit), for each N in `--seeds`. Both
@@ -85,6 +85,33 @@ included, and wall time to a return threshold):
    actor against the *old* critics (ours: critics, actor against the new critics, temperature);
    brax's policy std is softplus + 0.001 (ours: log std squashed into [-5, 2]); initialisation
    (brax: lecun-uniform).
+3. SAC at brax's published hopper configuration, within a wall-clock budget (`--hopper-seeds`,
+   empty by default: skipped): env steps per second and the evaluation return each side reaches
+   in `--hopper-budget-seconds` (60) of wall time, compilation and evaluations included. brax's
+   training colab (`notebooks/training.ipynb`) publishes `sac.train(num_timesteps=6_553_600,
+   num_evals=20, reward_scaling=30, episode_length=1000, normalize_observations=True,
+   action_repeat=1, discounting=0.997, learning_rate=6e-4, num_envs=128, batch_size=512,
+   grad_updates_per_step=64, max_devices_per_host=1, max_replay_size=1048576,
+   min_replay_size=8192)` for hopper (halfcheetah it trains with PPO only); the benchmark runs it
+   on `brax.envs.get_environment("hopper", backend="mjx")` with brax's defaults for the rest (tau
+   0.005, (256, 256) relu networks, temperature from 1 with Adam 3e-4 towards -0.5 x action size,
+   128 evaluation envs, stochastic evaluation), except for num_evals (below). Every number is a
+   flag (`--hopper-env halfcheetah` runs the same configuration on halfcheetah). Ours:
+   `SACConfig(num_envs=128, buffer_size=1_048_576, batch_size=512, learning_starts=8192,
+   gradient_steps=64, hidden_sizes=(256, 256), activation="relu", normalize_observations=True)`
+   and `SACHparams(actor_lr=6e-4, critic_lr=6e-4, alpha_lr=3e-4, gamma=0.997, tau=0.005,
+   alpha=1, target_entropy_scale=0.5, reward_scale=30)`: an update steps the 128 envs once and
+   takes 64 gradient steps on batches of 512 with rewards scaled by 30, as a brax training step
+   does. Evaluation and clock as in `benchmarks/ppo.py`'s Ant comparison (`train_with_evals`,
+   `brax_with_evals`): both sides evaluate every `--hopper-eval-every` env steps per seed
+   (32,768, i.e. 256 updates; brax: num_evals set to match, since its published 20 evaluate about
+   every 330,000 steps, more than a budget of a minute or two trains) with
+   `--hopper-eval-episodes` (128) stochastic episodes per seed; ours evaluates at k x 32,768 env
+   steps, brax (whose count includes its prefill) at 8,192 + k x 32,768 and also before
+   prefilling. A side stops at its first evaluation past the budget, or once every seed has
+   reached `--hopper-threshold` (none by default). Differences that remain: those of part 2
+   (prefill policy, cached start states, truncated steps, update order, std parametrisation,
+   initialisation), and ours clips normalised observations to [-10, 10] (brax does not clip).
 
 Compilation: with JAX's persistent compilation cache on (`JAX_COMPILATION_CACHE_DIR`), a first
 call loads what an earlier process compiled instead of compiling. For compile times, point it at an
@@ -101,12 +128,14 @@ shim of `benchmarks/ppo.py`.
     python benchmarks/off_policy.py          # defaults: 36 min on 2 busy CPU cores (load 5-6)
     python benchmarks/off_policy.py --seeds 1 8 64 --brax-seeds 1 8 64   # on a GPU
     python benchmarks/off_policy.py --no-brax --algos sac --seeds 1      # SAC on Pendulum only
+    python benchmarks/off_policy.py --algos --no-brax --hopper-seeds 1   # hopper, on a GPU
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import importlib.metadata
 import json
 import os
@@ -122,13 +151,19 @@ from env_throughput import machine_info, markdown, print_table
 from flax import struct
 from ppo import (
     _progress,
+    brax_with_evals,
     comparison_table,
+    curve_ratios,
+    curve_table,
     git_info,
+    hparams_dict,
     install_brax_shim,
     ratios,
+    save_partial,
     summarise,
     time_to_threshold,
     timed,
+    train_with_evals,
 )
 from rich.console import Console
 
@@ -210,6 +245,46 @@ class Args:
     brax_eval_envs: int = 1
     """Envs of brax's own evaluator, which runs before the first epoch and after every epoch and
     cannot be turned off; its time is subtracted from brax's wall time."""
+    hopper_seeds: list[int] = dataclasses.field(default_factory=list)
+    """Numbers of seeds for the comparison within a wall-clock budget at brax's published hopper
+    SAC configuration (ours vmapped, brax sequential); empty: skip it."""
+    hopper_env: str = "hopper"
+    """Brax environment of that comparison."""
+    hopper_backend: str = "mjx"
+    """Its brax physics backend."""
+    hopper_budget_seconds: float = 60.0
+    """Wall-clock budget per side and N (compilation and evaluations included): a side stops at
+    the first evaluation past it."""
+    hopper_threshold: float | None = None
+    """Also stop a side once every seed has reached this evaluation return (None: budget only)."""
+    hopper_total_timesteps: int = 6_553_600
+    """Env steps per seed at most, rounded up to whole evaluation chunks."""
+    hopper_num_envs: int = 128
+    """Parallel envs (brax: num_envs)."""
+    hopper_batch_size: int = 512
+    """Transitions per gradient step."""
+    hopper_grad_updates_per_step: int = 64
+    """Gradient steps per step of all envs (ours: gradient_steps)."""
+    hopper_min_replay_size: int = 8_192
+    """Env steps before learning (ours: learning_starts); a multiple of hopper_num_envs."""
+    hopper_max_replay_size: int = 1_048_576
+    """Replay capacity (ours: buffer_size)."""
+    hopper_learning_rate: float = 6e-4
+    """Adam step size of actor and critics (the temperature's is 3e-4 on both sides)."""
+    hopper_discounting: float = 0.997
+    """Discount factor."""
+    hopper_reward_scaling: float = 30.0
+    """Factor on the rewards learned from (brax: reward_scaling; ours: SACHparams.reward_scale)."""
+    hopper_hidden_sizes: tuple[int, ...] = (256, 256)
+    """Hidden layers of the actor and of each critic, relu, on both sides (brax's default)."""
+    hopper_eval_every: int = 32_768
+    """Env steps per seed between evaluations (a multiple of hopper_num_envs)."""
+    hopper_eval_episodes: int = 128
+    """Episodes per evaluation and seed (brax: num_eval_envs)."""
+    hopper_deterministic_eval: bool = False
+    """Evaluate the deterministic policy (brax's default, as in its published runs: stochastic)."""
+    hopper_episode_length: int = 1000
+    """Time limit of training and evaluation episodes (brax: episode_length)."""
     seed: int = 0
     """Base seed; each N gets its own keys."""
     out: Path = Path("benchmarks/results/off_policy.json")
@@ -281,10 +356,6 @@ def rejax_curve(evaluation, updates_per_point: int) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------------------- Pendulum
-def hparams_dict(hp) -> dict:
-    return {f.name: float(getattr(hp, f.name)) for f in dataclasses.fields(hp)}
-
-
 def pendulum_agents(args: Args, algo: str):
     """Ours (agent, hparams) and rejax's algorithm for `algo`, with the mapped geometry."""
     import flax.linen as nn
@@ -494,6 +565,7 @@ def bench_brax(args: Args) -> list[dict]:
         tau=args.brax_tau,
         alpha=1.0,
         target_entropy_scale=0.5,
+        reward_scale=args.hopper_reward_scaling,
     )
     env, env_params = envs.make(f"brax/{args.brax_env}", backend=args.brax_backend)
     agent = sac.make(config, env, env_params)
@@ -619,6 +691,124 @@ def bench_brax(args: Args) -> list[dict]:
     return rows
 
 
+def hopper_geometry(args: Args) -> dict:
+    """brax's SAC arguments for our geometry (module docstring, part 3)."""
+    e, every = args.hopper_num_envs, args.hopper_eval_every
+    if every % e or args.hopper_min_replay_size % e:
+        raise ValueError(
+            "--hopper-eval-every and --hopper-min-replay-size must be multiples of "
+            "--hopper-num-envs"
+        )
+    prefill = args.hopper_min_replay_size
+    epochs = max(1, -(-(args.hopper_total_timesteps - prefill) // every))
+    return {
+        "num_envs": e,
+        "batch_size": args.hopper_batch_size,
+        "grad_updates_per_step": args.hopper_grad_updates_per_step,
+        "min_replay_size": prefill,
+        "max_replay_size": args.hopper_max_replay_size,
+        "num_timesteps": prefill + epochs * every,
+        "num_evals": epochs + 1,  # brax: num_evals - 1 epochs of `every` env steps
+    }
+
+
+def bench_hopper(args: Args) -> list[dict]:
+    install_brax_shim()
+    from brax import envs as brax_envs
+    from brax.training.agents.sac import networks as brax_networks
+    from brax.training.agents.sac import train as brax_sac
+
+    from rlsuite.agents import sac
+
+    geometry = hopper_geometry(args)
+    every = args.hopper_eval_every
+    updates_per_eval = every // args.hopper_num_envs
+    max_updates = -(-args.hopper_total_timesteps // every) * updates_per_eval
+    config = sac.SACConfig(
+        num_envs=args.hopper_num_envs,
+        buffer_size=args.hopper_max_replay_size,
+        batch_size=args.hopper_batch_size,
+        learning_starts=args.hopper_min_replay_size,
+        gradient_steps=args.hopper_grad_updates_per_step,
+        total_timesteps=max_updates * args.hopper_num_envs,
+        hidden_sizes=tuple(args.hopper_hidden_sizes),
+        activation="relu",
+        normalize_observations=True,
+    )
+    hp = sac.SACHparams(
+        actor_lr=args.hopper_learning_rate,
+        critic_lr=args.hopper_learning_rate,
+        alpha_lr=3e-4,
+        gamma=args.hopper_discounting,
+        tau=0.005,
+        alpha=1.0,
+        target_entropy_scale=0.5,
+        reward_scale=args.hopper_reward_scaling,
+    )
+    env, env_params = envs.make(
+        f"brax/{args.hopper_env}",
+        backend=args.hopper_backend,
+        max_episode_steps=args.hopper_episode_length,
+    )
+    agent = sac.make(config, env, env_params)
+    brax_env = brax_envs.get_environment(args.hopper_env, backend=args.hopper_backend)
+    brax_kwargs = dict(
+        **geometry,
+        reward_scaling=args.hopper_reward_scaling,
+        episode_length=args.hopper_episode_length,
+        normalize_observations=True,
+        action_repeat=1,
+        discounting=args.hopper_discounting,
+        learning_rate=args.hopper_learning_rate,
+        num_eval_envs=args.hopper_eval_episodes,
+        deterministic_eval=args.hopper_deterministic_eval,
+    )
+    network_factory = functools.partial(
+        brax_networks.make_sac_networks, hidden_layer_sizes=tuple(args.hopper_hidden_sizes)
+    )
+    train_fn = functools.partial(
+        brax_sac.train, brax_env, network_factory=network_factory, **brax_kwargs
+    )
+    rows = []
+    for n in args.hopper_seeds:
+        label = f"{args.hopper_env} n={n}"
+        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
+        row = {
+            "env": f"brax/{args.hopper_env} ({args.hopper_backend}), SAC",
+            "num_seeds": n,
+            "threshold": args.hopper_threshold,
+            "budget_seconds_per_side": args.hopper_budget_seconds,
+            "env_steps_per_update": agent.env_steps_per_update,
+            "ours_config": config_dict(config),
+            "ours_hparams": hparams_dict(hp),
+            "brax_train_kwargs": brax_kwargs,
+            "brax_hidden_layer_sizes": list(args.hopper_hidden_sizes),
+        }
+        rows.append(row)
+        row["ours"] = train_with_evals(
+            agent,
+            hp,
+            jax.random.split(key_train, n),
+            key_eval,
+            updates_per_eval=updates_per_eval,
+            max_updates=max_updates,
+            eval_episodes=args.hopper_eval_episodes,
+            deterministic=args.hopper_deterministic_eval,
+            threshold=args.hopper_threshold,
+            max_seconds=args.hopper_budget_seconds,
+            label=label,
+        )
+        save_partial(args, "hopper", rows)
+        gc.collect()
+        seeds = [args.seed + i for i in range(n)]
+        row["brax"] = brax_with_evals(
+            train_fn, seeds, args.hopper_threshold, args.hopper_budget_seconds, label
+        )
+        row["ours_over_brax"] = curve_ratios(row["ours"], row["brax"])
+        save_partial(args, "hopper", rows)
+    return rows
+
+
 # ------------------------------------------------------------------------------------------- report
 def anchor_versions() -> dict:
     versions = {}
@@ -645,6 +835,7 @@ def main(args: Args) -> dict:
     start = time.perf_counter()
     pendulum = [row for algo in args.algos for row in bench_pendulum(args, algo)]
     brax_rows = bench_brax(args) if args.brax and args.brax_seeds else []
+    hopper = bench_hopper(args) if args.hopper_seeds else []
     result = {
         "machine": machine,
         "git": git_info(),
@@ -654,6 +845,7 @@ def main(args: Args) -> dict:
         "load_average_at_end": list(os.getloadavg()),
         "pendulum": pendulum,
         "brax": brax_rows,
+        "hopper": hopper,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2, default=float))
@@ -672,6 +864,15 @@ def main(args: Args) -> dict:
             "brax.training: N runs in sequence"
         )
         tables.append((title, *comparison_table(brax_rows, "brax", "brax.training", None)))
+    if hopper:
+        title = (
+            f"brax/{args.hopper_env} ({args.hopper_backend}), SAC at brax's configuration: "
+            f"evaluation return within {args.hopper_budget_seconds:g} s of wall time per side "
+            "(compilation and evaluations included); ours: N seeds vmapped, brax.training: N "
+            "runs in sequence"
+        )
+        table = curve_table(hopper, "brax.training", args.hopper_threshold)
+        tables.append((title, *table))
     tables = [(t, h, [[c.replace("nan", "-") for c in row] for row in b]) for t, h, b in tables]
     for title, header, body in tables:
         print_table(console, title, header, body)

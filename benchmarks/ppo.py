@@ -1,6 +1,6 @@
 """PPO side by side: ours beside PureJaxRL on CartPole and beside `brax.training` on a Brax task.
 
-Two comparisons, in one run, on one machine:
+Three comparisons (the third off by default), in one run, on one machine:
 
 1. CartPole-v1 at PureJaxRL's published configuration (`purejaxrl/ppo.py`: LR 2.5e-4, 4 envs,
    128 steps, 5e5 timesteps, 4 epochs, 4 minibatches, gamma 0.99, lambda 0.95, clip 0.2, entropy
@@ -30,6 +30,56 @@ Two comparisons, in one run, on one machine:
    Differences that remain (brax's API fixes them): brax restarts every episode of an env from one
    cached start state, recomputes GAE per minibatch with the current critic, drops rather than
    bootstraps truncated steps, and uses Adam's eps 1e-8 (ours 1e-5).
+3. Time to a return threshold at brax's published Ant configuration (`--ant-seeds`, empty by
+   default: skipped). brax's training colab (`notebooks/training.ipynb`) trains Ant with
+   `ppo.train(num_timesteps=50_000_000, num_evals=10, reward_scaling=10, episode_length=1000,
+   normalize_observations=True, action_repeat=1, unroll_length=5, num_minibatches=32,
+   num_updates_per_batch=4, discounting=0.97, learning_rate=3e-4, entropy_cost=1e-2,
+   num_envs=4096, batch_size=2048)` and its default network (`make_ppo_networks`: policy
+   (32,) * 4 and value (256,) * 5, swish, lecun-uniform initialisation, a tanh-squashed normal
+   whose std is a policy output, softplus + 0.001); `train`'s defaults do the rest (clip 0.3,
+   GAE lambda 0.95, value weight 0.5, advantages normalised, no gradient clipping, Adam eps 1e-8,
+   constant learning rate, no value clipping, 128 evaluation envs, stochastic evaluation). The
+   benchmark runs that on `brax.envs.get_environment(--ant-env, backend=--ant-backend)` (MJX by
+   default), except for num_evals (below). Ours: `PPOConfig(num_envs=4096, num_steps=80,
+   num_minibatches=32, update_epochs=4, hidden_sizes=(32,) * 4, critic_hidden_sizes=(256,) * 5,
+   activation="silu", anneal_lr=False, clip_value_loss=False, normalize_observations=True)` and
+   `PPOHparams(learning_rate=3e-4, gamma=0.97, gae_lambda=0.95, clip_eps=0.3, vf_coef=0.5,
+   ent_coef=1e-2, max_grad_norm=inf, adam_eps=1e-8, reward_scale=10)` on
+   `envs.make("brax/ant", backend="mjx")`. Same batch geometry: a brax update collects
+   batch_size * num_minibatches / num_envs = 16 unrolls of 5 steps per env (80 steps, 327,680
+   transitions) and takes 4 x 32 gradient steps on minibatches of 2,048 sequences of 5 steps
+   (10,240 transitions); ours collects 80 steps per env and takes 4 x 32 gradient steps on
+   minibatches of 10,240 transitions (`--ant-num-steps` must be a multiple of
+   `--ant-brax-unroll-length`). Evaluation: both sides every `--ant-updates-per-eval` updates
+   (5, so 1,638,400 env steps per seed; brax: num_evals = updates / 5 + 1, since its published 10
+   evaluates every 17 updates and would place the threshold within 5.6M steps), with
+   `--ant-eval-episodes` (128) episodes per seed of the stochastic policy
+   (`--ant-deterministic-eval` switches both sides). Ours: the jitted `driver.run_batch` in
+   chunks of those updates, `driver.evaluate_batch` between chunks, the wall clock started before
+   the first compilation (so the compilation of init, update and evaluator is inside it). brax:
+   `train` with a `progress_fn` that records the wall time of each of its evaluations
+   (`eval/episode_reward`, brax's evaluator on brax's env) and raises the benchmark's own
+   exception to end the run; its clock starts before `train` is called (so its set-up,
+   compilation and the evaluation before training, which num_evals > 1 implies, are inside it).
+   A side stops at its first evaluation at or above `--ant-threshold` (6,000; with N seeds, once
+   every seed has reached it in some evaluation), at its first evaluation past
+   `--ant-max-seconds`, or after `--ant-total-timesteps` (rounded up to whole chunks). Reported:
+   wall time and env steps to the threshold (N seeds: ours, the evaluation at which the last seed
+   got there; brax, the sum of its runs' times), env steps run, wall time and the part of it spent
+   evaluating, the time of the first evaluation (compilation included), compile-free env steps
+   per second of training (the chunks after the first, by their training time alone; brax: its
+   `training/walltime`), last and best evaluation return. Differences that remain (brax's API
+   fixes them): the policy (brax: tanh-squashed normal with a state-dependent std, its entropy
+   bonus estimated from one sample; ours: an unsquashed Gaussian with a state-independent log
+   std, clipped to the bounds by the env, exact entropy); initialisation (ours orthogonal); brax
+   restarts every episode of an env from one cached start state, recomputes GAE in each
+   minibatch with the current critic over 5-step sequences, drops truncated steps instead of
+   bootstrapping them, and updates its observation statistics before the gradient steps of an
+   update (ours after them: a rollout is learned from with the statistics it was collected with);
+   ours clips normalised observations to [-10, 10], brax does not; brax's evaluator steps every
+   env for the whole episode length (ours stops once every episode has ended) and also evaluates
+   before training.
 
 The anchors are run from a git-ignored folder (`benchmarks/_anchors/`, see benchmarks/README.md),
 never copied into this repository, and need small compatibility shims that live here only:
@@ -47,12 +97,14 @@ never copied into this repository, and need small compatibility shims that live 
     python benchmarks/ppo.py                      # defaults: about 10 minutes on 2 CPU cores
     python benchmarks/ppo.py --seeds 1 8 64 --brax-seeds 1 8 64   # on a GPU
     python benchmarks/ppo.py --no-brax --seeds 1  # CartPole only, one seed
+    python benchmarks/ppo.py --no-cartpole --no-brax --ant-seeds 1   # Ant to 6,000, on a GPU
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import hashlib
 import importlib.util
 import json
@@ -74,6 +126,7 @@ from rich.console import Console
 
 import envs
 from rlsuite import driver
+from rlsuite.agent import config_dict
 from rlsuite.agents import ppo
 from rlsuite.evaluation import evaluate
 
@@ -118,6 +171,40 @@ class Args:
     brax_learning_rate: float = 3e-4
     eval_episodes: int = 10
     """Deterministic evaluation episodes per seed (both sides, our evaluator)."""
+    ant_seeds: list[int] = dataclasses.field(default_factory=list)
+    """Numbers of seeds for the time-to-threshold comparison at brax's published Ant
+    configuration (ours vmapped, brax sequential); empty: skip it."""
+    ant_env: str = "ant"
+    """Brax environment of that comparison."""
+    ant_backend: str = "mjx"
+    """Its brax physics backend."""
+    ant_threshold: float = 6_000.0
+    """Evaluation return to reach (every seed, in one evaluation)."""
+    ant_max_seconds: float = 95.0
+    """Wall-clock budget per side and N (compilation and evaluations included): a side stops at
+    the first evaluation past it."""
+    ant_total_timesteps: int = 50_000_000
+    """Env steps per seed at most (brax's published 5e7), rounded up to whole evaluation
+    chunks."""
+    ant_num_envs: int = 4096
+    """Parallel envs (brax: num_envs)."""
+    ant_num_steps: int = 80
+    """Steps per env per update: a multiple of ant_brax_unroll_length (brax collects
+    ant_num_steps / unroll_length unrolls per env per update)."""
+    ant_brax_unroll_length: int = 5
+    """brax's unroll_length (the sequence length of its GAE and minibatches)."""
+    ant_num_minibatches: int = 32
+    """Minibatches per epoch (brax: num_minibatches)."""
+    ant_update_epochs: int = 4
+    """Passes over each batch (brax: num_updates_per_batch)."""
+    ant_updates_per_eval: int = 5
+    """Updates between evaluations (both sides; brax: num_evals = updates / this + 1)."""
+    ant_eval_episodes: int = 128
+    """Episodes per evaluation and seed (brax: num_eval_envs)."""
+    ant_deterministic_eval: bool = False
+    """Evaluate the deterministic policy (brax's default, as in its published runs: stochastic)."""
+    ant_episode_length: int = 1000
+    """Time limit of training and evaluation episodes (brax: episode_length)."""
     seed: int = 0
     out: Path = Path("benchmarks/results/ppo.json")
     markdown: bool = True
@@ -499,6 +586,353 @@ def bench_brax(args: Args) -> list[dict]:
     return rows
 
 
+# ----------------------------------------------------------------------- time to a return threshold
+class StopTraining(Exception):
+    """Raised from brax's `progress_fn` to end a run at the threshold or at the wall budget."""
+
+
+def train_with_evals(
+    agent,
+    hp,
+    keys,
+    key_eval,
+    *,
+    updates_per_eval,
+    max_updates,
+    eval_episodes,
+    deterministic,
+    threshold,
+    max_seconds,
+    label,
+) -> dict:
+    """Ours: N runs vmapped, in jitted chunks of `updates_per_eval` updates with an evaluation of
+    every run (`driver.evaluate_batch`, `eval_episodes` episodes each) after each chunk, until
+    every run has reached `threshold` in an evaluation (None: never), `max_updates` are done, or
+    `max_seconds` of wall time have passed (the clock starts before the first compilation)."""
+    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
+    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4), donate_argnums=(1,))
+    evaluate_runs = jax.jit(driver.evaluate_batch, static_argnums=(0, 3, 4))
+    steps_per_chunk = agent.env_steps_per_update * updates_per_eval
+    points, train_s, eval_s, update, stop = [], 0.0, 0.0, 0, "updates"
+    start = time.perf_counter()
+    states = init(agent, keys, hp)
+    while update < max_updates:
+        t0 = time.perf_counter()
+        states, metrics = run(agent, states, hp, updates_per_eval)
+        episodic = np.asarray(metrics["charts/episodic_return"])  # waits for the chunk
+        t1 = time.perf_counter()
+        key_eval, key = jax.random.split(key_eval)
+        result = evaluate_runs(agent, states, key, eval_episodes, deterministic)
+        returns = np.asarray(result.returns).mean(axis=1)  # [N]
+        t2 = time.perf_counter()
+        update += updates_per_eval
+        train_s, eval_s = train_s + t1 - t0, eval_s + t2 - t1
+        points.append(
+            {
+                "env_steps": update * agent.env_steps_per_update,
+                "wall_s": t2 - start,
+                "train_s_total": train_s,
+                "eval_s_total": eval_s,
+                "chunk_train_s": t1 - t0,
+                "eval_return": float(returns.mean()),
+                "eval_return_per_run": returns.tolist(),
+                "train_return": float(nanmean(episodic)) if np.isfinite(episodic).any() else None,
+            }
+        )
+        _progress(
+            f"{label} ours: {points[-1]['env_steps']:,} steps, {t2 - start:.1f}s, eval "
+            f"{returns.mean():,.1f} (min run {returns.min():,.1f})"
+        )
+        if threshold is not None and all(
+            any(p["eval_return_per_run"][i] >= threshold for p in points)
+            for i in range(len(returns))
+        ):
+            stop = "threshold"
+            break
+        if t2 - start >= max_seconds:
+            stop = "budget"
+            break
+    side = {"runs": [{"points": points, "stop": stop}], "steps_per_chunk": steps_per_chunk}
+    return summarise_curves(side, threshold, len(keys), vmapped=True)
+
+
+def brax_with_evals(train_fn, seeds, threshold, max_seconds, label) -> dict:
+    """brax: one `train_fn(seed=..., progress_fn=...)` run per seed, in sequence, each stopped
+    (`StopTraining` raised from its `progress_fn`) at its first evaluation at or above
+    `threshold` (after the first epoch) or once the side's `max_seconds` are spent."""
+    runs, side_start = [], time.perf_counter()
+    for seed in seeds:
+        left = max_seconds - (time.perf_counter() - side_start)
+        if left <= 0:
+            runs.append({"points": [], "stop": "budget spent before this run"})
+            continue
+        points, start = [], time.perf_counter()
+
+        def progress(step, metrics, points=points, start=start, left=left, seed=seed):
+            wall = time.perf_counter() - start
+            point = {
+                "env_steps": int(step),
+                "wall_s": wall,
+                "train_s_total": float(metrics.get("training/walltime", 0.0)),
+                "eval_s_total": float(metrics.get("eval/walltime", 0.0)),
+                "eval_return": float(metrics["eval/episode_reward"]),
+            }
+            points.append(point)
+            _progress(
+                f"{label} brax seed {seed}: {step:,} steps, {wall:.1f}s, eval "
+                f"{point['eval_return']:,.1f}"
+            )
+            if step > 0 and threshold is not None and point["eval_return"] >= threshold:
+                raise StopTraining("threshold")
+            if wall >= left:
+                raise StopTraining("budget")
+
+        try:
+            train_fn(seed=seed, progress_fn=progress)
+            stop = "updates"
+        except StopTraining as reason:
+            stop = str(reason)
+        runs.append({"points": points, "stop": stop})
+        gc.collect()
+    return summarise_curves({"runs": runs}, threshold, len(seeds), vmapped=False)
+
+
+def _first_hit(points: list[dict], threshold: float | None, run: int | None) -> int | None:
+    """Index of the first point whose evaluation (of run `run`, or the mean) reaches threshold."""
+    if threshold is None:
+        return None
+    for j, p in enumerate(points):
+        value = p["eval_return"] if run is None else p["eval_return_per_run"][run]
+        if value >= threshold:
+            return j
+    return None
+
+
+def summarise_curves(side: dict, threshold: float | None, num_runs: int, vmapped: bool) -> dict:
+    """Derived figures of `train_with_evals` / `brax_with_evals`. Time and env steps (per run) to
+    the threshold: vmapped runs, the evaluation at which the last of them got there; runs in
+    sequence, the sum of their times. Env steps per second: compile-free training only (the
+    evaluation chunks after the first, by the training time alone), all runs together."""
+    summaries = []
+    for run in side["runs"]:
+        points = [p for p in run["points"] if p["env_steps"] > 0]  # brax's step-0 evaluation out
+        if vmapped:
+            firsts = [_first_hit(points, threshold, i) for i in range(num_runs)]
+            hit = None if None in firsts else max(firsts)
+        else:
+            hit = _first_hit(points, threshold, None)
+        last = points[-1] if points else None
+        steady = len(points) >= 2 and last["train_s_total"] > points[0]["train_s_total"]
+        summaries.append(
+            {
+                "stop": run["stop"],
+                "threshold_s": None if hit is None else points[hit]["wall_s"],
+                "threshold_env_steps": None if hit is None else points[hit]["env_steps"],
+                "env_steps": last["env_steps"] if last else 0,
+                "wall_s": run["points"][-1]["wall_s"] if run["points"] else 0.0,
+                "eval_s": run["points"][-1]["eval_s_total"] if run["points"] else 0.0,
+                "first_point_wall_s": points[0]["wall_s"] if points else None,
+                "first_chunk_train_s": points[0]["train_s_total"] if points else None,
+                "steady_steps": (
+                    (last["env_steps"] - points[0]["env_steps"]) * (num_runs if vmapped else 1)
+                    if steady
+                    else 0
+                ),
+                "steady_s": last["train_s_total"] - points[0]["train_s_total"] if steady else 0.0,
+                "eval_return_last": last["eval_return"] if last else None,
+                "eval_return_best": max(p["eval_return"] for p in points) if points else None,
+            }
+        )
+    reached = bool(summaries) and all(s["threshold_s"] is not None for s in summaries)
+    steady_s = sum(s["steady_s"] for s in summaries)
+    lasts = [s["eval_return_last"] for s in summaries if s["eval_return_last"] is not None]
+    bests = [s["eval_return_best"] for s in summaries if s["eval_return_best"] is not None]
+    side.update(
+        num_runs=num_runs,
+        per_run=summaries,
+        stop=", ".join(sorted({s["stop"] for s in summaries})),
+        threshold_s=sum(s["threshold_s"] for s in summaries) if reached else None,
+        threshold_env_steps=max(s["threshold_env_steps"] for s in summaries) if reached else None,
+        env_steps_per_run=min((s["env_steps"] for s in summaries), default=0),
+        wall_s=sum(s["wall_s"] for s in summaries),
+        eval_s=sum(s["eval_s"] for s in summaries),
+        first_point_wall_s=summaries[0]["first_point_wall_s"] if summaries else None,
+        env_steps_per_s=sum(s["steady_steps"] for s in summaries) / steady_s if steady_s else None,
+        eval_return_last=float(np.mean(lasts)) if lasts else None,
+        eval_return_best=float(np.mean(bests)) if bests else None,
+    )
+    return side
+
+
+def hparams_dict(hp) -> dict:
+    return {f.name: float(getattr(hp, f.name)) for f in dataclasses.fields(hp)}
+
+
+def save_partial(args, name: str, rows: list[dict]) -> None:
+    """Write what is done so far to `args.out`, so that a run killed at its limit leaves it."""
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    partial = {"partial": True, "args": {k: str(v) for k, v in vars(args).items()}, name: rows}
+    args.out.write_text(json.dumps(partial, indent=2, default=float))
+
+
+def ant_geometry(args: Args) -> dict:
+    """brax's PPO arguments for our geometry (module docstring, part 3)."""
+    e, t, u = args.ant_num_envs, args.ant_num_steps, args.ant_brax_unroll_length
+    m, k = args.ant_num_minibatches, args.ant_updates_per_eval
+    if t % u:
+        raise ValueError(f"--ant-num-steps {t} must be a multiple of --ant-brax-unroll-length {u}")
+    if (e * t // u) % m:
+        raise ValueError(
+            f"--ant-num-minibatches {m} must divide num_envs * num_steps / unroll_length"
+        )
+    updates = -(-args.ant_total_timesteps // (e * t * k)) * k  # whole evaluation chunks
+    return {
+        "num_envs": e,
+        "unroll_length": u,
+        "batch_size": e * t // u // m,
+        "num_minibatches": m,
+        "num_updates_per_batch": args.ant_update_epochs,
+        "num_timesteps": updates * e * t,
+        "num_evals": updates // k + 1,  # brax: num_evals - 1 epochs of k updates
+    }
+
+
+def bench_ant(args: Args) -> list[dict]:
+    install_brax_shim()
+    from brax import envs as brax_envs
+    from brax.training.agents.ppo import train as brax_ppo
+
+    geometry = ant_geometry(args)
+    config = ppo.PPOConfig(
+        num_envs=args.ant_num_envs,
+        num_steps=args.ant_num_steps,
+        num_minibatches=args.ant_num_minibatches,
+        update_epochs=args.ant_update_epochs,
+        total_timesteps=geometry["num_timesteps"],
+        hidden_sizes=(32,) * 4,
+        critic_hidden_sizes=(256,) * 5,
+        activation="silu",
+        anneal_lr=False,
+        clip_value_loss=False,
+        normalize_observations=True,
+    )
+    hp = ppo.PPOHparams(
+        learning_rate=3e-4,
+        gamma=0.97,
+        gae_lambda=0.95,
+        clip_eps=0.3,
+        vf_coef=0.5,
+        ent_coef=1e-2,
+        max_grad_norm=float("inf"),
+        adam_eps=1e-8,
+        reward_scale=10.0,
+    )
+    env, env_params = envs.make(
+        f"brax/{args.ant_env}",
+        backend=args.ant_backend,
+        max_episode_steps=args.ant_episode_length,
+    )
+    agent = ppo.make(config, env, env_params)
+    brax_env = brax_envs.get_environment(args.ant_env, backend=args.ant_backend)
+    brax_kwargs = dict(
+        **geometry,
+        reward_scaling=10.0,
+        episode_length=args.ant_episode_length,
+        normalize_observations=True,
+        action_repeat=1,
+        discounting=0.97,
+        learning_rate=3e-4,
+        entropy_cost=1e-2,
+        num_eval_envs=args.ant_eval_episodes,
+        deterministic_eval=args.ant_deterministic_eval,
+    )
+    train_fn = functools.partial(brax_ppo.train, brax_env, **brax_kwargs)
+    max_updates = geometry["num_timesteps"] // agent.env_steps_per_update
+    rows = []
+    for n in args.ant_seeds:
+        label = f"{args.ant_env} n={n}"
+        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
+        row = {
+            "env": f"brax/{args.ant_env} ({args.ant_backend}), PPO",
+            "num_seeds": n,
+            "threshold": args.ant_threshold,
+            "max_seconds_per_side": args.ant_max_seconds,
+            "env_steps_per_update": agent.env_steps_per_update,
+            "ours_config": config_dict(config),
+            "ours_hparams": hparams_dict(hp),
+            "brax_train_kwargs": brax_kwargs,
+            "brax_network": "brax's default make_ppo_networks",
+        }
+        rows.append(row)
+        row["ours"] = train_with_evals(
+            agent,
+            hp,
+            jax.random.split(key_train, n),
+            key_eval,
+            updates_per_eval=args.ant_updates_per_eval,
+            max_updates=max_updates,
+            eval_episodes=args.ant_eval_episodes,
+            deterministic=args.ant_deterministic_eval,
+            threshold=args.ant_threshold,
+            max_seconds=args.ant_max_seconds,
+            label=label,
+        )
+        save_partial(args, "ant", rows)
+        gc.collect()
+        seeds = [args.seed + i for i in range(n)]
+        row["brax"] = brax_with_evals(
+            train_fn, seeds, args.ant_threshold, args.ant_max_seconds, label
+        )
+        row["ours_over_brax"] = curve_ratios(row["ours"], row["brax"])
+        save_partial(args, "ant", rows)
+    return rows
+
+
+def curve_ratios(ours: dict, anchor: dict) -> dict:
+    keys = ("threshold_s", "env_steps_per_s")
+    return {k: ours[k] / anchor[k] if ours.get(k) and anchor.get(k) else None for k in keys}
+
+
+def curve_table(rows: list[dict], label: str, threshold: float | None):
+    """Rows of `bench_ant` (or off_policy's `bench_hopper`): ours, the anchor, the ratio."""
+    header = ["env", "variant", "stopped by"]
+    if threshold is not None:
+        header += [f"s to {threshold:g} (all incl.)", f"env steps to {threshold:g} (per seed)"]
+    header += ["env steps run (per seed)", "wall (s)", "of it evaluating (s)"]
+    header += ["first eval at (s)", "env steps/s (compile-free, all seeds)"]
+    header += ["eval return (last)", "eval return (best)"]
+    body = []
+    for r in rows:
+        env = f"{r['env']}, N={r['num_seeds']}"
+        for name, side in (("ours", r["ours"]), (label, r.get("brax"))):
+            if side is None:
+                continue
+            cells = [env, name, side["stop"]]
+            if threshold is not None:
+                cells += [
+                    _fmt(side["threshold_s"], ",.1f", "not reached"),
+                    _fmt(side["threshold_env_steps"], ",.0f", "-"),
+                ]
+            cells += [
+                _fmt(side["env_steps_per_run"], ",.0f"),
+                _fmt(side["wall_s"]),
+                _fmt(side["eval_s"]),
+                _fmt(side["first_point_wall_s"]),
+                _fmt(side["env_steps_per_s"], ",.0f"),
+                _fmt(side["eval_return_last"]),
+                _fmt(side["eval_return_best"]),
+            ]
+            body.append(cells)
+        if "ours_over_brax" in r:
+            ratio = r["ours_over_brax"]
+            cells = [env, f"ours / {label}", ""]
+            if threshold is not None:
+                cells += [_fmt(ratio["threshold_s"], ".2f"), ""]
+            cells += ["", "", "", "", _fmt(ratio["env_steps_per_s"], ".2f"), "", ""]
+            body.append(cells)
+    return header, body
+
+
 # ------------------------------------------------------------------------------------------- report
 def _fmt(x, spec: str = ",.1f", none: str = "-") -> str:
     return none if x is None else format(x, spec)
@@ -585,6 +1019,7 @@ def main(args: Args) -> dict:
     start = time.perf_counter()
     cartpole = bench_cartpole(args) if args.cartpole and args.seeds else []
     brax_rows = bench_brax(args) if args.brax and args.brax_seeds else []
+    ant = bench_ant(args) if args.ant_seeds else []
     result = {
         "machine": machine,
         "git": git_info(),
@@ -594,9 +1029,10 @@ def main(args: Args) -> dict:
         "load_average_at_end": list(os.getloadavg()),
         "cartpole": cartpole,
         "brax": brax_rows,
+        "ant": ant,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2))
+    args.out.write_text(json.dumps(result, indent=2, default=float))
 
     tables = []
     if cartpole:
@@ -612,6 +1048,14 @@ def main(args: Args) -> dict:
             "env steps per seed; ours: N seeds vmapped, brax.training: N runs in sequence"
         )
         tables.append((title, *comparison_table(brax_rows, "brax", "brax.training", None)))
+    if ant:
+        title = (
+            f"brax/{args.ant_env} ({args.ant_backend}), PPO at brax's published Ant configuration: "
+            f"wall time to an evaluation return of {args.ant_threshold:g} (compilation and "
+            f"evaluations included), at most {args.ant_max_seconds:g} s per side; ours: N seeds "
+            "vmapped, brax.training: N runs in sequence"
+        )
+        tables.append((title, *curve_table(ant, "brax.training", args.ant_threshold)))
     for title, header, body in tables:
         print_table(console, title, header, body)
     if args.markdown:

@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# The GPU figures in one command, run from the repository root on a GPU machine with the wheels of
+# benchmarks/device_wheels.sh in .whl/ (benchmarks/README.md, "On a GPU"):
+#
+#   1. ant      benchmarks/ppo.py --ant-seeds 1: PPO at brax's published Ant configuration (MJX),
+#               ours and brax.training, wall time to an evaluation return of 6,000 (compilation
+#               included) and env steps per second; 95 s per side at most.
+#   2. hopper   benchmarks/off_policy.py --hopper-seeds 1: SAC at brax's published hopper
+#               configuration (MJX), ours and brax.training, the evaluation return reached in 60 s
+#               per side (compilation included) and env steps per second.
+#   3. offline  benchmarks/offline.py: gradient updates per second of IQL, CQL, TD3+BC and BC
+#               (5,000 updates per call, batch 256).
+#
+# Each part runs under `timeout` (250 + 180 + 60 s), so the whole command, the install of the
+# wheels included, ends within about 8.5 minutes. Writes to $OUT (default
+# benchmarks/results/device): env.txt, <part>.log and <part>.json for each part (7 files); ends
+# with the tables of all parts.
+#
+#     bash benchmarks/device.sh
+#     RLSUITE_DEVICE_PARTS=ant RLSUITE_DEVICE_ANT_SECONDS=200 bash benchmarks/device.sh
+#     RLSUITE_DEVICE_TINY=1 OUT=/tmp/devout bash benchmarks/device.sh   # every part tiny, on a CPU
+#
+# Environment: OUT; PYTHON (default python3); RLSUITE_DEVICE_PARTS (default "ant hopper offline",
+# the parts to run); RLSUITE_DEVICE_ANT_SECONDS and RLSUITE_DEVICE_HOPPER_SECONDS (whole seconds
+# per side, default 95 and 60; the parts' limits follow); RLSUITE_DEVICE_TINY=1 (tiny sizes and
+# CPU-sized limits, to check the orchestration). The wheels are installed only where PYTHON is
+# CPython 3.12 (what they are built for).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PYTHON=${PYTHON:-python3}
+OUT=${OUT:-benchmarks/results/device}
+PARTS=${RLSUITE_DEVICE_PARTS:-ant hopper offline}
+TINY=${RLSUITE_DEVICE_TINY:-0}
+export PYTHONUNBUFFERED=1
+mkdir -p "$OUT"
+start=$SECONDS
+
+is_312() { "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))'; }
+if compgen -G ".whl/*.whl" >/dev/null && is_312; then
+  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+  echo "installed $(ls .whl/*.whl | wc -l) wheels from .whl/ in $((SECONDS - start)) s"
+else
+  echo "no wheels installed (none in .whl/, or $PYTHON is not CPython 3.12)"
+  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+fi
+
+{
+  date -u
+  nvidia-smi || echo "nvidia-smi: not available"
+  "$PYTHON" - <<'EOF'
+import importlib.metadata
+import platform
+
+import jax
+
+print("python", platform.python_version(), platform.platform())
+names = ("jax", "jaxlib", "jax-cuda13-plugin", "flax", "optax", "chex", "orbax-checkpoint", "numpy")
+names += ("brax", "mujoco", "mujoco-mjx", "distrax", "gymnax", "tyro", "rich", "h5py")
+for name in names:
+    try:
+        print(f"{name} {importlib.metadata.version(name)}")
+    except importlib.metadata.PackageNotFoundError:
+        print(f"{name} -")
+print("jax backend", jax.default_backend(), jax.devices())
+EOF
+} 2>&1 | tee "$OUT/env.txt"
+
+if [ "$TINY" = 1 ]; then
+  ANT_LIMIT=600 HOPPER_LIMIT=600 OFFLINE_LIMIT=300
+  ANT=(--ant-num-envs 64 --ant-num-steps 10 --ant-num-minibatches 4 --ant-update-epochs 2
+    --ant-updates-per-eval 2 --ant-eval-episodes 8 --ant-episode-length 100
+    --ant-total-timesteps 1000000 --ant-max-seconds 150)
+  HOPPER=(--hopper-num-envs 16 --hopper-batch-size 64 --hopper-grad-updates-per-step 4
+    --hopper-min-replay-size 128 --hopper-max-replay-size 20000 --hopper-total-timesteps 20000
+    --hopper-eval-every 256 --hopper-eval-episodes 8 --hopper-episode-length 100
+    --hopper-hidden-sizes 64 64 --hopper-budget-seconds 150)
+  OFFLINE=(--updates 200 --gradient-steps 100 --repeats 1 --dataset-size 10000)
+else
+  # Each side stops at its first evaluation past its budget; a part's limit adds 60 s for the
+  # process, imports, env set-up and those last chunks.
+  ANT_SECONDS=${RLSUITE_DEVICE_ANT_SECONDS:-95}
+  HOPPER_SECONDS=${RLSUITE_DEVICE_HOPPER_SECONDS:-60}
+  ANT_LIMIT=$((2 * ANT_SECONDS + 60)) HOPPER_LIMIT=$((2 * HOPPER_SECONDS + 60)) OFFLINE_LIMIT=60
+  ANT=(--ant-max-seconds "$ANT_SECONDS")
+  HOPPER=(--hopper-budget-seconds "$HOPPER_SECONDS")
+  OFFLINE=(--updates 5000 --gradient-steps 1000 --repeats 1)
+fi
+
+# part NAME LIMIT COMMAND...: run COMMAND under `timeout LIMIT`, its output in $OUT/NAME.log.
+status=()
+part() {
+  local name=$1 limit=$2
+  shift 2
+  case " $PARTS " in *" $name "*) ;; *) return ;; esac
+  echo
+  echo "=== $name (at most ${limit} s; $((SECONDS - start)) s so far)"
+  local t=$SECONDS
+  timeout -k 10 "$limit" "$@" 2>&1 | tee "$OUT/$name.log"
+  local rc=${PIPESTATUS[0]}
+  status+=("$name: exit $rc in $((SECONDS - t)) s$([ "$rc" = 124 ] && echo ' (time limit)')")
+}
+
+part ant "$ANT_LIMIT" "$PYTHON" benchmarks/ppo.py --no-cartpole --no-brax --no-markdown \
+  --ant-seeds 1 "${ANT[@]}" --out "$OUT/ant.json"
+part hopper "$HOPPER_LIMIT" "$PYTHON" benchmarks/off_policy.py --algos --no-brax --no-markdown \
+  --hopper-seeds 1 "${HOPPER[@]}" --out "$OUT/hopper.json"
+part offline "$OFFLINE_LIMIT" "$PYTHON" benchmarks/offline.py "${OFFLINE[@]}" \
+  --out "$OUT/offline.json"
+
+echo
+echo "=== summary ($((SECONDS - start)) s in all)"
+printf '%s\n' "${status[@]}"
+"$PYTHON" - "$OUT" <<'EOF'
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, "benchmarks")
+from env_throughput import markdown  # noqa: E402
+from ppo import curve_table  # noqa: E402
+
+out = Path(sys.argv[1])
+for name, key in (("ant", "ant"), ("hopper", "hopper"), ("offline", "rows")):
+    path = out / f"{name}.json"
+    if not path.exists():
+        print(f"\n{name}: no {path}")
+        continue
+    data = json.loads(path.read_text())
+    rows = [row for row in data.get(key) or [] if key == "rows" or "ours" in row]
+    partial = " (partial: the part was stopped)" if data.get("partial") else ""
+    print(f"\n{name}{partial}\n")
+    if not rows:
+        print("no rows")
+    elif key == "rows":
+        header = list(dict.fromkeys(k for row in rows for k in row))
+        print(markdown(header, [[str(row.get(k, "-")) for k in header] for row in rows]))
+    else:
+        print(markdown(*curve_table(rows, "brax.training", rows[0]["threshold"])))
+EOF
