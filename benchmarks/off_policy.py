@@ -135,7 +135,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import gc
 import importlib.metadata
 import json
 import os
@@ -151,19 +150,16 @@ from env_throughput import machine_info, markdown, print_table
 from flax import struct
 from ppo import (
     _progress,
-    brax_with_evals,
     comparison_table,
-    curve_ratios,
     curve_table,
     git_info,
     hparams_dict,
     install_brax_shim,
     ratios,
-    save_partial,
+    side_by_side,
     summarise,
     time_to_threshold,
     timed,
-    train_with_evals,
 )
 from rich.console import Console
 
@@ -785,11 +781,16 @@ def bench_hopper(args: Args) -> list[dict]:
             "brax_hidden_layer_sizes": list(args.hopper_hidden_sizes),
         }
         rows.append(row)
-        row["ours"] = train_with_evals(
+        side_by_side(
+            args,
+            "hopper",
+            rows,
             agent,
             hp,
+            train_fn,
             jax.random.split(key_train, n),
             key_eval,
+            [args.seed + i for i in range(n)],
             updates_per_eval=updates_per_eval,
             max_updates=max_updates,
             eval_episodes=args.hopper_eval_episodes,
@@ -798,14 +799,6 @@ def bench_hopper(args: Args) -> list[dict]:
             max_seconds=args.hopper_budget_seconds,
             label=label,
         )
-        save_partial(args, "hopper", rows)
-        gc.collect()
-        seeds = [args.seed + i for i in range(n)]
-        row["brax"] = brax_with_evals(
-            train_fn, seeds, args.hopper_threshold, args.hopper_budget_seconds, label
-        )
-        row["ours_over_brax"] = curve_ratios(row["ours"], row["brax"])
-        save_partial(args, "hopper", rows)
     return rows
 
 

@@ -864,11 +864,16 @@ def bench_ant(args: Args) -> list[dict]:
             "brax_network": "brax's default make_ppo_networks",
         }
         rows.append(row)
-        row["ours"] = train_with_evals(
+        side_by_side(
+            args,
+            "ant",
+            rows,
             agent,
             hp,
+            train_fn,
             jax.random.split(key_train, n),
             key_eval,
+            [args.seed + i for i in range(n)],
             updates_per_eval=args.ant_updates_per_eval,
             max_updates=max_updates,
             eval_episodes=args.ant_eval_episodes,
@@ -877,15 +882,22 @@ def bench_ant(args: Args) -> list[dict]:
             max_seconds=args.ant_max_seconds,
             label=label,
         )
-        save_partial(args, "ant", rows)
-        gc.collect()
-        seeds = [args.seed + i for i in range(n)]
-        row["brax"] = brax_with_evals(
-            train_fn, seeds, args.ant_threshold, args.ant_max_seconds, label
-        )
-        row["ours_over_brax"] = curve_ratios(row["ours"], row["brax"])
-        save_partial(args, "ant", rows)
     return rows
+
+
+def side_by_side(args, name, rows, agent, hp, train_fn, keys, key_eval, seeds, **evals) -> None:
+    """Ours (`train_with_evals(agent, hp, keys, key_eval, **evals)`) and then brax
+    (`brax_with_evals` of `train_fn` over `seeds`, same threshold and budget) for the last row
+    of `rows`, saving the JSON after each side."""
+    row = rows[-1]
+    row["ours"] = train_with_evals(agent, hp, keys, key_eval, **evals)
+    save_partial(args, name, rows)
+    gc.collect()
+    row["brax"] = brax_with_evals(
+        train_fn, seeds, evals["threshold"], evals["max_seconds"], evals["label"]
+    )
+    row["ours_over_brax"] = curve_ratios(row["ours"], row["brax"])
+    save_partial(args, name, rows)
 
 
 def curve_ratios(ours: dict, anchor: dict) -> dict:
