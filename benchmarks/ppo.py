@@ -43,7 +43,8 @@ Three comparisons (the third off by default), in one run, on one machine:
    benchmark runs that on `brax.envs.get_environment(--ant-env, backend=--ant-backend)` (MJX by
    default), except for num_evals (below). Ours: `PPOConfig(num_envs=4096, num_steps=80,
    num_minibatches=32, update_epochs=4, hidden_sizes=(32,) * 4, critic_hidden_sizes=(256,) * 5,
-   activation="silu", anneal_lr=False, clip_value_loss=False, normalize_observations=True)` and
+   activation="silu", distribution="tanh_gaussian", anneal_lr=False, clip_value_loss=False,
+   normalize_observations=True)` (`--ant-distribution gaussian` for our default policy) and
    `PPOHparams(learning_rate=3e-4, gamma=0.97, gae_lambda=0.95, clip_eps=0.3, vf_coef=0.5,
    ent_coef=1e-2, max_grad_norm=inf, adam_eps=1e-8, reward_scale=10)` on
    `envs.make("brax/ant", backend="mjx")`. Same batch geometry: a brax update collects
@@ -70,9 +71,8 @@ Three comparisons (the third off by default), in one run, on one machine:
    evaluating, the time of the first evaluation (compilation included), compile-free env steps
    per second of training (the chunks after the first, by their training time alone; brax: its
    `training/walltime`), last and best evaluation return. Differences that remain (brax's API
-   fixes them): the policy (brax: tanh-squashed normal with a state-dependent std, its entropy
-   bonus estimated from one sample; ours: an unsquashed Gaussian with a state-independent log
-   std, clipped to the bounds by the env, exact entropy); initialisation (ours orthogonal); brax
+   fixes them): the entropy bonus of the squashed policy (brax: estimated at a fresh sample;
+   ours: at the rollout's samples); initialisation (ours orthogonal); brax
    restarts every episode of an env from one cached start state, recomputes GAE in each
    minibatch with the current critic over 5-step sequences, drops truncated steps instead of
    bootstrapping them, and updates its observation statistics before the gradient steps of an
@@ -178,6 +178,8 @@ class Args:
     """Brax environment of that comparison."""
     ant_backend: str = "mjx"
     """Its brax physics backend."""
+    ant_distribution: str = "tanh_gaussian"
+    """Our policy (PPOConfig.distribution): tanh_gaussian is brax's; gaussian is our default."""
     ant_threshold: float = 6_000.0
     """Evaluation return to reach (every seed, in one evaluation)."""
     ant_max_seconds: float = 95.0
@@ -812,6 +814,7 @@ def bench_ant(args: Args) -> list[dict]:
         hidden_sizes=(32,) * 4,
         critic_hidden_sizes=(256,) * 5,
         activation="silu",
+        distribution=args.ant_distribution,
         anneal_lr=False,
         clip_value_loss=False,
         normalize_observations=True,

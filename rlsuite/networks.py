@@ -58,6 +58,8 @@ class ActorCritic(nn.Module):
     Discrete actions (`num_actions` set): a `distrax.Categorical` over logits. Continuous actions
     (`action_dim` set): a `distrax.MultivariateNormalDiag` with a state-independent log standard
     deviation (initialised to 0), unsquashed; clip actions to the bounds in the environment.
+    With `squash`: brax.training's PPO policy, a `tanh_gaussian` whose standard deviation is an
+    output of the actor, `softplus(x) + 0.001`; its actions lie in `(-1, 1)^d`.
     """
 
     hidden_sizes: Sequence[int] = (64, 64)
@@ -65,6 +67,7 @@ class ActorCritic(nn.Module):
     num_actions: int | None = None
     action_dim: int | None = None
     critic_hidden_sizes: Sequence[int] | None = None  # None: the actor's
+    squash: bool = False
 
     @nn.compact
     def __call__(self, obs: jnp.ndarray):
@@ -75,6 +78,10 @@ class ActorCritic(nn.Module):
         if self.num_actions is not None:
             logits = MLP(self.hidden_sizes, self.num_actions, self.activation, 0.01)(obs)
             return distrax.Categorical(logits=logits), value
+        if self.squash:
+            out = MLP(self.hidden_sizes, 2 * self.action_dim, self.activation, 0.01)(obs)
+            mean, raw_std = jnp.split(out, 2, axis=-1)
+            return tanh_gaussian(mean, jnp.log(nn.softplus(raw_std) + 0.001)), value
         mean = MLP(self.hidden_sizes, self.action_dim, self.activation, 0.01)(obs)
         log_std = self.param("log_std", nn.initializers.zeros, (self.action_dim,))
         return distrax.MultivariateNormalDiag(mean, jnp.exp(log_std) * jnp.ones_like(mean)), value
@@ -92,6 +99,12 @@ def tanh_gaussian(mean: jnp.ndarray, log_std: jnp.ndarray) -> distrax.Distributi
     """
     base = distrax.MultivariateNormalDiag(mean, jnp.exp(log_std))
     return distrax.Transformed(base, distrax.Block(distrax.Tanh(), ndims=1))
+
+
+def squashed_log_prob(dist: distrax.Transformed, raw: jnp.ndarray) -> jnp.ndarray:
+    """`log_prob` of the action `tanh(raw)` of a `tanh_gaussian`, taken at the pre-squash
+    `raw` (no `atanh`): `log N(raw; mean, std) - sum_i log(1 - tanh(raw_i)^2)`."""
+    return dist.distribution.log_prob(raw) - dist.bijector.forward_log_det_jacobian(raw)
 
 
 def squashed_mode(dist: distrax.Transformed) -> jnp.ndarray:

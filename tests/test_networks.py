@@ -10,6 +10,7 @@ from rlsuite.networks import (
     QEnsemble,
     SquashedGaussianActor,
     activation_fn,
+    squashed_log_prob,
     squashed_mode,
     tanh_gaussian,
 )
@@ -161,6 +162,33 @@ def test_tanh_gaussian_density_integrates_to_one(mean, std):
     density = np.exp(np.asarray(lp, np.float64))
     integral = np.sum(0.5 * (density[1:] + density[:-1]) * np.diff(grid))
     np.testing.assert_allclose(integral, 1.0, atol=1e-4)
+
+
+def test_squashed_log_prob_at_the_pre_squash_sample():
+    # Equal to the reference formula at u, also where tanh(u) rounds to +-1 in float32 (|u| > 9),
+    # where the log-prob of the squashed action itself is infinite.
+    mean, log_std = jnp.array([0.3, -0.5]), jnp.array([-0.5, 0.0])
+    u = np.array([[0.1, -0.2], [2.0, -3.0], [9.5, -10.0]])
+    lp = squashed_log_prob(tanh_gaussian(mean, log_std), jnp.asarray(u, jnp.float32))
+    np.testing.assert_allclose(lp, tanh_gaussian_log_prob_ref(mean, log_std, u), rtol=1e-4)
+    assert np.isfinite(lp).all()
+
+
+def test_actor_critic_squashed_head():
+    # brax.training's policy: the actor outputs mean and std (softplus + 0.001), no log_std.
+    net = ActorCritic((16,), action_dim=2, squash=True)
+    obs = jax.random.normal(jax.random.key(1), (5, 3))
+    params = net.init(jax.random.key(0), obs)
+    assert "log_std" not in params["params"]
+    out = params["params"]["MLP_1"]["Dense_1"]["kernel"]
+    assert out.shape == (16, 4)
+    dist, value = net.apply(params, obs)
+    raw = MLP((16,), 4, "tanh", 0.01).apply({"params": params["params"]["MLP_1"]}, obs)
+    np.testing.assert_allclose(dist.distribution.mean(), raw[:, :2], rtol=1e-6)
+    std = np.log1p(np.exp(np.asarray(raw[:, 2:], np.float64))) + 0.001
+    np.testing.assert_allclose(dist.distribution.stddev(), std, rtol=1e-5)
+    a = dist.sample(seed=jax.random.key(2))
+    assert a.shape == (5, 2) and np.all(np.abs(np.asarray(a)) < 1.0) and value.shape == (5,)
 
 
 def test_squashed_mode_is_tanh_mean():

@@ -18,8 +18,13 @@ Deviations and choices, written down:
   metrics are always the raw ones.
 - The learning rate anneals linearly per update, from `learning_rate` to 0 at
   `config.total_timesteps`.
-- Continuous actions are an unsquashed diagonal Gaussian; the environment clips them (`ClipAction`),
-  and the unclipped sample is what the log-probability is taken of.
+- Continuous actions are an unsquashed diagonal Gaussian by default; the environment clips them
+  (`ClipAction`), and the unclipped sample is what the log-probability is taken of. With
+  `config.distribution="tanh_gaussian"` (brax.training's PPO policy) they are `tanh(u)` of a
+  Gaussian sample `u` whose standard deviation the actor outputs, rescaled to the bounds
+  (`RescaleAction`); the rollout keeps `u`, and log-probabilities are taken at `u` with the tanh
+  correction. Its entropy has no closed form: the bonus is the Gaussian's entropy plus the
+  log-determinant of the squash at the rollout's samples `u` (brax draws a fresh sample instead).
 """
 
 from __future__ import annotations
@@ -35,11 +40,13 @@ from flax import struct
 from rlsuite import losses, running_stats
 from rlsuite.agent import Agent, check_config, check_hidden_sizes
 from rlsuite.environment import Environment, positive, require
-from rlsuite.networks import ActorCritic, activation_fn
+from rlsuite.networks import ActorCritic, activation_fn, squashed_log_prob, squashed_mode
 from rlsuite.returns import gae
 from rlsuite.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.spaces import Box, Discrete
-from rlsuite.wrappers import ClipAction, EpisodeStatistics, episode_metrics
+from rlsuite.wrappers import ClipAction, EpisodeStatistics, RescaleAction, episode_metrics
+
+DISTRIBUTIONS = ("gaussian", "tanh_gaussian")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -63,6 +70,9 @@ class PPOConfig:
     uses (32, 32, 32, 32) for the policy and (256,) * 5 for the value"""
     activation: str = "tanh"
     """hidden activation: tanh, relu, elu, gelu or silu (swish)"""
+    distribution: str = "gaussian"
+    """continuous actions: gaussian (unsquashed, state-independent std, clipped by the env) or
+    tanh_gaussian (squashed by tanh, std an output of the actor: brax.training's policy)"""
     anneal_lr: bool = True
     """anneal the learning rate linearly to 0 over total_timesteps"""
     normalize_advantages: bool = True
@@ -84,6 +94,11 @@ class PPOConfig:
                 f"num_envs * num_steps = {self.num_envs} * {self.num_steps} = {batch}"
             )
         check_hidden_sizes(self)
+        if self.distribution not in DISTRIBUTIONS:
+            raise ValueError(
+                f"PPOConfig.distribution={self.distribution!r} is not one of: "
+                f"{', '.join(DISTRIBUTIONS)}"
+            )
         if self.critic_hidden_sizes is not None:
             check_hidden_sizes(self, "critic_hidden_sizes")
         activation_fn(self.activation)
@@ -162,14 +177,16 @@ def _optimizer(hp: PPOHparams) -> optax.GradientTransformation:
 
 def actor_critic(config: PPOConfig, action_space, env_name: str = "env") -> ActorCritic:
     """The actor-critic network PPO uses for `action_space` (`apply(params, obs)`)."""
-    if isinstance(action_space, Discrete):
+    squash = config.distribution == "tanh_gaussian"
+    if isinstance(action_space, Discrete) and not squash:
         head = {"num_actions": action_space.n}
     elif isinstance(action_space, Box) and len(action_space.shape) == 1 and action_space.bounded:
-        head = {"action_dim": action_space.shape[0]}
+        head = {"action_dim": action_space.shape[0], "squash": squash}
     else:
+        allowed = "a bounded 1-D Box" if squash else "Discrete or bounded 1-D Box"
         raise TypeError(
-            f"ppo handles Discrete or bounded 1-D Box action spaces; {env_name} has "
-            f"{action_space!r}"
+            f"ppo with distribution={config.distribution!r} handles {allowed} action spaces; "
+            f"{env_name} has {action_space!r}"
         )
     return ActorCritic(
         config.hidden_sizes,
@@ -192,8 +209,9 @@ def make(
     env_params = env.check_params(env_params)
     space = env.action_space(env_params)
     network = actor_critic(config, space, env.name)
+    squash = config.distribution == "tanh_gaussian"
     if isinstance(space, Box):
-        env = ClipAction(env)
+        env = RescaleAction(env) if squash else ClipAction(env)
     obs_space = env.observation_space(env_params)
     if len(obs_space.shape) != 1:
         raise TypeError(
@@ -224,6 +242,10 @@ def make(
     def collect(state: PPOState, key):
         def policy(key, obs):
             dist, value = apply(state.params, state.obs_stats, obs)
+            if squash:  # keep the pre-squash sample: log-probabilities are taken at it
+                raw = dist.distribution.sample(seed=key)
+                extras = {"log_prob": squashed_log_prob(dist, raw), "value": value, "raw": raw}
+                return jnp.tanh(raw), extras
             action = dist.sample(seed=key)
             return action, {"log_prob": dist.log_prob(action), "value": value}
 
@@ -245,7 +267,13 @@ def make(
 
     def loss_fn(params, obs_stats, batch, hp):
         dist, value = apply(params, obs_stats, batch["obs"])
-        log_prob = dist.log_prob(batch["action"])
+        if squash:
+            log_prob = squashed_log_prob(dist, batch["action"])
+            log_det = dist.bijector.forward_log_det_jacobian(batch["action"])
+            entropy = (dist.distribution.entropy() + log_det).mean()
+        else:
+            log_prob = dist.log_prob(batch["action"])
+            entropy = dist.entropy().mean()
         advantages = batch["advantages"]
         if config.normalize_advantages:
             advantages = losses.normalize_advantages(advantages)
@@ -256,7 +284,6 @@ def make(
             )
         else:
             v_loss = losses.value_loss(value, batch["targets"])
-        entropy = dist.entropy().mean()
         total = pi_loss + hp.vf_coef * v_loss - hp.ent_coef * entropy
         metrics = {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": entropy, **pi_metrics}
         return total, metrics
@@ -299,7 +326,7 @@ def make(
         )
         batch = {
             "obs": tr.obs,
-            "action": tr.action,
+            "action": tr.extras["raw"] if squash else tr.action,
             "log_prob": tr.extras["log_prob"],
             "value": values,
             "advantages": advantages,
@@ -328,7 +355,9 @@ def make(
 
     def act(state: PPOState, obs, key, deterministic: bool = False):
         dist, _ = apply(state.params, state.obs_stats, obs)
-        return dist.mode() if deterministic else dist.sample(seed=key)
+        if deterministic:
+            return squashed_mode(dist) if squash else dist.mode()
+        return dist.sample(seed=key)
 
     return Agent(
         name="ppo",
