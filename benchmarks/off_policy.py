@@ -248,6 +248,8 @@ class Args:
     """Brax environment of that comparison."""
     hopper_backend: str = "mjx"
     """Its brax physics backend."""
+    hopper_reset_slots: int | None = None
+    """Our SACConfig.reset_slots (None: the whole-batch reset, the default)."""
     hopper_budget_seconds: float = 60.0
     """Wall-clock budget per side and N (compilation and evaluations included): a side stops at
     the first evaluation past it."""
@@ -730,6 +732,7 @@ def bench_hopper(args: Args) -> list[dict]:
         hidden_sizes=tuple(args.hopper_hidden_sizes),
         activation="relu",
         normalize_observations=True,
+        reset_slots=args.hopper_reset_slots,
     )
     hp = sac.SACHparams(
         actor_lr=args.hopper_learning_rate,

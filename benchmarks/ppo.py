@@ -180,6 +180,8 @@ class Args:
     """Its brax physics backend."""
     ant_distribution: str = "tanh_gaussian"
     """Our policy (PPOConfig.distribution): tanh_gaussian is brax's; gaussian is our default."""
+    ant_reset_slots: int | None = None
+    """Our PPOConfig.reset_slots (None: the whole-batch reset, the default)."""
     ant_threshold: float = 6_000.0
     """Evaluation return to reach (every seed, in one evaluation)."""
     ant_max_seconds: float = 95.0
@@ -815,6 +817,7 @@ def bench_ant(args: Args) -> list[dict]:
         critic_hidden_sizes=(256,) * 5,
         activation="silu",
         distribution=args.ant_distribution,
+        reset_slots=args.ant_reset_slots,
         anneal_lr=False,
         clip_value_loss=False,
         normalize_observations=True,

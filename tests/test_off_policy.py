@@ -1,6 +1,8 @@
 """SAC and TD3 through the shared off-policy loop: replay items, warm-up, wrap-around, probes,
 learning on Pendulum, seeds, resume with the buffer, memory refusal, bad input."""
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -237,6 +239,25 @@ def test_same_key_same_run_different_key_different_run(algo):
     )
 
 
+@pytest.mark.parametrize("algo", ["sac", "td3"])
+def test_reset_slots_change_no_result(algo):
+    # One-step episodes: every env of 4 finishes on every step, so with reset_slots=1 the resets
+    # take 4 rounds a step; the run is the one the whole-batch reset computes.
+    make, Config, Hparams = ALGOS[algo]
+    env, params = envs.make("probe/constant_reward", continuous=True)
+    config = Config(num_envs=4, buffer_size=64, batch_size=8, learning_starts=8, hidden_sizes=(8,))
+    train = jax.jit(driver.train, static_argnums=(0, 3))
+    expected = train(make(config, env, params), jax.random.key(0), Hparams(), 12)
+    slotted = make(dataclasses.replace(config, reset_slots=1), env, params)
+    actual = train(slotted, jax.random.key(0), Hparams(), 12)
+    assert leaves_equal(expected, actual)
+    loops = [
+        train.lower(a, jax.random.key(0), Hparams(), 12).as_text().count("stablehlo.while")
+        for a in (make(config, env, params), slotted)
+    ]
+    assert loops[1] > loops[0], loops  # the slotted one resets in rounds
+
+
 # ------------------------------------------------------------------ TD3's delay as a static cycle
 def test_gradient_steps_give_each_step_its_static_phase_in_whole_cycles():
     seen = []
@@ -403,6 +424,8 @@ def test_bad_input_is_refused_with_the_field_named(algo):
         Config(n_step=0)
     with pytest.raises(ValueError, match="learning_starts must be >= 0"):
         Config(learning_starts=-1)
+    with pytest.raises(ValueError, match=r"reset_slots must be an integer >= 1, got 0"):
+        Config(reset_slots=0)
     with pytest.raises(ValueError, match=r"hidden_sizes must be a non-empty sequence of int"):
         Config(hidden_sizes=(256, -1))
     assert Config(hidden_sizes=[16]).hidden_sizes == (16,)

@@ -10,6 +10,7 @@ import pytest
 import envs
 from rlsuite import driver
 from rlsuite.agents import ppo
+from tests.trees import leaves_equal
 
 PROBE_CONFIG = ppo.PPOConfig(
     num_envs=16,
@@ -145,6 +146,24 @@ def test_same_key_same_run_different_key_different_run(cartpole_agent):
     assert not np.array_equal(m1["losses/value_loss"], m3["losses/value_loss"])
 
 
+def test_reset_slots_change_no_result(cartpole_agent):
+    # Resetting the finished envs one at a time computes the same run as the whole-batch reset.
+    env, params = envs.make("cartpole")
+    slotted = ppo.make(dataclasses.replace(cartpole_agent.config, reset_slots=1), env, params)
+    train = jax.jit(driver.train, static_argnums=(0, 3))
+    hp = cartpole_agent.default_hparams
+    expected = train(cartpole_agent, jax.random.key(3), hp, 5)
+    actual = train(slotted, jax.random.key(3), hp, 5)
+    assert np.asarray(expected[1]["charts/episodes"]).sum() > 50  # many resets
+    assert leaves_equal(expected, actual)
+    # The slotted program resets in rounds: it has loops the other has not.
+    loops = [
+        train.lower(a, jax.random.key(3), hp, 5).as_text().count("stablehlo.while")
+        for a in (cartpole_agent, slotted)
+    ]
+    assert loops[1] > loops[0], loops
+
+
 def test_vmapped_seed_matches_separate_run(cartpole_agent):
     agent = cartpole_agent
     hp = agent.default_hparams
@@ -184,6 +203,8 @@ def test_bad_input_raises_before_compiling():
     hash(ppo.PPOConfig(hidden_sizes=[32, 32], critic_hidden_sizes=[8]))
     with pytest.raises(ValueError, match=r"PPOConfig.critic_hidden_sizes must be a non-empty"):
         ppo.PPOConfig(critic_hidden_sizes=())
+    with pytest.raises(ValueError, match=r"PPOConfig.reset_slots must be an integer >= 1, got 0"):
+        ppo.PPOConfig(reset_slots=0)
     with pytest.raises(ValueError, match=r"distribution='beta' is not one of: gaussian, tanh_g"):
         ppo.PPOConfig(distribution="beta")
     with pytest.raises(TypeError, match=r"distribution='tanh_gaussian' handles a bounded 1-D Box"):

@@ -90,11 +90,17 @@ class OffPolicyConfig:
     """hidden activation: tanh, relu, elu, gelu or silu (swish)"""
     normalize_observations: bool = False
     """normalise observations with running statistics kept in the learner state"""
+    reset_slots: int | None = None
+    """reset the environments that finished this many at a time (rollout.step_batch); None:
+    reset the whole batch and keep the finished ones' (pays where a reset costs per environment,
+    as Brax ant's does)"""
 
     def __post_init__(self):
         name = type(self).__name__
         check_config(self, ("num_envs", "buffer_size", "batch_size", "gradient_steps", "n_step"))
         check_config(self, ("total_timesteps",))
+        if self.reset_slots is not None:
+            check_config(self, ("reset_slots",))
         if isinstance(self.learning_starts, bool) or not isinstance(self.learning_starts, int):
             raise ValueError(f"{name}.learning_starts must be an integer >= 0")
         if self.learning_starts < 0:
@@ -300,7 +306,7 @@ def make_agent(
             random = jax.random.uniform(key_random, action.shape, minval=-1.0, maxval=1.0)
             return jnp.where(warm, random, action), {}
 
-        return rollout(env, env_params, policy, key, state.env, 1)
+        return rollout(env, env_params, policy, key, state.env, 1, None, config.reset_slots)
 
     def store(state: OffPolicyState, tr, hp):
         """Completes the n-step window of the oldest pending step and writes it to the buffer."""

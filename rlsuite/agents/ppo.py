@@ -83,10 +83,16 @@ class PPOConfig:
     """normalise observations with running statistics kept in the learner state"""
     scale_rewards: bool = False
     """divide rewards by the running std of the discounted return"""
+    reset_slots: int | None = None
+    """reset the environments that finished this many at a time (rollout.step_batch); None:
+    reset the whole batch and keep the finished ones' (pays where a reset costs per environment,
+    as Brax ant's does)"""
 
     def __post_init__(self):
         check_config(self, ("num_envs", "num_steps", "num_minibatches", "update_epochs"))
         check_config(self, ("total_timesteps",))
+        if self.reset_slots is not None:
+            check_config(self, ("reset_slots",))
         batch = self.num_envs * self.num_steps
         if batch % self.num_minibatches:
             raise ValueError(
@@ -249,7 +255,9 @@ def make(
             action = dist.sample(seed=key)
             return action, {"log_prob": dist.log_prob(action), "value": value}
 
-        return rollout(env, env_params, policy, key, state.env, config.num_steps)
+        return rollout(
+            env, env_params, policy, key, state.env, config.num_steps, None, config.reset_slots
+        )
 
     def scale_rewards(state: PPOState, tr, hp):
         reward = tr.reward * hp.reward_scale
