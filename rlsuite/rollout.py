@@ -88,9 +88,9 @@ def step_batch(
             return jax.vmap(select)(done, reset(keys_reset, env_params), (obs, state))
 
         def reset_in_rounds(obs, state):
-            # Indices of the finished environments first, then the fill (past the batch).
-            (finished,) = jnp.nonzero(done, size=num_envs, fill_value=num_envs)
-            finished = jnp.concatenate([finished, jnp.full((slots,), num_envs, finished.dtype)])
+            # Indices of the finished environments, then the fill (past the batch) up to a last
+            # whole round.
+            (finished,) = jnp.nonzero(done, size=num_envs + slots, fill_value=num_envs)
             rounds = (jnp.sum(done) + slots - 1) // slots
 
             def one_round(i, carry):
