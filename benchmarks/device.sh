@@ -11,6 +11,13 @@
 #   3. offline  benchmarks/offline.py: gradient updates per second of IQL, CQL, TD3+BC and BC
 #               (5,000 updates per call, batch 256).
 #
+# and, only when named in RLSUITE_DEVICE_PARTS (each needs about a device call of its own):
+#
+#   table-hopper, table-walker2d, table-halfcheetah
+#               experiments/offline.py on brax/<env> (MJX): a SAC behaviour policy at brax's
+#               hopper configuration, medium / medium-replay / medium-expert datasets, and the
+#               normalised scores of BC, TD3+BC, CQL and IQL, 5 vmapped seeds each; 560 s at most.
+#
 # Each part runs under `timeout` (250 + 180 + 60 s), so the whole command, the install of the
 # wheels included, ends within about 8.5 minutes. Writes to $OUT (default
 # benchmarks/results/device): env.txt, <part>.log and <part>.json for each part (7 files); ends
@@ -20,9 +27,13 @@
 #     RLSUITE_DEVICE_PARTS=ant RLSUITE_DEVICE_ANT_SECONDS=200 bash benchmarks/device.sh
 #     RLSUITE_DEVICE_TINY=1 OUT=/tmp/devout bash benchmarks/device.sh   # every part tiny, on a CPU
 #
+#     RLSUITE_DEVICE_PARTS=table-hopper bash benchmarks/device.sh
+#
 # Environment: OUT; PYTHON (default python3); RLSUITE_DEVICE_PARTS (default "ant hopper offline",
 # the parts to run); RLSUITE_DEVICE_ANT_SECONDS and RLSUITE_DEVICE_HOPPER_SECONDS (whole seconds
-# per side, default 95 and 60; the parts' limits follow); RLSUITE_DEVICE_TINY=1 (tiny sizes and
+# per side, default 95 and 60; the parts' limits follow); RLSUITE_DEVICE_TABLE_STEPS (the
+# behaviour policy's env steps, default 262,144) and RLSUITE_DEVICE_TABLE_UPDATES (offline
+# gradient steps per run, in hundreds, default 100); RLSUITE_DEVICE_TINY=1 (tiny sizes and
 # CPU-sized limits, to check the orchestration). The wheels are installed only where PYTHON is
 # CPython 3.12 (what they are built for).
 set -uo pipefail
@@ -77,6 +88,9 @@ if [ "$TINY" = 1 ]; then
     --hopper-eval-every 256 --hopper-eval-episodes 8 --hopper-episode-length 100
     --hopper-hidden-sizes 64 64 --hopper-budget-seconds 150)
   OFFLINE=(--updates 200 --gradient-steps 100 --repeats 1 --dataset-size 10000)
+  TABLE_LIMIT=1200
+  TABLE=(--behaviour-timesteps 16384 --episode-length 100 --size 1000 --num-updates 2
+    --gradient-steps 10 --hidden-sizes 32 32 --num-seeds 2 --eval-episodes 2)
 else
   # Each side stops at its first evaluation past its budget; a part's limit adds 60 s for the
   # process, imports, env set-up and those last chunks.
@@ -86,6 +100,12 @@ else
   ANT=(--ant-max-seconds "$ANT_SECONDS")
   HOPPER=(--hopper-budget-seconds "$HOPPER_SECONDS")
   OFFLINE=(--updates 5000 --gradient-steps 1000 --repeats 1)
+  # Sizes not yet measured on a GPU: the behaviour budget is what the hopper part's env steps per
+  # second suggest fits; every dataset holds 100,000 transitions (medium-replay: the medium run).
+  TABLE_LIMIT=560
+  TABLE=(--behaviour-timesteps "${RLSUITE_DEVICE_TABLE_STEPS:-262144}" --size 100000
+    --record-envs 100 --num-updates "${RLSUITE_DEVICE_TABLE_UPDATES:-100}" --gradient-steps 100
+    --hidden-sizes 256 256 --num-seeds 5 --eval-episodes 10)
 fi
 
 # part NAME LIMIT COMMAND...: run COMMAND under `timeout LIMIT`, its output in $OUT/NAME.log.
@@ -108,29 +128,46 @@ part hopper "$HOPPER_LIMIT" "$PYTHON" benchmarks/off_policy.py --algos --no-brax
   --hopper-seeds 1 "${HOPPER[@]}" --out "$OUT/hopper.json"
 part offline "$OFFLINE_LIMIT" "$PYTHON" benchmarks/offline.py "${OFFLINE[@]}" \
   --out "$OUT/offline.json"
+for env in hopper walker2d halfcheetah; do
+  part "table-$env" "$TABLE_LIMIT" "$PYTHON" experiments/offline.py --env "brax/$env" \
+    --qualities medium medium-replay medium-expert "${TABLE[@]}" --out "$OUT/table-$env.json"
+done
 
 echo
 echo "=== summary ($((SECONDS - start)) s in all)"
 printf '%s\n' "${status[@]}"
-"$PYTHON" - "$OUT" <<'EOF'
+"$PYTHON" - "$OUT" $PARTS <<'EOF'
 import json
 import sys
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, "benchmarks")
 from env_throughput import markdown  # noqa: E402
 from ppo import curve_table  # noqa: E402
 
-out = Path(sys.argv[1])
-for name, key in (("ant", "ant"), ("hopper", "hopper"), ("offline", "rows")):
+out, parts = Path(sys.argv[1]), sys.argv[2:]
+for name in parts:
     path = out / f"{name}.json"
     if not path.exists():
         print(f"\n{name}: no {path}")
         continue
     data = json.loads(path.read_text())
-    rows = [row for row in data.get(key) or [] if key == "rows" or "ours" in row]
     partial = " (partial: the part was stopped)" if data.get("partial") else ""
     print(f"\n{name}{partial}\n")
+    if name.startswith("table-"):
+        algos = data["args"]["algos"]
+        cells = [
+            [quality] + [f"{np.mean(s[a]):.1f} ± {np.std(s[a]):.1f}" if a in s else "-" for a in algos]
+            for quality, s in data["scores"].items()
+        ]
+        print(markdown(["dataset", *algos], cells) if cells else "no scores")
+        print(f"\nreference: {data.get('reference')}")
+        print(f"datasets: {data['datasets']}\nseconds: {data['seconds']}")
+        continue
+    key = "rows" if name == "offline" else name
+    rows = [row for row in data.get(key) or [] if key == "rows" or "ours" in row]
     if not rows:
         print("no rows")
     elif key == "rows":

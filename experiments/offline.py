@@ -4,13 +4,23 @@ print the table of normalised scores (D4RL's: 0 = random policy, 100 = expert).
     python experiments/offline.py                           # Pendulum; about 15 min on 2 CPUs
     python experiments/offline.py --qualities medium-replay --num-updates 100 --num-seeds 2
     python experiments/offline.py --save-dir data/          # also keep the HDF5 files
+    python experiments/offline.py --env brax/hopper --hidden-sizes 256 256 --out hopper.json
 
 The behaviour policies are trained once (`rlsuite.collect.train_behaviour`) and every quality is
 recorded from them; each algorithm then trains `--num-seeds` seeds in one vmapped call per
 dataset. Change an algorithm's hyperparameters below (`HPARAMS`) to try an idea.
+
+The behaviour agent is SAC with the environment's tuned entry (`rlsuite.tuned`). A Brax
+environment without one gets brax.training's published SAC configuration for hopper
+(`BRAX_BEHAVIOUR`, mapped onto ours as in `benchmarks/off_policy.py`, part 3; brax publishes no
+SAC configuration for walker2d or halfcheetah), trained for `--behaviour-timesteps` (default
+1,048,576, what its replay buffer holds, since medium-replay keeps the whole medium run) rather
+than brax's 6.5M. `--out` writes the scores per seed, the reference returns and the timings as
+JSON, rewritten after every (dataset, algorithm), so a run stopped early leaves what it finished.
 """
 
 import dataclasses
+import json
 import pathlib
 import sys
 import time
@@ -36,12 +46,36 @@ ALGOS = {
 # Defaults otherwise. CQL: a target entropy of 0 instead of SAC's -1, which on Pendulum's narrow
 # datasets keeps the policy from saturating at the wrong end of the action range (cql.py).
 HPARAMS = {"cql": cql.CQLHparams(target_entropy_scale=0.0)}
+BRAX_BEHAVIOUR = {
+    "config": {
+        "num_envs": 128,
+        "buffer_size": 1_048_576,
+        "batch_size": 512,
+        "learning_starts": 8_192,
+        "gradient_steps": 64,
+        "hidden_sizes": (256, 256),
+        "activation": "relu",
+        "normalize_observations": True,
+        "total_timesteps": 1_048_576,
+    },
+    "hparams": {
+        "actor_lr": 6e-4,
+        "critic_lr": 6e-4,
+        "alpha_lr": 3e-4,
+        "gamma": 0.997,
+        "tau": 0.005,
+        "alpha": 1.0,
+        "target_entropy_scale": 0.5,
+        "reward_scale": 30.0,
+    },
+}
 
 
 @dataclasses.dataclass
 class Args:
     env: str = "pendulum"
-    """environment with a tuned SAC entry (`rlsuite.tuned`) and a bounded continuous action space"""
+    """environment with a bounded continuous action space and a tuned SAC entry (`rlsuite.tuned`),
+    or a Brax one (`BRAX_BEHAVIOUR`)"""
     qualities: list[str] = dataclasses.field(
         default_factory=lambda: ["medium", "medium-replay", "medium-expert", "expert"]
     )
@@ -61,69 +95,142 @@ class Args:
     seed: int = 0
     """seed of the collection and of the training runs"""
     behaviour_timesteps: int | None = None
-    """training budget of the expert behaviour policy (default: SAC's tuned one)"""
+    """training budget of the expert behaviour policy (default: its configuration's)"""
     eval_episodes: int = 10
     """evaluation episodes per seed"""
     save_dir: str | None = None
     """also write each dataset there in the D4RL layout (existing files are not replaced)"""
+    episode_length: int | None = None
+    """time limit of every episode (default: the environment's own)"""
+    record_envs: int = 10
+    """parallel environments recording each dataset (must divide the transitions per policy)"""
+    out: pathlib.Path | None = None
+    """also write the results there as JSON (an existing file is not replaced)"""
 
 
-def train(algo: str, data, args: Args, key) -> np.ndarray:
-    """Normalised scores `[num_seeds]` of `algo` trained on `data`."""
-    make, Config = ALGOS[algo]
-    env, env_params = envs.make(data.info.env)
-    config = Config(
+def make_env(args: Args, name: str):
+    if args.episode_length is None:
+        return envs.make(name)
+    return envs.make(name, max_episode_steps=args.episode_length)
+
+
+def behaviour_defaults(env: str) -> dict[str, dict]:
+    """SAC's tuned entry for `env`, or brax's hopper configuration for a Brax environment."""
+    defaults = tuned("sac", env)
+    if not defaults["config"] and env.startswith("brax/"):
+        return {key: dict(value) for key, value in BRAX_BEHAVIOUR.items()}
+    return defaults
+
+
+def offline_config(algo: str, args: Args):
+    _, Config = ALGOS[algo]
+    return Config(
         num_updates=args.num_updates,
         gradient_steps=args.gradient_steps,
         hidden_sizes=args.hidden_sizes,
     )
-    agent = make(config, env, env_params)
-    hp = HPARAMS.get(algo, agent.default_hparams)
+
+
+RUN = jax.jit(driver.run_batch, static_argnums=(0, 3))
+EVALUATE = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
+
+
+def train(agent, data, info, args: Args, key) -> np.ndarray:
+    """Normalised scores `[num_seeds]` of the offline `agent` trained on `data`.
+
+    `data.info` is static in the compiled program; trained with the behaviour's `info` in its
+    place (no quality), datasets of one size share one program per algorithm."""
+    hp = HPARAMS.get(agent.name, agent.default_hparams)
     keys = jax.random.split(key, args.num_seeds)
-    states = driver.init_batch(agent, keys, hp, None, data)
-    run = jax.jit(driver.run_batch, static_argnums=(0, 3))
-    states, _ = run(agent, states, hp, args.num_updates, None, data)
-    evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
-    result = evaluation(agent, states, jax.random.fold_in(key, 1), args.eval_episodes)
+    shared = dataclasses.replace(data, info=info)
+    states = driver.init_batch(agent, keys, hp, None, shared)
+    states, _ = RUN(agent, states, hp, args.num_updates, None, shared)
+    result = EVALUATE(agent, states, jax.random.fold_in(key, 1), args.eval_episodes)
     returns = np.asarray(result.returns).mean(axis=1)
     return np.asarray(normalized_score(returns, data.info.random_return, data.info.expert_return))
 
 
-def main(argv: list[str]) -> dict:
-    args = tyro.cli(Args, args=argv)
+def check(args: Args) -> None:
+    """Refuse bad arguments before anything is trained."""
     for quality in args.qualities:
         if quality not in collect.QUALITIES:
             raise ValueError(f"unknown quality {quality!r}; allowed: {collect.QUALITIES}")
     for algo in args.algos:
         if algo not in ALGOS:
             raise ValueError(f"unknown algorithm {algo!r}; allowed: {', '.join(ALGOS)}")
-    env, env_params = envs.make(args.env)
-    defaults = tuned("sac", args.env)
+        offline_config(algo, args)
+    taken = [args.out] if args.out is not None and args.out.exists() else []
+    if args.save_dir is not None:
+        paths = (dataset_path(args, quality) for quality in args.qualities)
+        taken += [path for path in paths if path.exists()]
+    if taken:
+        raise FileExistsError(f"not replacing {', '.join(map(str, taken))}; choose another path")
+
+
+def dataset_path(args: Args, quality: str) -> pathlib.Path:
+    return pathlib.Path(args.save_dir) / f"{args.env}-{quality}.hdf5"
+
+
+def write(args: Args, report: dict) -> None:
+    if args.out is not None:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+
+
+def main(argv: list[str]) -> dict:
+    args = tyro.cli(Args, args=argv)
+    check(args)
+    env, env_params = make_env(args, args.env)
+    defaults = behaviour_defaults(args.env)
     config = sac.SACConfig(**defaults["config"])
     if args.behaviour_timesteps is not None:
         config = dataclasses.replace(config, total_timesteps=args.behaviour_timesteps)
     behaviour_agent = sac.make(config, env, env_params)
+    for quality in args.qualities:
+        collect.check(behaviour_agent, quality, args.size, args.record_envs)
+    hparams = sac.SACHparams(**defaults["hparams"])
+    agents = {a: ALGOS[a][0](offline_config(a, args), env, env_params) for a in args.algos}
     key_behaviour, key_data, key_train = jax.random.split(jax.random.key(args.seed), 3)
+    report = {
+        "partial": True,
+        "args": vars(args),
+        "device": str(jax.devices()[0]),
+        "behaviour": {"config": dataclasses.asdict(config), "hparams": vars(hparams)},
+        "datasets": {},
+        "scores": {},
+        "seconds": {},
+    }
     start = time.perf_counter()
     medium = any(q not in ("random", "expert") for q in args.qualities)
     behaviour = collect.train_behaviour(
-        behaviour_agent,
-        sac.SACHparams(**defaults["hparams"]),
-        key_behaviour,
-        args.env,
-        medium=medium,
-        seed=args.seed,
+        behaviour_agent, hparams, key_behaviour, args.env, medium=medium, seed=args.seed
     )
+    report["reference"] = {
+        "random_return": behaviour.info.random_return,
+        "expert_return": behaviour.info.expert_return,
+        **behaviour.info.extra,
+    }
+    report["seconds"]["behaviour"] = time.perf_counter() - start
+    write(args, report)
     results = {}
     for quality in args.qualities:
-        data = collect.dataset(behaviour_agent, behaviour, key_data, quality, args.size)
+        clock = time.perf_counter()
+        data = collect.dataset(
+            behaviour_agent, behaviour, key_data, quality, args.size, args.record_envs
+        )
+        report["datasets"][quality] = {"transitions": len(data)}
+        report["seconds"][quality] = time.perf_counter() - clock
         if args.save_dir is not None:
-            path = pathlib.Path(args.save_dir) / f"{args.env}-{quality}.hdf5"
+            path = dataset_path(args, quality)
             path.parent.mkdir(parents=True, exist_ok=True)
             save_d4rl(path, data)
         for algo in args.algos:
-            scores = train(algo, data, args, key_train)
+            clock = time.perf_counter()
+            scores = train(agents[algo], data, behaviour.info, args, key_train)
             results[(quality, algo)] = scores.tolist()
+            report["scores"].setdefault(quality, {})[algo] = scores.tolist()
+            report["seconds"][f"{quality}/{algo}"] = time.perf_counter() - clock
+            write(args, report)
             print(f"{algo} on {quality} ({len(data):,} transitions): {scores.mean():.1f}")
 
     table = Table(title=f"Normalised score on {args.env}, mean ± std over {args.num_seeds} seeds")
@@ -140,6 +247,9 @@ def main(argv: list[str]) -> dict:
         f"{behaviour.info.random_return:.1f}, expert return {behaviour.info.expert_return:.1f}; "
         f"{time.perf_counter() - start:.0f} s in all"
     )
+    report["partial"] = False
+    report["seconds"]["all"] = time.perf_counter() - start
+    write(args, report)
     return {"results": {f"{q}/{a}": v for (q, a), v in results.items()}}
 
 

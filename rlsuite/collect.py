@@ -28,6 +28,7 @@ Datasets store actions in the environment's own bounds.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -46,7 +47,8 @@ QUALITIES = ("random", "medium", "expert", "medium-replay", "medium-expert")
 MEDIUM_SCORE = 100.0 / 3.0
 
 
-def _check(agent: Agent, quality: str, size: int, num_envs: int) -> None:
+def check(agent: Agent, quality: str, size: int, num_envs: int) -> None:
+    """Refuse a request `dataset` or `collect` cannot make, before anything runs."""
     if quality not in QUALITIES:
         raise ValueError(f"unknown quality {quality!r}; allowed: {', '.join(QUALITIES)}")
     if agent.name not in ("sac", "td3"):
@@ -70,20 +72,30 @@ def _check(agent: Agent, quality: str, size: int, num_envs: int) -> None:
         )
 
 
-def _uniform(shape):
-    def policy(key, obs):
-        return jax.random.uniform(key, (obs.shape[0], *shape), minval=-1.0, maxval=1.0), {}
-
-    return policy
-
-
-def _learned(agent: Agent, state, deterministic: bool):
-    return lambda key, obs: (agent.act(state, obs, key, deterministic), {})
+# Policies as `(agent, state, key, obs) -> (action, extras)`: module-level functions, so that the
+# compiled rollouts and evaluations take the learner state as an argument and are reused across
+# states (the medium run's evaluations, medium and expert recordings) instead of recompiled.
+def _uniform(agent: Agent, state, key, obs):
+    shape = agent.env.action_space(agent.env_params).shape
+    return jax.random.uniform(key, (obs.shape[0], *shape), minval=-1.0, maxval=1.0), {}
 
 
-def _mean_return(agent: Agent, policy, key, episodes: int) -> float:
-    run = jax.jit(evaluate, static_argnums=(0, 2, 4))
-    return float(np.mean(run(agent.env, agent.env_params, policy, key, episodes).returns))
+def _stochastic(agent: Agent, state, key, obs):
+    return agent.act(state, obs, key, False), {}
+
+
+def _greedy(agent: Agent, state, key, obs):
+    return agent.act(state, obs, key, True), {}
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 4))
+def _returns(agent: Agent, policy, state, key, episodes: int):
+    bound = functools.partial(policy, agent, state)
+    return evaluate(agent.env, agent.env_params, bound, key, episodes).returns
+
+
+def _mean_return(agent: Agent, policy, state, key, episodes: int) -> float:
+    return float(np.mean(_returns(agent, policy, state, key, episodes)))
 
 
 def _env_bounds(agent: Agent, action):
@@ -96,16 +108,17 @@ def _env_bounds(agent: Agent, action):
     return low + (action + 1.0) * 0.5 * (high - low)
 
 
-def _record(agent: Agent, policy, key, steps: int, num_envs: int, info: DatasetInfo) -> Dataset:
-    key_reset, key_run = jax.random.split(key)
+@functools.partial(jax.jit, static_argnums=(0, 1, 5, 6))
+def _transitions(agent: Agent, policy, state, key_reset, key_run, steps: int, num_envs: int):
+    batch = reset_batch(agent.env, agent.env_params, key_reset, num_envs)
+    bound = functools.partial(policy, agent, state)
+    return rollout(agent.env, agent.env_params, bound, key_run, batch, steps)[1]
 
-    @jax.jit
-    def run(key_reset, key_run):
-        batch = reset_batch(agent.env, agent.env_params, key_reset, num_envs)
-        _, tr = rollout(agent.env, agent.env_params, policy, key_run, batch, steps)
-        return tr
 
-    tr = run(key_reset, key_run)
+def _record(
+    agent: Agent, policy, state, key, steps: int, num_envs: int, info: DatasetInfo
+) -> Dataset:
+    tr = _transitions(agent, policy, state, *jax.random.split(key), steps, num_envs)
     tr = tr._replace(action=_env_bounds(agent, tr.action))
     return from_transitions(tr, info)
 
@@ -123,7 +136,7 @@ def _medium_run(agent, hparams, key, target: float, eval_points: int, eval_episo
     for point in range(1, eval_points + 1):
         state, _ = run(agent, state, hparams, chunk)
         key_eval, key_now = jax.random.split(key_eval)
-        ret = _mean_return(agent, _learned(agent, state, True), key_now, eval_episodes)
+        ret = _mean_return(agent, _greedy, state, key_now, eval_episodes)
         if ret >= target:
             return state, point * chunk * agent.env_steps_per_update, ret
     raise RuntimeError(
@@ -174,10 +187,9 @@ def train_behaviour(
     if agent.name not in ("sac", "td3"):
         raise ValueError(f"datasets are collected with sac or td3 agents, got {agent.name!r}")
     key_expert, key_medium, key_eval = jax.random.split(key, 3)
-    act_shape = agent.env.action_space(agent.env_params).shape
-    random_return = _mean_return(agent, _uniform(act_shape), key_eval, eval_episodes)
+    random_return = _mean_return(agent, _uniform, None, key_eval, eval_episodes)
     expert = _train(agent, hparams, key_expert, agent.config.num_updates)
-    expert_return = _mean_return(agent, _learned(agent, expert, True), key_eval, eval_episodes)
+    expert_return = _mean_return(agent, _greedy, expert, key_eval, eval_episodes)
     extra = {"expert_env_steps": agent.config.total_timesteps}
     medium_state = None
     if medium:
@@ -201,26 +213,24 @@ def dataset(
     agent: Agent, behaviour: Behaviour, key: jax.Array, quality: str, size: int, num_envs: int = 10
 ) -> Dataset:
     """Record a dataset of `quality` from the `behaviour` runs of `agent`."""
-    _check(agent, quality, size, num_envs)
+    check(agent, quality, size, num_envs)
     if quality not in ("random", "expert") and behaviour.medium is None:
         raise ValueError(f"collect: {quality} needs the medium run (train_behaviour(medium=True))")
     info = dataclasses.replace(behaviour.info, quality=quality)
     key_first, key_second = jax.random.split(key)
     rows = size // 2 if quality == "medium-expert" else size
     if quality == "random":
-        act_shape = agent.env.action_space(agent.env_params).shape
-        return _record(agent, _uniform(act_shape), key_first, size // num_envs, num_envs, info)
+        return _record(agent, _uniform, None, key_first, size // num_envs, num_envs, info)
     if quality == "medium-replay":
         steps = info.extra["medium_env_steps"]
         return _replay_dataset(agent, behaviour.medium, dataclasses.replace(info, env_steps=steps))
-    policy = behaviour.expert if quality == "expert" else behaviour.medium
-    data = _record(
-        agent, _learned(agent, policy, False), key_first, rows // num_envs, num_envs, info
-    )
+    state = behaviour.expert if quality == "expert" else behaviour.medium
+    data = _record(agent, _stochastic, state, key_first, rows // num_envs, num_envs, info)
     if quality != "medium-expert":
         return data
-    expert = _learned(agent, behaviour.expert, False)
-    second = _record(agent, expert, key_second, rows // num_envs, num_envs, info)
+    second = _record(
+        agent, _stochastic, behaviour.expert, key_second, rows // num_envs, num_envs, info
+    )
     return dataclasses.replace(concatenate(data, second), info=info)
 
 
@@ -238,7 +248,7 @@ def collect(
 ) -> Dataset:
     """A dataset of `quality` (see the module docstring) made with `agent` from `key` (`seed`
     is recorded in the dataset's info)."""
-    _check(agent, quality, size, num_envs)
+    check(agent, quality, size, num_envs)
     key_behaviour, key_data = jax.random.split(key)
     medium = quality not in ("random", "expert")
     behaviour = train_behaviour(

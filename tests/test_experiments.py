@@ -1,5 +1,6 @@
 """Experiment scripts: subprocess smoke runs on tiny budgets (exit code, printed table, JSON)."""
 
+import importlib.util
 import json
 import os
 import pathlib
@@ -117,13 +118,54 @@ def test_off_policy_scripts_smoke_with_a_critic_target_passed_in(script, idea, t
 
 
 @pytest.mark.timeout(240)
-def test_offline_script_smoke_prints_the_table():
+def test_offline_script_smoke_prints_the_table_and_writes_json(tmp_path):
+    out = tmp_path / "scores.json"
     args = ["--qualities", "random", "expert", "--algos", "bc", "iql", "--size", "200"]
     args += ["--num-updates", "1", "--gradient-steps", "2", "--num-seeds", "2"]
-    args += ["--behaviour-timesteps", "300", "--hidden-sizes", "8"]
+    args += ["--behaviour-timesteps", "300", "--hidden-sizes", "8", "--out", str(out)]
     proc = run_script("offline.py", *args, timeout=220)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(out.read_text())
+    assert report["partial"] is False
+    assert report["behaviour"]["config"]["total_timesteps"] == 300
+    assert report["datasets"] == {"random": {"transitions": 200}, "expert": {"transitions": 200}}
+    assert report["reference"]["expert_env_steps"] == 300
     for quality in ("random", "expert"):
         for algo in ("bc", "iql"):
-            assert re.search(rf"^{algo} on {quality} \(200 transitions\): -?\d", proc.stdout, re.M)
+            scores = report["scores"][quality][algo]
+            assert len(scores) == 2
+            printed = re.search(
+                rf"^{algo} on {quality} \(200 transitions\): (-?[\d.]+)$", proc.stdout, re.M
+            )
+            assert printed and float(printed[1]) == pytest.approx(sum(scores) / 2, abs=0.05)
     assert re.search(r"[│|]\s+random\s+[│|]\s+-?[\d.]+ ± [\d.]+\s+[│|]", proc.stdout), proc.stdout
+
+
+@pytest.mark.timeout(120)
+def test_offline_script_refuses_to_replace_results_before_training(tmp_path):
+    out = tmp_path / "scores.json"
+    out.write_text("earlier results")
+    data = tmp_path / "data"
+    (data / "pendulum-expert.hdf5").parent.mkdir(parents=True)
+    (data / "pendulum-expert.hdf5").write_text("earlier dataset")
+    args = ["--qualities", "expert", "--out", str(out), "--save-dir", str(data)]
+    proc = run_script("offline.py", *args)
+    assert proc.returncode != 0
+    assert f"not replacing {out}, {data / 'pendulum-expert.hdf5'}" in proc.stderr
+    assert "Traceback" in proc.stderr and "train_behaviour" not in proc.stderr
+    assert out.read_text() == "earlier results"
+    assert (data / "pendulum-expert.hdf5").read_text() == "earlier dataset"
+
+
+def test_offline_script_behaviour_for_brax_is_brax_hopper_configuration():
+    spec = importlib.util.spec_from_file_location("offline_script", ROOT / "experiments/offline.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    brax = script.behaviour_defaults("brax/walker2d")
+    assert brax["config"]["gradient_steps"] == 64 and brax["config"]["num_envs"] == 128
+    assert brax["hparams"]["reward_scale"] == 30.0 and brax["hparams"]["gamma"] == 0.997
+    # The buffer holds the whole default run, as medium-replay needs.
+    assert brax["config"]["buffer_size"] >= brax["config"]["total_timesteps"]
+    brax["config"]["num_envs"] = 1  # a copy: the table is not changed
+    assert script.BRAX_BEHAVIOUR["config"]["num_envs"] == 128
+    assert script.behaviour_defaults("pendulum")["config"]["num_envs"] == 1  # the tuned entry

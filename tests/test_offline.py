@@ -79,6 +79,26 @@ def test_same_key_same_dataset_different_key_different(pendulum):
     assert not np.array_equal(a.observations, c.observations)
 
 
+def test_recordings_and_evaluations_compile_once_per_shape(pendulum):
+    # The learner state is an argument of the compiled rollout and evaluation, not a constant:
+    # another policy of the same shapes (medium after expert, each evaluation of the medium run)
+    # reuses the program.
+    agent, behaviour = pendulum
+    recordings = collect._transitions._cache_size()
+    expert = collect.dataset(agent, behaviour, jax.random.key(7), "expert", 1_230)
+    medium = collect.dataset(agent, behaviour, jax.random.key(7), "medium", 1_230)
+    assert collect._transitions._cache_size() == recordings + 1
+    assert not np.array_equal(expert.actions, medium.actions)
+    evaluations = collect._returns._cache_size()
+    key = jax.random.key(8)
+    returns = [
+        collect._mean_return(agent, collect._greedy, state, key, 3)
+        for state in (behaviour.expert, behaviour.medium)
+    ]
+    assert collect._returns._cache_size() == evaluations + 1
+    assert returns[0] != returns[1]
+
+
 def test_collection_refuses_bad_requests(pendulum):
     agent, behaviour = pendulum
     with pytest.raises(ValueError, match="unknown quality 'meduim'; allowed: random, medium"):
