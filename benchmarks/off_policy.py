@@ -768,41 +768,29 @@ def bench_hopper(args: Args) -> list[dict]:
     train_fn = functools.partial(
         brax_sac.train, brax_env, network_factory=network_factory, **brax_kwargs
     )
-    rows = []
-    for n in args.hopper_seeds:
-        label = f"{args.hopper_env} n={n}"
-        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
-        row = {
-            "env": f"brax/{args.hopper_env} ({args.hopper_backend}), SAC",
-            "num_seeds": n,
-            "threshold": args.hopper_threshold,
-            "budget_seconds_per_side": args.hopper_budget_seconds,
-            "env_steps_per_update": agent.env_steps_per_update,
-            "ours_config": config_dict(config),
-            "ours_hparams": hparams_dict(hp),
-            "brax_train_kwargs": brax_kwargs,
-            "brax_hidden_layer_sizes": list(args.hopper_hidden_sizes),
-        }
-        rows.append(row)
-        side_by_side(
-            args,
-            "hopper",
-            rows,
-            agent,
-            hp,
-            train_fn,
-            jax.random.split(key_train, n),
-            key_eval,
-            [args.seed + i for i in range(n)],
-            updates_per_eval=updates_per_eval,
-            max_updates=max_updates,
-            eval_episodes=args.hopper_eval_episodes,
-            deterministic=args.hopper_deterministic_eval,
-            threshold=args.hopper_threshold,
-            max_seconds=args.hopper_budget_seconds,
-            label=label,
-        )
-    return rows
+    row = {
+        "env": f"brax/{args.hopper_env} ({args.hopper_backend}), SAC",
+        "threshold": args.hopper_threshold,
+        "budget_seconds_per_side": args.hopper_budget_seconds,
+        "brax_train_kwargs": brax_kwargs,
+        "brax_hidden_layer_sizes": list(args.hopper_hidden_sizes),
+    }
+    return side_by_side(
+        args,
+        "hopper",
+        args.hopper_seeds,
+        row,
+        agent,
+        hp,
+        train_fn,
+        updates_per_eval=updates_per_eval,
+        max_updates=max_updates,
+        eval_episodes=args.hopper_eval_episodes,
+        deterministic=args.hopper_deterministic_eval,
+        threshold=args.hopper_threshold,
+        max_seconds=args.hopper_budget_seconds,
+        label=args.hopper_env,
+    )
 
 
 # ------------------------------------------------------------------------------------------- report

@@ -854,56 +854,54 @@ def bench_ant(args: Args) -> list[dict]:
     )
     train_fn = functools.partial(brax_ppo.train, brax_env, **brax_kwargs)
     max_updates = geometry["num_timesteps"] // agent.env_steps_per_update
-    rows = []
-    for n in args.ant_seeds:
-        label = f"{args.ant_env} n={n}"
-        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
-        row = {
-            "env": f"brax/{args.ant_env} ({args.ant_backend}), PPO",
-            "num_seeds": n,
-            "threshold": args.ant_threshold,
-            "max_seconds_per_side": args.ant_max_seconds,
-            "env_steps_per_update": agent.env_steps_per_update,
-            "ours_config": config_dict(config),
-            "ours_hparams": hparams_dict(hp),
-            "brax_train_kwargs": brax_kwargs,
-            "brax_network": "brax's default make_ppo_networks",
-        }
-        rows.append(row)
-        side_by_side(
-            args,
-            "ant",
-            rows,
-            agent,
-            hp,
-            train_fn,
-            jax.random.split(key_train, n),
-            key_eval,
-            [args.seed + i for i in range(n)],
-            updates_per_eval=args.ant_updates_per_eval,
-            max_updates=max_updates,
-            eval_episodes=args.ant_eval_episodes,
-            deterministic=args.ant_deterministic_eval,
-            threshold=args.ant_threshold,
-            max_seconds=args.ant_max_seconds,
-            label=label,
-        )
-    return rows
-
-
-def side_by_side(args, name, rows, agent, hp, train_fn, keys, key_eval, seeds, **evals) -> None:
-    """Ours (`train_with_evals(agent, hp, keys, key_eval, **evals)`) and then brax
-    (`brax_with_evals` of `train_fn` over `seeds`, same threshold and budget) for the last row
-    of `rows`, saving the JSON after each side."""
-    row = rows[-1]
-    row["ours"] = train_with_evals(agent, hp, keys, key_eval, **evals)
-    save_partial(args, name, rows)
-    gc.collect()
-    row["brax"] = brax_with_evals(
-        train_fn, seeds, evals["threshold"], evals["max_seconds"], evals["label"]
+    row = {
+        "env": f"brax/{args.ant_env} ({args.ant_backend}), PPO",
+        "threshold": args.ant_threshold,
+        "max_seconds_per_side": args.ant_max_seconds,
+        "brax_train_kwargs": brax_kwargs,
+        "brax_network": "brax's default make_ppo_networks",
+    }
+    return side_by_side(
+        args,
+        "ant",
+        args.ant_seeds,
+        row,
+        agent,
+        hp,
+        train_fn,
+        updates_per_eval=args.ant_updates_per_eval,
+        max_updates=max_updates,
+        eval_episodes=args.ant_eval_episodes,
+        deterministic=args.ant_deterministic_eval,
+        threshold=args.ant_threshold,
+        max_seconds=args.ant_max_seconds,
+        label=args.ant_env,
     )
-    row["ours_over_brax"] = curve_ratios(row["ours"], row["brax"])
-    save_partial(args, name, rows)
+
+
+def side_by_side(args, name, counts, row, agent, hp, train_fn, **evals) -> list[dict]:
+    """For each number of seeds n in `counts`, a row `{**row, "num_seeds": n, ...}`: ours
+    (`train_with_evals` of n vmapped runs) and then brax (`brax_with_evals` of `train_fn` over n
+    seeds, same threshold and budget), saving the JSON after each side."""
+    rows = []
+    for n in counts:
+        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
+        label = f"{evals['label']} n={n}"
+        r = {"env": row["env"], "num_seeds": n, **row}
+        r["env_steps_per_update"] = agent.env_steps_per_update
+        r["ours_config"] = config_dict(agent.config)
+        r["ours_hparams"] = hparams_dict(hp)
+        rows.append(r)
+        keys = jax.random.split(key_train, n)
+        r["ours"] = train_with_evals(agent, hp, keys, key_eval, **{**evals, "label": label})
+        save_partial(args, name, rows)
+        gc.collect()
+        seeds = [args.seed + i for i in range(n)]
+        budget = evals["threshold"], evals["max_seconds"]
+        r["brax"] = brax_with_evals(train_fn, seeds, *budget, label)
+        r["ours_over_brax"] = curve_ratios(r["ours"], r["brax"])
+        save_partial(args, name, rows)
+    return rows
 
 
 def curve_ratios(ours: dict, anchor: dict) -> dict:
