@@ -10,13 +10,13 @@ The behaviour policies are trained once (`rlsuite.collect.train_behaviour`) and 
 recorded from them; each algorithm then trains `--num-seeds` seeds in one vmapped call per
 dataset. Change an algorithm's hyperparameters below (`HPARAMS`) to try an idea.
 
-The behaviour agent is SAC with the environment's tuned entry (`rlsuite.tuned`). A Brax
-environment without one gets brax.training's published SAC configuration for hopper
-(`BRAX_BEHAVIOUR`, mapped onto ours as in `benchmarks/off_policy.py`, part 3; brax publishes no
-SAC configuration for walker2d or halfcheetah), trained for `--behaviour-timesteps` (default
-1,048,576, what its replay buffer holds, since medium-replay keeps the whole medium run) rather
-than brax's 6.5M. `--out` writes the scores per seed, the reference returns and the timings as
-JSON, rewritten after every (dataset, algorithm), so a run stopped early leaves what it finished.
+The behaviour agent is SAC with the environment's behaviour defaults (`rlsuite.tuned.behaviour`):
+its tuned entry, and for a Brax environment without one, brax/hopper's (brax.training's
+published hopper SAC configuration mapped onto ours; brax publishes none for walker2d or
+halfcheetah), trained for `--behaviour-timesteps` (default 1,048,576, what its replay buffer
+holds, since medium-replay keeps the whole medium run) rather than brax's 6.5M. `--out` writes
+the scores per seed, the reference returns and the timings as JSON, rewritten after every
+(dataset, algorithm), so a run stopped early leaves what it finished.
 """
 
 import dataclasses
@@ -32,10 +32,9 @@ from rich.console import Console
 from rich.table import Table
 
 import envs
-from rlsuite import collect, driver
+from rlsuite import collect, driver, tuned
 from rlsuite.agents import bc, cql, iql, sac, td3_bc
 from rlsuite.datasets import normalized_score, save_d4rl
-from rlsuite.tuned import tuned
 
 ALGOS = {
     "bc": (bc.make, bc.BCConfig),
@@ -46,36 +45,13 @@ ALGOS = {
 # Defaults otherwise. CQL: a target entropy of 0 instead of SAC's -1, which on Pendulum's narrow
 # datasets keeps the policy from saturating at the wrong end of the action range (cql.py).
 HPARAMS = {"cql": cql.CQLHparams(target_entropy_scale=0.0)}
-BRAX_BEHAVIOUR = {
-    "config": {
-        "num_envs": 128,
-        "buffer_size": 1_048_576,
-        "batch_size": 512,
-        "learning_starts": 8_192,
-        "gradient_steps": 64,
-        "hidden_sizes": (256, 256),
-        "activation": "relu",
-        "normalize_observations": True,
-        "total_timesteps": 1_048_576,
-    },
-    "hparams": {
-        "actor_lr": 6e-4,
-        "critic_lr": 6e-4,
-        "alpha_lr": 3e-4,
-        "gamma": 0.997,
-        "tau": 0.005,
-        "alpha": 1.0,
-        "target_entropy_scale": 0.5,
-        "reward_scale": 30.0,
-    },
-}
 
 
 @dataclasses.dataclass
 class Args:
     env: str = "pendulum"
-    """environment with a bounded continuous action space and a tuned SAC entry (`rlsuite.tuned`),
-    or a Brax one (`BRAX_BEHAVIOUR`)"""
+    """environment with a bounded continuous action space (the behaviour SAC's defaults for it:
+    `rlsuite.tuned.behaviour`)"""
     qualities: list[str] = dataclasses.field(
         default_factory=lambda: ["medium", "medium-replay", "medium-expert", "expert"]
     )
@@ -112,14 +88,6 @@ def make_env(args: Args, name: str):
     if args.episode_length is None:
         return envs.make(name)
     return envs.make(name, max_episode_steps=args.episode_length)
-
-
-def behaviour_defaults(env: str) -> dict[str, dict]:
-    """SAC's tuned entry for `env`, or brax's hopper configuration for a Brax environment."""
-    defaults = tuned("sac", env)
-    if not defaults["config"] and env.startswith("brax/"):
-        return {key: dict(value) for key, value in BRAX_BEHAVIOUR.items()}
-    return defaults
 
 
 def offline_config(algo: str, args: Args):
@@ -181,7 +149,7 @@ def main(argv: list[str]) -> dict:
     args = tyro.cli(Args, args=argv)
     check(args)
     env, env_params = make_env(args, args.env)
-    defaults = behaviour_defaults(args.env)
+    defaults = tuned.behaviour("sac", args.env)
     config = sac.SACConfig(**defaults["config"])
     if args.behaviour_timesteps is not None:
         config = dataclasses.replace(config, total_timesteps=args.behaviour_timesteps)

@@ -30,7 +30,7 @@ import numpy as np
 import tyro
 
 from rlsuite.agents import bc, cql, iql, ppo, sac, td3, td3_bc
-from rlsuite.tuned import env_from_argv, flag_value, tuned
+from rlsuite.tuned import behaviour, env_from_argv, flag_value, tuned
 
 
 class Algo(NamedTuple):
@@ -355,7 +355,8 @@ class CollectArgs:
     out: str
     """HDF5 file to write, in the D4RL layout (must not exist unless --overwrite)"""
     algo: str = "sac"
-    """behaviour algorithm: sac or td3 (tuned defaults for the environment)"""
+    """behaviour algorithm: sac or td3 (its tuned defaults for the environment; a Brax environment
+    without any borrows brax/hopper's)"""
     seed: int = 0
     """seed of the collection: the same seed gives the same dataset"""
     total_timesteps: int | None = None
@@ -384,7 +385,7 @@ def dataset(argv: list[str]) -> dict:
 
     env, env_params = envs.make(args.env)
     algo = ALGOS[args.algo]
-    defaults = tuned(args.algo, args.env)
+    defaults = behaviour(args.algo, args.env)
     config = {**defaults["config"]}
     if args.total_timesteps is not None:
         config["total_timesteps"] = args.total_timesteps

@@ -1,0 +1,71 @@
+"""The tuned-defaults table: every entry builds its algorithm's config and hyperparameters, and
+a dataset's behaviour agent finds the right entry."""
+
+import dataclasses
+
+import pytest
+
+import envs
+from rlsuite.cli import ALGOS
+from rlsuite.tuned import TUNED, behaviour, tuned
+
+
+@pytest.mark.parametrize("algo,env", sorted(TUNED))
+def test_every_entry_names_real_fields_and_a_real_environment(algo, env):
+    entry = tuned(algo, env)
+    config = ALGOS[algo].config_cls(**entry["config"])  # a misspelt field raises TypeError
+    hparams = ALGOS[algo].hparams_cls(**entry["hparams"])
+    for name, value in entry["config"].items():
+        assert getattr(config, name) == value
+    for name, value in entry["hparams"].items():
+        assert getattr(hparams, name) == value
+    assert env in envs.names()
+
+
+def test_tuned_returns_copies():
+    entry = tuned("sac", "brax/hopper")
+    entry["config"]["num_envs"] = 1
+    assert tuned("sac", "brax/hopper")["config"]["num_envs"] == 128
+    assert tuned("ppo", "no-such-env") == {"config": {}, "hparams": {}}
+
+
+def test_behaviour_defaults():
+    hopper = tuned("sac", "brax/hopper")
+    # brax.training's published hopper SAC configuration.
+    assert hopper["config"]["gradient_steps"] == 64 and hopper["config"]["batch_size"] == 512
+    assert hopper["hparams"]["reward_scale"] == 30.0 and hopper["hparams"]["gamma"] == 0.997
+    # The buffer holds the whole default run, as a medium-replay dataset needs.
+    assert hopper["config"]["buffer_size"] >= hopper["config"]["total_timesteps"]
+    assert behaviour("sac", "brax/hopper") == hopper
+    # Brax environments without an entry borrow hopper's; others keep their own or none.
+    assert behaviour("sac", "brax/walker2d") == hopper
+    assert behaviour("sac", "brax/halfcheetah") == hopper
+    assert behaviour("sac", "pendulum") == tuned("sac", "pendulum") != hopper
+    assert behaviour("td3", "brax/hopper") == {"config": {}, "hparams": {}}
+    assert behaviour("sac", "point_mass") == {"config": {}, "hparams": {}}
+
+
+def test_dataset_collect_trains_its_behaviour_with_the_behaviour_defaults(monkeypatch, tmp_path):
+    import rlsuite.collect
+    from rlsuite import cli
+
+    class Stop(Exception):
+        pass
+
+    seen = {}
+
+    def record(agent, hparams, key, quality, size, env, **kwargs):
+        seen.update(config=agent.config, hparams=hparams, quality=quality)
+        raise Stop
+
+    monkeypatch.setattr(rlsuite.collect, "collect", record)
+    out = tmp_path / "walker2d-medium.hdf5"
+    argv = ["collect", "--env", "brax/walker2d", "--quality", "medium", "--size", "1000"]
+    with pytest.raises(Stop):
+        cli.dataset([*argv, "--out", str(out), "--total-timesteps", "65536"])
+    expected = behaviour("sac", "brax/walker2d")
+    config = {**expected["config"], "total_timesteps": 65_536}  # the flag overrides the entry
+    assert seen["config"] == dataclasses.replace(seen["config"], **config)
+    assert seen["config"].total_timesteps == 65_536
+    assert seen["hparams"] == ALGOS["sac"].hparams_cls(**expected["hparams"])
+    assert seen["quality"] == "medium" and not out.exists()
