@@ -21,7 +21,8 @@ behaviour runs (`total_timesteps` is the expert's training budget). Qualities, a
 
 Every dataset records in its `DatasetInfo` the reference returns that D4RL's normalised score
 uses: `random_return` (the uniform policy) and `expert_return` (the expert's deterministic
-evaluation), both the mean over `eval_episodes` episodes. The same key gives the same dataset.
+evaluation), both the mean over `eval_episodes` episodes, and in `extra["behaviour"]` the
+behaviour agent's config and hyperparameters. The same key gives the same dataset.
 Datasets store actions in the environment's own bounds.
 """
 
@@ -190,7 +191,14 @@ def train_behaviour(
     random_return = _mean_return(agent, _uniform, None, key_eval, eval_episodes)
     expert = _train(agent, hparams, key_expert, agent.config.num_updates)
     expert_return = _mean_return(agent, _greedy, expert, key_eval, eval_episodes)
-    extra = {"expert_env_steps": agent.config.total_timesteps}
+    extra = {
+        "expert_env_steps": agent.config.total_timesteps,
+        # How the behaviour runs were made, so the dataset can be made again from its file.
+        "behaviour": {
+            "config": dataclasses.asdict(agent.config),
+            "hparams": {name: np.asarray(v).tolist() for name, v in vars(hparams).items()},
+        },
+    }
     medium_state = None
     if medium:
         target = random_return + (expert_return - random_return) * MEDIUM_SCORE / 100.0

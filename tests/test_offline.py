@@ -47,12 +47,19 @@ def score(data) -> np.ndarray:
 
 
 def test_behaviour_references_and_dataset_qualities(pendulum, datasets):
-    _, behaviour = pendulum
+    agent, behaviour = pendulum
     info = behaviour.info
     assert info.random_return < -1000 and info.expert_return > -250  # Pendulum's scale
     # The medium run stopped at its first evaluation past a normalised score of 33.
     medium = normalized_score(info.extra["medium_return"], info.random_return, info.expert_return)
     assert medium >= 100 / 3 and info.extra["medium_env_steps"] < info.extra["expert_env_steps"]
+    # The behaviour's config and hyperparameters are recorded: the agent can be made again.
+    made = info.extra["behaviour"]
+    config = {**made["config"], "hidden_sizes": tuple(made["config"]["hidden_sizes"])}
+    assert sac.SACConfig(**config) == agent.config
+    assert sac.SACHparams(**made["hparams"]) == sac.SACHparams(
+        **tuned("sac", "pendulum")["hparams"]
+    )
     assert abs(score(datasets["random"]).mean()) < 15
     assert score(datasets["expert"]).mean() > 80
     replay = datasets["medium-replay"]
