@@ -283,6 +283,11 @@ class Args:
     """Evaluate the deterministic policy (brax's default, as in its published runs: stochastic)."""
     hopper_episode_length: int = 1000
     """Time limit of training and evaluation episodes (brax: episode_length)."""
+    cpu_devices: int | None = None
+    """CPU cores made JAX devices before anything runs (`driver.use_cpu_cores`; None: every
+    core, as `rlsuite train` does). Ours splits its seeds over them; the vmapped anchors
+    (`jit(vmap(train))`) run on one device, as their READMEs do; brax.training's `train` splits
+    its envs over all local devices (its `pmap`). 1: every side on one device."""
     seed: int = 0
     """Base seed; each N gets its own keys."""
     out: Path = Path("benchmarks/results/off_policy.json")
@@ -809,10 +814,12 @@ def main(args: Args) -> dict:
     if unknown:
         raise ValueError(f"--algos: unknown {unknown}; allowed: {', '.join(ALGOS)}")
     console = Console(width=220)
+    driver.use_cpu_cores(args.cpu_devices)  # before the first computation (machine_info's)
     machine = machine_info()
     machine["compilation_cache_dir"] = jax.config.jax_compilation_cache_dir
     console.print(
         f"machine: {machine['cpu']}, {machine['cpus_usable']} usable cores, "
+        f"{len(machine['devices'])} JAX devices, "
         f"jax {machine['versions']['jax']} ({machine['jax_backend']}), persistent compilation "
         f"cache: {machine['compilation_cache_dir'] or 'off'}"
     )

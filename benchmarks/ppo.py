@@ -209,6 +209,11 @@ class Args:
     """Evaluate the deterministic policy (brax's default, as in its published runs: stochastic)."""
     ant_episode_length: int = 1000
     """Time limit of training and evaluation episodes (brax: episode_length)."""
+    cpu_devices: int | None = None
+    """CPU cores made JAX devices before anything runs (`driver.use_cpu_cores`; None: every
+    core, as `rlsuite train` does). Ours splits its seeds over them; the vmapped anchors
+    (`jit(vmap(train))`) run on one device, as their READMEs do; brax.training's `train` splits
+    its envs over all local devices (its `pmap`). 1: every side on one device."""
     seed: int = 0
     out: Path = Path("benchmarks/results/ppo.json")
     markdown: bool = True
@@ -1026,10 +1031,12 @@ def anchor_info(args: Args) -> dict:
 
 def main(args: Args) -> dict:
     console = Console(width=220)
+    driver.use_cpu_cores(args.cpu_devices)  # before the first computation (machine_info's)
     machine = machine_info()
     machine["compilation_cache_dir"] = jax.config.jax_compilation_cache_dir
     console.print(
         f"machine: {machine['cpu']}, {machine['cpus_usable']} usable cores, "
+        f"{len(machine['devices'])} JAX devices, "
         f"jax {machine['versions']['jax']} ({machine['jax_backend']})"
     )
     start = time.perf_counter()

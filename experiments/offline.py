@@ -222,4 +222,5 @@ def main(argv: list[str]) -> dict:
 
 
 if __name__ == "__main__":
+    driver.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
     main(sys.argv[1:])

@@ -160,6 +160,7 @@ def print_table(results: dict) -> None:
 
 if __name__ == "__main__":
     cli_args = tyro.cli(Args)
+    driver.use_cpu_cores()  # runs split over the CPU cores (before anything runs)
     try:
         setup(cli_args)  # cheap: fails with a clear message before anything compiles
     except ValueError as err:

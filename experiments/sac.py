@@ -18,7 +18,7 @@ import jax
 import tyro
 
 import envs
-from rlsuite import losses, runner
+from rlsuite import driver, losses, runner
 from rlsuite.agents import sac
 from rlsuite.tuned import env_from_argv, tuned
 
@@ -90,4 +90,5 @@ def main(argv: list[str]) -> dict:
 
 
 if __name__ == "__main__":
+    driver.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
     main(sys.argv[1:])

@@ -19,7 +19,7 @@ import numpy as np
 import tyro
 
 import envs
-from rlsuite import losses, runner
+from rlsuite import driver, losses, runner
 from rlsuite.agents import td3
 from rlsuite.tuned import env_from_argv, tuned
 
@@ -87,4 +87,5 @@ def main(argv: list[str]) -> dict:
 
 
 if __name__ == "__main__":
+    driver.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
     main(sys.argv[1:])

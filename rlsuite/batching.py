@@ -51,9 +51,13 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
     true_closed, true_out = jax.make_jaxpr(true_fn, return_shape=True)(*operands)
     false_closed, false_out = jax.make_jaxpr(false_fn, return_shape=True)(*operands)
     out_tree = jax.tree.structure(true_out)
-    if out_tree != jax.tree.structure(false_out) or jax.tree.leaves(true_out) != jax.tree.leaves(
-        false_out
-    ):
+
+    # Shapes and dtypes must agree; shardings may not (inside `shard_map` a constant, such as an
+    # empty array, has none).
+    def types(out):
+        return [(x.shape, x.dtype) for x in jax.tree.leaves(out)]
+
+    if out_tree != jax.tree.structure(false_out) or types(true_out) != types(false_out):
         raise TypeError(
             f"cond: true_fn and false_fn must return the same structure, shapes and dtypes; "
             f"true_fn gives {true_out}, false_fn gives {false_out}"

@@ -81,6 +81,9 @@ def _train_args(algo: Algo):
         """also log to Weights & Biases (extra: logging)"""
         progress: bool = True
         """show a progress bar"""
+        cpu_devices: int | None = None
+        """CPU cores made JAX devices, the seeds split evenly over them (default: every core;
+        not where JAX_NUM_CPU_DEVICES or XLA_FLAGS set the count, nor on an accelerator)"""
 
     return TrainArgs
 
@@ -196,6 +199,8 @@ def train(argv: list[str]) -> dict:
         "logging": {"tensorboard": args.tensorboard, "wandb": args.wandb},
         "config": dataclasses.asdict(args.config),
         "hparams": dataclasses.asdict(args.hparams),
+        # A resume gives the runs the same devices, so it continues bitwise (driver.run_mesh).
+        "devices": {"platform": jax.default_backend(), "count": jax.device_count()},
     }
     if data is not None:
         record.update(dataset=str(pathlib.Path(args.dataset).resolve()), dataset_sha256=sha)
@@ -418,6 +423,34 @@ def dataset(argv: list[str]) -> dict:
     return summary
 
 
+def _use_cpu_cores(command: str, argv: list[str]) -> None:
+    """Make the CPU cores JAX devices before anything runs (`driver.use_cpu_cores`): as many as
+    `--cpu-devices` says, or a resumed CPU run recorded (runs from before the record: one), or
+    every core."""
+    from rlsuite.driver import use_cpu_cores
+
+    count = None
+    if command == "train" and "--resume" in argv:
+        i = argv.index("--resume")
+        config = pathlib.Path(argv[i + 1] if i + 1 < len(argv) else "") / "config.json"
+        if config.is_file():
+            devices = json.loads(config.read_text()).get("devices", {"platform": "cpu", "count": 1})
+            count = devices["count"] if devices["platform"] == "cpu" else None
+    elif command == "train":
+        value = flag_value(argv, "--cpu-devices")
+        if value is not None and value != "None":
+            if not value.isdigit() or int(value) < 1:
+                raise UsageError(f"--cpu-devices must be an integer >= 1, got {value!r}")
+            count = int(value)
+    in_effect = use_cpu_cores(count)
+    if "--resume" in argv and count is not None and in_effect != count:
+        print(
+            f"rlsuite train: warning: the run trained on {count} CPU devices and continues on "
+            f"{in_effect}, so it may end apart from the uninterrupted run (at float tolerance)",
+            file=sys.stderr,
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -426,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
     command, rest = argv[0], argv[1:]
     try:
         _choose("command", command, COMMANDS)
+        if command != "plot":
+            _use_cpu_cores(command, rest)
         {"train": train, "eval": evaluate, "plot": plot, "dataset": dataset}[command](rest)
     except (UsageError, ValueError, TypeError, FileExistsError, MemoryError) as error:
         print(f"rlsuite {command}: error: {error}", file=sys.stderr)

@@ -14,10 +14,19 @@ large dataset is not baked into the compiled program.
 `hparams_axis=0` takes one set per run (a hyperparameter sweep; repeat entries for seeds).
 Per-run parameters are initialised with `jax.lax.map` rather than `vmap` (a batched QR from
 orthogonal initialisation can deadlock XLA on CPU; DESIGN.md section 7); everything else is vmapped.
+
+With several devices (GPUs, or CPU cores made devices by `use_cpu_cores()` before the first
+computation), `run_batch` and `evaluate_batch` give each device an equal share of the runs
+(`jax.shard_map` over a one-axis mesh, `run_mesh`): each device vmaps its share and nothing crosses
+devices during training. Each device's program is the one-device program at the smaller batch, so
+results agree with the one-device run to float tolerance (XLA may order a batch's sums
+differently), and a given device count gives bitwise the same results every time.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -27,6 +36,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from rlsuite.agent import Agent
 from rlsuite.evaluation import EvalResult, evaluate
+
+RUNS = "runs"  # the mesh axis the runs are placed on
 
 
 def _init(agent: Agent, key, hparams, data):
@@ -56,11 +67,14 @@ def train(
 def init_batch(
     agent: Agent, keys: jax.Array, hparams: Any, hparams_axis: int | None = None, data: Any = None
 ):
-    """Learner states for `len(keys)` runs, stacked on a leading axis (`lax.map`, see above)."""
+    """Learner states for `len(keys)` runs, stacked on a leading axis (`lax.map`, see above)
+    and placed across the devices as `run_batch` spreads them (`shard_runs`)."""
     if hparams_axis is None:
-        return jax.lax.map(lambda key: _init(agent, key, hparams, data), keys)
-    hparams = batch_hparams(hparams, keys.shape[0])
-    return jax.lax.map(lambda args: _init(agent, *args, data), (keys, hparams))
+        states = jax.lax.map(lambda key: _init(agent, key, hparams, data), keys)
+    else:
+        hparams = batch_hparams(hparams, keys.shape[0])
+        states = jax.lax.map(lambda args: _init(agent, *args, data), (keys, hparams))
+    return shard_runs(states, keys.shape[0])
 
 
 def run_batch(
@@ -73,7 +87,8 @@ def run_batch(
 ) -> tuple[Any, dict]:
     """`run` vmapped over the leading run axis; metrics are `[num_runs, num_updates]`.
 
-    One run is not vmapped: it runs as `run` and gains the axis after. A batch of one costs more
+    Over several devices each runs its own share (`per_device`). One run (on a device) is not
+    vmapped: it runs as `run` and gains the axis after. A batch of one costs more
     than no batch (on CPU, XLA's batched matrix products are slower than plain ones), and under
     `vmap` every `lax.cond` on a per-run value computes both branches (`rlsuite.batching.cond`
     only where the runs disagree).
@@ -81,6 +96,18 @@ def run_batch(
     num_runs = jax.tree.leaves(states)[0].shape[0]
     if hparams_axis is not None:
         hparams = batch_hparams(hparams, num_runs)
+
+    def local(states, hparams, data):
+        return _run_local(agent, states, hparams, num_updates, hparams_axis, data)
+
+    hparams_spec = PartitionSpec() if hparams_axis is None else PartitionSpec(RUNS)
+    in_specs = (PartitionSpec(RUNS), hparams_spec, PartitionSpec())
+    return per_device(local, num_runs, in_specs)(states, hparams, data)
+
+
+def _run_local(agent: Agent, states, hparams, num_updates: int, hparams_axis, data):
+    """`run_batch` on one device's runs (`hparams` already batched when `hparams_axis=0`)."""
+    num_runs = jax.tree.leaves(states)[0].shape[0]
     if num_runs == 1:
         if hparams_axis is not None:
             hparams = jax.tree.map(lambda x: x[0], hparams)
@@ -106,20 +133,78 @@ def evaluate_batch(
         return evaluate(agent.env, agent.env_params, policy, key, num_episodes)
 
     num_runs = jax.tree.leaves(states)[0].shape[0]
-    return jax.vmap(one)(states, jax.random.split(key, num_runs))
+    keys = jax.random.split(key, num_runs)
+    return per_device(jax.vmap(one), num_runs, PartitionSpec(RUNS))(states, keys)
+
+
+def run_mesh(num_runs: int) -> Mesh | None:
+    """The one-axis mesh (`RUNS`) that spreads `num_runs` runs evenly: over the most devices
+    whose count divides `num_runs` (all of them when it does), or None where that is one device
+    (then the runs stay on the default device)."""
+    devices = jax.devices()
+    count = max(d for d in range(1, len(devices) + 1) if num_runs % d == 0)
+    if count == 1:
+        return None
+    return Mesh(np.asarray(devices[:count]), (RUNS,))
+
+
+def use_cpu_cores(count: int | None = None) -> int:
+    """Make `count` CPU cores (default: every core this process may run on) JAX's CPU devices,
+    so that `run_batch` spreads the runs over them; returns the number of CPU devices in effect.
+
+    On a CPU, XLA runs one program's small operations on one core, so without this a batch of
+    seeds uses one core of several. JAX fixes its devices at its first computation: call this
+    before (at the top of a script). Afterwards, or where the count was set already
+    (`JAX_NUM_CPU_DEVICES`, `--xla_force_host_platform_device_count` in `XLA_FLAGS`, an earlier
+    call), it changes nothing. Accelerators are unaffected: a GPU's devices stay the default.
+    """
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        raise ValueError(f"use_cpu_cores: count must be an int >= 1 or None, got {count!r}")
+    preset = jax.config.jax_num_cpu_devices != -1
+    preset = preset or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
+    if not preset:
+        if count is None:
+            cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+            count = len(cores) if cores else (os.cpu_count() or 1)
+        try:
+            jax.config.update("jax_num_cpu_devices", count)
+        except RuntimeError:  # JAX has started: its devices are fixed
+            pass
+    return len(jax.devices("cpu"))
+
+
+def per_device(fn: Callable, num_runs: int, in_specs: Any) -> Callable:
+    """`fn` (batched over a leading run axis) applied by every device to its own runs.
+
+    `in_specs` says per argument whether it is split over the runs (`PartitionSpec(RUNS)`) or
+    given whole to every device (`PartitionSpec()`); every output is split over the runs. Where
+    `run_mesh` gives no mesh, `fn` itself is returned. Inside, `fn` sees only the device's runs,
+    so batch-wide decisions (`rlsuite.batching.cond`) are taken per device and need no
+    communication between devices.
+    """
+    mesh = run_mesh(num_runs)
+    if mesh is None:
+        return fn
+    return jax.shard_map(
+        fn, mesh=mesh, in_specs=in_specs, out_specs=PartitionSpec(RUNS), check_vma=False
+    )
 
 
 def shard_runs(tree: Any, num_runs: int) -> Any:
-    """Place the leading run axis of `tree` across the available devices (`jax.sharding`).
+    """Place the leading run axis of `tree` across the devices of `run_mesh(num_runs)` (a
+    `device_put`; inside `jit`, a sharding constraint).
 
-    With one device, or a run count the devices do not divide, the tree is returned unchanged;
-    jitted functions then follow the placement of their inputs (no `pmap`).
+    Where that is one device (one device in all, or a prime run count larger than the device
+    count), the tree is returned unchanged. `init_batch` places its states; place a state made
+    otherwise (a restored checkpoint) before passing it to a jitted `run_batch`: an array that
+    was put on one device (as `mjx.put_model` does) is refused by a program on several.
     """
-    devices = jax.devices()
-    if len(devices) == 1 or num_runs % len(devices):
+    mesh = run_mesh(num_runs)
+    if mesh is None:
         return tree
-    mesh = Mesh(np.asarray(devices), ("runs",))
-    sharding = NamedSharding(mesh, PartitionSpec("runs"))
+    sharding = NamedSharding(mesh, PartitionSpec(RUNS))
+    if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(tree)):
+        return jax.lax.with_sharding_constraint(tree, sharding)
     return jax.device_put(tree, sharding)
 
 

@@ -81,6 +81,33 @@ def test_a_finished_or_existing_run_is_left_alone(run_dir):
     assert (run_dir / "final.json").read_text() == before
 
 
+def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_path):
+    import shutil
+
+    from rlsuite.loggers import read_metrics
+
+    args = ["--num-seeds", "4", "--total-timesteps", "640", "--chunks", "2", "--cpu-devices", "2"]
+    args += ["--eval-episodes", "2", *TINY]
+    for name in ("full", "killed"):
+        proc = rlsuite("train", "ppo", "--env", "cartpole", "--out", tmp_path / name, *args)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    config = json.loads((tmp_path / "full" / "config.json").read_text())
+    assert config["devices"] == {"platform": "cpu", "count": 2}
+    # As if killed before the second checkpoint: its last checkpoint and final.json gone.
+    killed = tmp_path / "killed"
+    shutil.rmtree(killed / "checkpoints" / "10")
+    (killed / "final.json").unlink()
+    proc = rlsuite("train", "--resume", killed, "--no-progress")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "warning" not in proc.stderr
+    assert read_metrics(killed) == read_metrics(tmp_path / "full")
+    full, resumed = (
+        json.loads((tmp_path / n / "final.json").read_text()) for n in ("full", "killed")
+    )
+    assert resumed["eval_return_per_seed"] == full["eval_return_per_seed"]
+    assert len(set(full["eval_return_per_seed"])) > 1  # four different runs
+
+
 @pytest.mark.parametrize(
     "args,message",
     [
@@ -100,6 +127,7 @@ def test_a_finished_or_existing_run_is_left_alone(run_dir):
             "a replay buffer of 1,000,000,000,000 transitions needs 38,000,000,000,008 bytes",
         ),
         (["train", "td3", "--env", "pendulum", "--tau", "2"], "hparams.tau=2.0"),
+        (["train", "ppo", "--cpu-devices", "0"], "--cpu-devices must be an integer >= 1"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path):

@@ -1,4 +1,5 @@
-"""The driver: seeds placed across devices with jax.sharding give the same runs."""
+"""The driver: seeds placed across devices with jax.sharding give the same runs, each device
+training its own runs without communication."""
 
 import json
 import os
@@ -29,8 +30,13 @@ SHARDED = textwrap.dedent(
     sharded_states = driver.shard_runs(states, 8)
     devices = {d.id for d in jax.tree.leaves(sharded_states)[0].sharding.device_set}
     _, sharded = run(agent, sharded_states, hp, 3)
-    out = {name: [np.asarray(plain[name]).tolist(), np.asarray(sharded[name]).tolist()]
-           for name in ("losses/value_loss", "losses/policy_loss")}
+    # Every device trains its own runs: the compiled program has no collective (a vmap that XLA
+    # partitioned would all-reduce the batch-wide decisions of rlsuite.batching on every step).
+    text = run.lower(agent, sharded_states, hp, 3).compile().as_text()
+    collectives = ("all-reduce", "all-gather", "all-to-all", "collective-permute")
+    out = {"collectives": [c for c in collectives if c in text]}
+    out.update({name: [np.asarray(plain[name]).tolist(), np.asarray(sharded[name]).tolist()]
+           for name in ("losses/value_loss", "losses/policy_loss")})
     out["devices"] = sorted(devices)
 
     # SAC across its warm-up: the learning gate is a batch-aware branch (rlsuite.batching).
@@ -44,6 +50,38 @@ SHARDED = textwrap.dedent(
     _, plain = run(agent, states, hp, 6)
     _, sharded = run(agent, driver.shard_runs(states, 8), hp, 6)
     out["sac"] = [np.asarray(m["losses/critic_loss"]).tolist() for m in (plain, sharded)]
+
+    # A hyperparameter sweep (one learning rate per run) and its evaluation.
+    env, params = envs.make("cartpole")
+    agent = ppo.make(ppo.PPOConfig(num_envs=4, num_steps=16, num_minibatches=2), env, params)
+    hp = agent.default_hparams.replace(learning_rate=np.geomspace(1e-4, 1e-2, 8))
+    states = driver.init_batch(agent, keys, hp, 0)
+    sweep = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))
+    plain_states, plain = sweep(agent, states, hp, 3, 0)
+    sharded_states, sharded = sweep(agent, driver.shard_runs(states, 8), hp, 3, 0)
+    out["sweep"] = [np.asarray(m["losses/value_loss"]).tolist() for m in (plain, sharded)]
+    out["sweep_devices"] = sorted(d.id for d in jax.tree.leaves(sharded)[0].sharding.device_set)
+    evaluate = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
+    out["eval"] = [np.asarray(evaluate(agent, s, jax.random.key(1), 2).returns).tolist()
+                   for s in (plain_states, sharded_states)]
+
+    # An offline agent: the dataset goes whole to every device.
+    from rlsuite.agents import iql
+    from rlsuite.datasets import DatasetInfo, from_transitions
+    from rlsuite.rollout import reset_batch, rollout
+    env, params = envs.make("probe/action_reward", continuous=True)
+    batch = reset_batch(env, params, jax.random.key(2), 4)
+    uniform = lambda key, obs: (jax.random.uniform(key, (4, 1), minval=-1.0, maxval=1.0), {})
+    _, tr = rollout(env, params, uniform, jax.random.key(3), batch, 50)
+    data = from_transitions(tr, DatasetInfo(env="probe/action_reward", quality="random"))
+    agent = iql.make(iql.IQLConfig(num_updates=3, gradient_steps=2, batch_size=16,
+                                   hidden_sizes=(8,)), env, params)
+    hp = agent.default_hparams
+    states = driver.init_batch(agent, keys, hp, data=data)
+    offline = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))
+    _, plain = offline(agent, states, hp, 3, None, data)
+    _, sharded = offline(agent, driver.shard_runs(states, 8), hp, 3, None, data)
+    out["iql"] = [np.asarray(m["losses/value_loss"]).tolist() for m in (plain, sharded)]
     print(json.dumps(out))
     """
 )
@@ -57,6 +95,7 @@ def test_runs_sharded_over_four_cpu_devices_match_the_unsharded_run():
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     assert out["devices"] == [0, 1, 2, 3]
+    assert out["collectives"] == []
     for name in ("losses/value_loss", "losses/policy_loss"):
         plain, sharded = np.asarray(out[name][0]), np.asarray(out[name][1])
         # First update: equal to float tolerance; XLA may reorder sums later.
@@ -67,6 +106,54 @@ def test_runs_sharded_over_four_cpu_devices_match_the_unsharded_run():
     plain, sharded = (np.asarray(x, dtype=float) for x in out["sac"])
     assert np.isnan(plain[:, :3]).all() and np.isfinite(plain[:, 3:]).all()
     np.testing.assert_allclose(sharded, plain, rtol=1e-4, atol=1e-6)  # NaN where plain has NaN
+    # A sweep: the learning rates go to the devices with their runs (a sweep whose runs got the
+    # wrong rates would differ after the first update), and the runs differ from each other.
+    assert out["sweep_devices"] == [0, 1, 2, 3]
+    plain, sharded = (np.asarray(x) for x in out["sweep"])
+    np.testing.assert_allclose(sharded, plain, rtol=1e-4, atol=1e-6)
+    assert len({round(v, 6) for v in plain[:, -1]}) == 8
+    np.testing.assert_allclose(out["eval"][1], out["eval"][0], rtol=1e-5)
+    plain, sharded = (np.asarray(x) for x in out["iql"])
+    assert np.isfinite(plain).all()
+    np.testing.assert_allclose(sharded, plain, rtol=1e-4, atol=1e-6)
+
+
+CORES = textwrap.dedent(
+    """
+    import json, jax
+    from rlsuite import driver
+    out = {"first": driver.use_cpu_cores(3), "again": driver.use_cpu_cores(2)}
+    out["mesh"] = {n: None if (m := driver.run_mesh(n)) is None else m.devices.size
+                   for n in (1, 2, 3, 4, 5, 6, 9)}
+    try:
+        driver.use_cpu_cores(0)
+    except ValueError as error:
+        out["error"] = str(error)
+    print(json.dumps(out))
+    """
+)
+
+
+def test_use_cpu_cores_before_jax_starts_and_the_most_devices_that_divide_the_runs():
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    env["JAX_PLATFORMS"] = "cpu"
+    proc = subprocess.run(
+        [sys.executable, "-c", CORES], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    # Three devices from the first call; JAX has started, so the second changes nothing.
+    assert out["first"] == 3 and out["again"] == 3
+    # Runs over 3 devices: 3, 6, 9 use all three; 2 and 4 use two; 1 and 5 stay on one.
+    assert out["mesh"] == {"1": None, "2": 2, "3": 3, "4": 2, "5": None, "6": 3, "9": 3}
+    assert "count must be an int >= 1 or None, got 0" in out["error"]
+    # XLA_FLAGS' device count is the user's: use_cpu_cores leaves it.
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    proc = subprocess.run(
+        [sys.executable, "-c", CORES], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["first"] == 4
 
 
 def test_one_device_leaves_placement_unchanged():
