@@ -231,6 +231,10 @@ class Args:
     """Hidden layers of the actor and of each critic, relu, on both sides."""
     brax_learning_rate: float = 1e-3
     """Adam step size of actor and critics (the temperature's is 3e-4 on both sides)."""
+    brax_max_devices: int | None = 1
+    """brax.training's `max_devices_per_host` (the devices its `pmap` splits the envs over;
+    None: all): 1 by default, as on a CPU whose cores are devices (`--cpu-devices`) brax's PPO
+    ran 2-3x slower pmapped over two of them than on one."""
     brax_discounting: float = 0.99
     """Discount factor."""
     brax_tau: float = 0.005
@@ -596,6 +600,7 @@ def bench_brax(args: Args) -> list[dict]:
         num_evals=args.brax_epochs + 1,  # brax: num_evals - 1 training epochs
         num_eval_envs=args.brax_eval_envs,
         deterministic_eval=True,
+        max_devices_per_host=args.brax_max_devices,
     )
 
     def brax_run(seed: int) -> dict:
