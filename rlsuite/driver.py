@@ -195,9 +195,10 @@ def shard_runs(tree: Any, num_runs: int) -> Any:
     `device_put`; inside `jit`, a sharding constraint).
 
     Where that is one device (one device in all, or no count of devices above one divides the
-    runs: an odd number of runs on two devices), the tree is returned unchanged. `init_batch` places its states; place a state made
-    otherwise (a restored checkpoint) before passing it to a jitted `run_batch`: an array that
-    was put on one device (as `mjx.put_model` does) is refused by a program on several.
+    runs: an odd number of runs on two devices), the tree is returned unchanged. `init_batch`
+    places its states; place a state made otherwise (a restored checkpoint) before passing it
+    to a jitted `run_batch`: an array that was put on one device (as `mjx.put_model` does) is
+    refused by a program on several.
     """
     mesh = run_mesh(num_runs)
     if mesh is None:
