@@ -88,10 +88,10 @@ def run_batch(
     """`run` vmapped over the leading run axis; metrics are `[num_runs, num_updates]`.
 
     Over several devices each runs its own share (`per_device`). One run (on a device) is not
-    vmapped: it runs as `run` and gains the axis after. A batch of one costs more
-    than no batch (on CPU, XLA's batched matrix products are slower than plain ones), and under
-    `vmap` every `lax.cond` on a per-run value computes both branches (`rlsuite.batching.cond`
-    only where the runs disagree).
+    vmapped: it runs as `run` and gains the axis after. A batch of one costs more than no batch
+    (on CPU, XLA's batched matrix products are slower than plain ones), and under `vmap` every
+    `lax.cond` on a per-run value computes both branches (`rlsuite.batching.cond` only where the
+    runs disagree).
     """
     num_runs = jax.tree.leaves(states)[0].shape[0]
     if hparams_axis is not None:

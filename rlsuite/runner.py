@@ -103,6 +103,7 @@ def fit(
         keys_checked = ("algo", "env", "num_seeds", "config", "hparams", *extra)
         expect = {k: metadata[k] for k in keys_checked}
         states, saved = checkpoint.restore(ckpt_dir, target, expect=expect)
+        states = driver.shard_runs(states, num_seeds)  # init_batch places a new run's states
         start = int(saved["update"])
         if start >= num_updates:
             raise ValueError(
@@ -115,7 +116,6 @@ def fit(
                 f"{ckpt_dir} already holds checkpoints; resume the run or use another out_dir"
             )
         states = init(agent, keys, hparams, hparams_axis, data)
-    states = driver.shard_runs(states, num_seeds)
 
     logger = None
     if out_dir is not None:
