@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import distrax
 import flax.linen as nn
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -105,6 +106,19 @@ def squashed_log_prob(dist: distrax.Transformed, raw: jnp.ndarray) -> jnp.ndarra
     """`log_prob` of the action `tanh(raw)` of a `tanh_gaussian`, taken at the pre-squash
     `raw` (no `atanh`): `log N(raw; mean, std) - sum_i log(1 - tanh(raw_i)^2)`."""
     return dist.distribution.log_prob(raw) - dist.bijector.forward_log_det_jacobian(raw)
+
+
+def squashed_entropy(dist: distrax.Transformed, key: jax.Array) -> jnp.ndarray:
+    """A one-sample estimate of the entropy of a `tanh_gaussian`, per batch item.
+
+    `H(tanh(u)) = H(u) + E[sum_i log(1 - tanh(u_i)^2)]` with `u ~ N(mean, std)`. The Gaussian's
+    entropy is exact; the expectation is taken at one fresh reparameterised sample
+    `u = mean + std * eps`, so its gradient reaches the mean and the std (as in brax.training's
+    PPO). At a fixed sample, such as a rollout's stored `u`, the log-determinant would be a
+    constant and the bonus would not see the squash at all.
+    """
+    raw = dist.distribution.sample(seed=key)
+    return dist.distribution.entropy() + dist.bijector.forward_log_det_jacobian(raw)
 
 
 def squashed_mode(dist: distrax.Transformed) -> jnp.ndarray:

@@ -10,6 +10,7 @@ from rlsuite.networks import (
     QEnsemble,
     SquashedGaussianActor,
     activation_fn,
+    squashed_entropy,
     squashed_log_prob,
     squashed_mode,
     tanh_gaussian,
@@ -172,6 +173,48 @@ def test_squashed_log_prob_at_the_pre_squash_sample():
     lp = squashed_log_prob(tanh_gaussian(mean, log_std), jnp.asarray(u, jnp.float32))
     np.testing.assert_allclose(lp, tanh_gaussian_log_prob_ref(mean, log_std, u), rtol=1e-4)
     assert np.isfinite(lp).all()
+
+
+def squashed_entropy_ref(mean, std):
+    """H(tanh(u)), u ~ N(mean, std) in 1-D, by quadrature: H(u) + E[log(1 - tanh(u)^2)], with
+    log(1 - tanh(u)^2) = 2 (log 2 - |u| - log1p(exp(-2|u|)))."""
+    u = np.linspace(mean - 12 * std, mean + 12 * std, 200_001)
+    density = np.exp(-0.5 * ((u - mean) / std) ** 2) / (std * np.sqrt(2 * np.pi))
+    log_det = 2 * (np.log(2) - np.abs(u) - np.log1p(np.exp(-2 * np.abs(u))))
+    f = density * log_det
+    expectation = np.sum(0.5 * (f[1:] + f[:-1]) * np.diff(u))
+    return 0.5 * np.log(2 * np.pi * np.e * std**2) + expectation
+
+
+@jax.jit
+def _squashed_entropy_and_grads(mean, log_std, key):
+    # 200,000 items of one 1-D policy: the batch mean of the one-sample estimates and its
+    # gradient with respect to the (shared) mean and log std.
+    def estimate(mean, log_std):
+        dist = tanh_gaussian(jnp.full((200_000, 1), mean), jnp.full((200_000, 1), log_std))
+        return squashed_entropy(dist, key).mean()
+
+    return jax.value_and_grad(estimate, argnums=(0, 1))(mean, log_std)
+
+
+@pytest.mark.parametrize("mean, std", [(0.0, 1.0), (0.5, 0.6), (-1.5, 0.3)])
+def test_squashed_entropy_and_its_gradient_match_quadrature(mean, std):
+    # The estimate and its gradient against the quadrature entropy and its central differences.
+    # The gradient must see the squash: for mean 0.5, std 0.6 the entropy falls with the mean
+    # (d/dmean = -0.74, d/dlog_std = 0.51), while a Gaussian's entropy (or a log-determinant at
+    # fixed samples) has d/dmean = 0 and d/dlog_std = 1. Monte Carlo standard errors at 200,000
+    # items: < 0.005.
+    value, (d_mean, d_log_std) = _squashed_entropy_and_grads(
+        jnp.float32(mean), jnp.float32(np.log(std)), jax.random.key(0)
+    )
+    h = 1e-3
+    ref_mean = (squashed_entropy_ref(mean + h, std) - squashed_entropy_ref(mean - h, std)) / (2 * h)
+    ref_log_std = (
+        squashed_entropy_ref(mean, std * np.exp(h)) - squashed_entropy_ref(mean, std * np.exp(-h))
+    ) / (2 * h)
+    np.testing.assert_allclose(value, squashed_entropy_ref(mean, std), atol=0.02)
+    np.testing.assert_allclose(d_mean, ref_mean, atol=0.02)
+    np.testing.assert_allclose(d_log_std, ref_log_std, atol=0.02)
 
 
 def test_actor_critic_squashed_head():

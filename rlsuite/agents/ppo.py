@@ -24,7 +24,8 @@ Deviations and choices, written down:
   Gaussian sample `u` whose standard deviation the actor outputs, rescaled to the bounds
   (`RescaleAction`); the rollout keeps `u`, and log-probabilities are taken at `u` with the tanh
   correction. Its entropy has no closed form: the bonus is the Gaussian's entropy plus the
-  log-determinant of the squash at the rollout's samples `u` (brax draws a fresh sample instead).
+  log-determinant of the squash at one fresh reparameterised sample per item and minibatch step
+  (`networks.squashed_entropy`, as brax.training), so that its gradient sees the squash.
 """
 
 from __future__ import annotations
@@ -40,7 +41,13 @@ from flax import struct
 from rlsuite import losses, running_stats
 from rlsuite.agent import Agent, check_config, check_hidden_sizes
 from rlsuite.environment import Environment, positive, require
-from rlsuite.networks import ActorCritic, activation_fn, squashed_log_prob, squashed_mode
+from rlsuite.networks import (
+    ActorCritic,
+    activation_fn,
+    squashed_entropy,
+    squashed_log_prob,
+    squashed_mode,
+)
 from rlsuite.returns import gae
 from rlsuite.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.spaces import Box, Discrete
@@ -273,12 +280,11 @@ def make(
         stats = running_stats.update(state.return_stats, returns)
         return reward / jnp.sqrt(stats.var + 1e-8), stats, last
 
-    def loss_fn(params, obs_stats, batch, hp):
+    def loss_fn(params, obs_stats, batch, key, hp):
         dist, value = apply(params, obs_stats, batch["obs"])
         if squash:
             log_prob = squashed_log_prob(dist, batch["action"])
-            log_det = dist.bijector.forward_log_det_jacobian(batch["action"])
-            entropy = (dist.distribution.entropy() + log_det).mean()
+            entropy = squashed_entropy(dist, key).mean()
         else:
             log_prob = dist.log_prob(batch["action"])
             entropy = dist.entropy().mean()
@@ -305,19 +311,26 @@ def make(
         tx = _optimizer(hp)
         batch_size = config.num_envs * config.num_steps
 
-        def minibatch_step(carry, minibatch):
+        def minibatch_step(carry, xs):
             params, opt_state = carry
-            grads, metrics = jax.grad(loss_fn, has_aux=True)(params, state.obs_stats, minibatch, hp)
+            minibatch, key = xs
+            grads, metrics = jax.grad(loss_fn, has_aux=True)(
+                params, state.obs_stats, minibatch, key, hp
+            )
             updates, opt_state = tx.update(grads, opt_state, params)
             params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
             return (params, opt_state), metrics
 
         def epoch(carry, key):
+            # Keys for the squashed policy's entropy samples only: the other policies shuffle
+            # with the epoch's key itself.
+            key, key_entropy = jax.random.split(key) if squash else (key, None)
             order = jax.random.permutation(key, batch_size)
             shuffled = jax.tree.map(
                 lambda x: x[order].reshape(config.num_minibatches, -1, *x.shape[1:]), batch
             )
-            return jax.lax.scan(minibatch_step, carry, shuffled)
+            keys = jax.random.split(key_entropy, config.num_minibatches) if squash else None
+            return jax.lax.scan(minibatch_step, carry, (shuffled, keys))
 
         keys = jax.random.split(key, config.update_epochs)
         (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
