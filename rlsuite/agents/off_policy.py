@@ -79,7 +79,8 @@ class OffPolicyConfig:
     learning_starts: int = 1_000
     """environment steps (all envs together) of uniformly random actions before learning"""
     gradient_steps: int = 1
-    """gradient steps per update (so num_envs env steps); the replay ratio is their quotient"""
+    """gradient steps per collection (num_envs env steps; an update holds
+    collections_per_update of them); the replay ratio is their quotient"""
     n_step: int = 1
     """rewards summed in each replay item's target (n-step returns)"""
     total_timesteps: int = 100_000
@@ -202,7 +203,7 @@ def gradient_steps(learner: Learner, learner_state, sample: Callable, keys: jax.
             metrics.append(step_metrics)
         return state, jax.tree.map(lambda *x: jnp.stack(x), *metrics)
 
-    cycles = keys.reshape(num_steps // period, period)
+    cycles = keys.reshape(num_steps // period, period, *keys.shape[1:])  # raw keys: [n, 2]
     learner_state, metrics = jax.lax.scan(cycle, learner_state, cycles)
     return learner_state, jax.tree.map(lambda x: x.reshape(num_steps, *x.shape[2:]), metrics)
 
