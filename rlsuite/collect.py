@@ -59,6 +59,11 @@ def check(agent: Agent, quality: str, size: int, num_envs: int) -> None:
     for name, value in (("size", size), ("num_envs", num_envs)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ValueError(f"collect: {name} must be an integer >= 1, got {value!r}")
+    if quality == "medium-expert" and size % 2:
+        raise ValueError(
+            f"collect: medium-expert takes half of its size from each policy, so size must be "
+            f"even, got {size}"
+        )
     rows = size // 2 if quality == "medium-expert" else size
     if quality != "medium-replay" and (rows % num_envs or rows < num_envs):
         raise ValueError(
@@ -129,12 +134,17 @@ def _train(agent: Agent, hparams, key, num_updates: int):
 
 
 def _medium_run(agent, hparams, key, target: float, eval_points: int, eval_episodes: int):
-    """Train until the deterministic evaluation reaches `target`; (state, env steps, return)."""
-    chunk = max(1, agent.config.num_updates // eval_points)
+    """Train until the deterministic evaluation reaches `target`; (state, env steps, return).
+
+    It evaluates at up to `eval_points` evenly spaced points and never trains past the expert's
+    `num_updates`, so its replay buffer (`buffer_size >= total_timesteps`) never wraps and a
+    medium-replay dataset is the run in time order."""
+    points = min(eval_points, agent.config.num_updates)
+    chunk = agent.config.num_updates // points
     run = jax.jit(driver.run, static_argnums=(0, 3))
     key_init, key_eval = jax.random.split(key)
     state = agent.init(key_init, hparams)
-    for point in range(1, eval_points + 1):
+    for point in range(1, points + 1):
         state, _ = run(agent, state, hparams, chunk)
         key_eval, key_now = jax.random.split(key_eval)
         ret = _mean_return(agent, _greedy, state, key_now, eval_episodes)
@@ -187,6 +197,11 @@ def train_behaviour(
     quality from them. `collect` does both steps for one quality."""
     if agent.name not in ("sac", "td3"):
         raise ValueError(f"datasets are collected with sac or td3 agents, got {agent.name!r}")
+    for name, value in (("eval_episodes", eval_episodes), ("eval_points", eval_points)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"collect: {name} must be an integer >= 1, got {value!r}")
+    # One evaluation key for the random and the expert returns: both references see the same
+    # start states.
     key_expert, key_medium, key_eval = jax.random.split(key, 3)
     random_return = _mean_return(agent, _uniform, None, key_eval, eval_episodes)
     expert = _train(agent, hparams, key_expert, agent.config.num_updates)

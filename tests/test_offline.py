@@ -8,7 +8,7 @@ import pytest
 import envs
 from rlsuite import collect, driver
 from rlsuite.agents import bc, cql, iql, sac, td3_bc
-from rlsuite.datasets import episode_returns, normalized_score
+from rlsuite.datasets import DatasetInfo, episode_returns, normalized_score
 from rlsuite.tuned import tuned
 
 # The datasets are made once per module: keep its tests on one worker (`--dist loadgroup`).
@@ -112,9 +112,47 @@ def test_collection_refuses_bad_requests(pendulum):
         collect.dataset(agent, behaviour, jax.random.key(0), "meduim", 1_000)
     with pytest.raises(ValueError, match="size=1005 must give a multiple of num_envs=10"):
         collect.dataset(agent, behaviour, jax.random.key(0), "expert", 1_005)
+    with pytest.raises(ValueError, match="medium-expert takes half .* size must be even, got 2001"):
+        collect.dataset(agent, behaviour, jax.random.key(0), "medium-expert", 2_001)
     no_medium = behaviour._replace(medium=None)
     with pytest.raises(ValueError, match="medium-replay needs the medium run"):
         collect.dataset(agent, no_medium, jax.random.key(0), "medium-replay", 1_000)
+
+
+def test_the_medium_run_never_trains_past_the_expert_budget(monkeypatch):
+    # 10 envs x 10 updates = the 100-step budget, fewer updates than the 30 evaluation points:
+    # the medium run evaluates after each update and stops at the budget. Before, it trained
+    # one update per point for 30 points, past the budget, and its buffer of 100 wrapped, so a
+    # medium-replay dataset was rotated (jumps between rows that were no episode end).
+    env, params = envs.make("pendulum")
+    config = sac.SACConfig(
+        num_envs=10, total_timesteps=100, buffer_size=100, learning_starts=50, batch_size=8,
+        hidden_sizes=(8,),
+    )  # fmt: skip
+    agent, hp = sac.make(config, env, params), sac.SACHparams()
+    calls = []
+
+    def mean_return(*args):  # the target (0) is reached only at the tenth evaluation, or never
+        calls.append(args)
+        return 0.0 if reach_at == len(calls) else -1.0
+
+    monkeypatch.setattr(collect, "_mean_return", mean_return)
+    reach_at = 10
+    state, steps, ret = collect._medium_run(agent, hp, jax.random.key(0), 0.0, 30, 2)
+    assert (len(calls), steps, ret) == (10, 100, 0.0)
+    assert int(state.buffer.size) == 100 and int(state.buffer.insert_pos) == 0
+    info = DatasetInfo(env="pendulum", algo="sac", quality="medium-replay")
+    data = collect._replay_dataset(agent, state, info)
+    ends = np.asarray(data.terminals | data.timeouts)[:-1]
+    joined = np.all(np.asarray(data.next_observations[:-1]) == np.asarray(data.observations[1:]), 1)
+    assert len(data) == 100 and ends.sum() == 9 and np.all(joined | ends)  # 10 streams of 10
+    calls.clear()
+    reach_at = None
+    with pytest.raises(RuntimeError, match="never reached a return of 0.0"):
+        collect._medium_run(agent, hp, jax.random.key(0), 0.0, 30, 2)
+    assert len(calls) == 10
+    with pytest.raises(ValueError, match="eval_points must be an integer >= 1, got 0"):
+        collect.train_behaviour(agent, hp, jax.random.key(0), "pendulum", eval_points=0)
 
 
 # On these small Pendulum datasets and 3,000 gradient steps: IQL with a lower temperature than
