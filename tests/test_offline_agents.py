@@ -1,6 +1,7 @@
 """IQL and CQL: their losses against values derived by hand, short learning runs on datasets of a
 probe environment, the Lagrange weight's direction, seeds, bad input."""
 
+import dataclasses
 import math
 
 import jax
@@ -10,7 +11,7 @@ import pytest
 
 import envs
 from rlsuite import driver, losses
-from rlsuite.agents import cql, iql, td3_bc
+from rlsuite.agents import cql, iql, offline, td3_bc
 from rlsuite.agents.off_policy import adam_init, adam_step
 from rlsuite.datasets import DatasetInfo, from_transitions
 from rlsuite.networks import MLP, QEnsemble
@@ -302,6 +303,27 @@ def test_td3_bc_critics_learn_the_scaled_reward(uniform_data):
     critic = QEnsemble(config.hidden_sizes, 2, config.activation)
     q = critic.apply(state.learner.critic, jnp.zeros((4, 1)), actions)
     np.testing.assert_allclose(q, [[-4.5, -0.5, 0.0, -0.5]] * 2, atol=0.1)
+
+
+def test_observation_statistics_are_the_datasets_with_a_floored_std(uniform_data):
+    # The probe's observations are all 0: variance 0, so the divisor is its floor, 1e-3 (an
+    # observation of 1 in evaluation is 1,000, not the 1e4 of a floor of 1e-4).
+    env, params = envs.make(PROBE, continuous=True)
+    config = td3_bc.TD3BCConfig(normalize_observations=True, **{**SMALL, "gradient_steps": 4})
+    agent = td3_bc.make(config, env, params)
+    hp = agent.default_hparams
+    stats = agent.init(jax.random.key(0), hp, uniform_data).obs_stats
+    assert float(stats.mean[0]) == 0.0 and float(stats.var[0]) == 0.0
+    np.testing.assert_allclose(offline.standardize(stats, jnp.ones((1,))), [1000.0], rtol=1e-6)
+    # Otherwise the dataset's mean and (population) variance.
+    obs = 3.0 * jax.random.normal(jax.random.key(1), uniform_data.observations.shape) + 1.0
+    shifted = dataclasses.replace(uniform_data, observations=obs, next_observations=obs)
+    stats = agent.init(jax.random.key(0), hp, shifted).obs_stats
+    np.testing.assert_allclose(stats.mean, np.mean(np.asarray(obs), 0), rtol=1e-5)
+    np.testing.assert_allclose(stats.var, np.var(np.asarray(obs), 0), rtol=1e-4)
+    x = jnp.array([[4.0]])
+    expected = (4.0 - np.mean(np.asarray(obs))) / np.sqrt(np.var(np.asarray(obs)) + 1e-6)
+    np.testing.assert_allclose(offline.standardize(stats, x), [[expected]], rtol=1e-4)
 
 
 def test_td3_bc_updates_hold_whole_policy_delay_cycles():

@@ -15,7 +15,9 @@ Choices, written down:
   bootstraps from its `next_observations`, a terminal does not.
 - With `normalize_observations`, observations are standardised with the dataset's mean and
   standard deviation (as TD3+BC does), computed once in `init`, kept in the learner state and
-  applied to every batch and to every action taken in evaluation.
+  applied to every batch and to every action taken in evaluation. The divisor is
+  `sqrt(var + 1e-6)`, at least 1e-3 like TD3+BC's `std + 1e-3`: a dimension that is (nearly)
+  constant in the dataset is not blown up in evaluation, where it may vary.
 - One update is `gradient_steps` gradient steps, whole cycles of a learner that has one (TD3+BC:
   `policy_delay`, see `rlsuite.agents.off_policy`); the driver's step count (`env_steps` in logs and
   `final.json`) counts gradient steps for these agents, as no environment is stepped.
@@ -37,6 +39,13 @@ from rlsuite.datasets import Dataset, sample
 from rlsuite.environment import Environment
 from rlsuite.networks import activation_fn
 from rlsuite.wrappers import RescaleAction
+
+STD_FLOOR = 1e-3  # the smallest divisor of the observation normalisation (TD3+BC: std + 1e-3)
+
+
+def standardize(obs_stats: running_stats.RunningStats, obs: jax.Array) -> jax.Array:
+    """`(obs - mean) / sqrt(var + STD_FLOOR^2)` with the dataset's statistics."""
+    return running_stats.normalize(obs_stats, obs, eps=STD_FLOOR**2)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,7 +109,7 @@ def make_agent(
 
     def normalize(obs_stats, obs):
         if config.normalize_observations:
-            return running_stats.normalize(obs_stats, obs)
+            return standardize(obs_stats, obs)
         return obs
 
     def init(key, hp, data: Dataset) -> OfflineState:
