@@ -146,7 +146,7 @@ class PPOHparams:
     """Adam epsilon"""
     reward_scale: float = 1.0
     """constant factor on the rewards PPO learns from (brax.training's reward_scaling; applied
-    before config.scale_rewards' running normalisation)"""
+    before config.scale_rewards' running normalisation, which divides it out again)"""
 
 
 @struct.dataclass

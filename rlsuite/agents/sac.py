@@ -69,7 +69,7 @@ class SACHparams:
     tau: float = 0.005
     """Polyak step of the target critics"""
     alpha: float = 1.0
-    """initial temperature (config.autotune) or the fixed one"""
+    """initial temperature (config.autotune) or the fixed one; read once, by init"""
     target_entropy_scale: float = 1.0
     """target entropy = -target_entropy_scale * action_dim"""
     reward_scale: float = 1.0
