@@ -1,9 +1,13 @@
 """`evaluate`: run a fixed number of episodes inside `jit`; per-episode returns and lengths.
 
 All episodes run side by side (a vmapped batch), each until its first episode end; the loop stops as
-soon as all have ended or after `max_steps`. Works under `jax.vmap` over seeds (or over policy
-parameters closed over by the policy). Whether the policy is deterministic is the policy's business:
-pass e.g. `lambda key, obs: (agent.act(state, obs, key, True), {})`.
+soon as all have ended or after `max_steps`. No episode is reset: the steps are
+`Environment.step_without_reset` with the keys `step` would use (so the episodes are those an
+auto-resetting step gives, bitwise), and an episode that has ended keeps its last state while the
+others go on. A fresh start state per step, computed and thrown away, is what a batched
+auto-reset would cost here (a full MJX `forward` per step for Brax). Works under `jax.vmap` over
+seeds (or over policy parameters closed over by the policy). Whether the policy is deterministic
+is the policy's business: pass e.g. `lambda key, obs: (agent.act(state, obs, key, True), {})`.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rlsuite.environment import Environment
+from rlsuite.environment import Environment, select, split_step_key
 from rlsuite.rollout import Policy, reset_batch
 
 
@@ -49,7 +53,15 @@ def evaluate(
     env_params = env.check_params(env_params)
     key, key_reset = jax.random.split(key)
     batch = reset_batch(env, env_params, key_reset, num_episodes, params_axis)
-    step = jax.vmap(env.step, in_axes=(0, 0, 0, params_axis))
+
+    def step_or_stay(key, state, obs, action, params, running):
+        new_obs, new_state, reward, terminated, truncated, _ = env.step_without_reset(
+            split_step_key(key)[0], state, action, params
+        )
+        state, obs = select(running, (new_state, new_obs), (state, obs))
+        return state, obs, reward, terminated, truncated
+
+    step = jax.vmap(step_or_stay, in_axes=(0, 0, 0, 0, params_axis, 0))
     zeros = jnp.zeros((num_episodes,), jnp.float32)
     running = jnp.ones((num_episodes,), bool)
     lengths = jnp.zeros((num_episodes,), jnp.int32)
@@ -63,7 +75,9 @@ def evaluate(
         key, key_policy, key_env = jax.random.split(key, 3)
         action, _ = policy(key_policy, batch.obs)
         keys = jax.random.split(key_env, num_episodes)
-        obs, state, reward, terminated, truncated, _ = step(keys, batch.state, action, env_params)
+        state, obs, reward, terminated, truncated = step(
+            keys, batch.state, batch.obs, action, env_params, running
+        )
         returns = returns + jnp.where(running, reward, 0.0)
         lengths = lengths + running.astype(jnp.int32)
         running = running & ~(terminated | truncated)

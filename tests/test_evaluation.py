@@ -62,3 +62,39 @@ def test_vmap_over_seeds_and_stochastic_policy():
     np.testing.assert_allclose(batched.returns[1], single.returns, rtol=1e-6)
     assert not np.allclose(batched.returns[0], batched.returns[1])
     assert batched.returns.shape == (2, 3)
+
+
+def test_episodes_equal_those_of_the_auto_resetting_step():
+    # evaluate steps without resets; the episodes must be those `jax.vmap(env.step)` gives, with
+    # the same keys, up to each one's first end (a plain loop as the reference). A policy that
+    # depends on the observation and the key.
+    import envs
+    from rlsuite.rollout import reset_batch
+
+    env, params = envs.make("cartpole")
+    n = 8
+
+    def policy(key, obs):
+        noise = jax.random.normal(key, (obs.shape[0],))
+        return (obs[:, 2] + obs[:, 3] + 0.05 * noise > 0).astype(jnp.int32), {}
+
+    result = jax.jit(evaluate, static_argnums=(0, 2, 4))(env, params, policy, jax.random.key(4), n)
+    key, key_reset = jax.random.split(jax.random.key(4))
+    batch = reset_batch(env, params, key_reset, n)
+    step = jax.jit(jax.vmap(env.step, in_axes=(0, 0, 0, None)))
+    obs, state = batch.obs, batch.state
+    returns, lengths, running = np.zeros(n), np.zeros(n, int), np.ones(n, bool)
+    while running.any():
+        key, key_policy, key_env = jax.random.split(key, 3)
+        action, _ = policy(key_policy, obs)
+        obs, state, reward, terminated, truncated, _ = step(
+            jax.random.split(key_env, n), state, action, params
+        )
+        returns += np.where(running, np.asarray(reward), 0.0)
+        lengths += running
+        running &= ~np.asarray(terminated | truncated)
+    # Episodes end at different steps, by termination and by the time limit (500).
+    assert len(set(lengths)) > 2 and (lengths < 500).any() and (lengths == 500).any()
+    np.testing.assert_array_equal(result.lengths, lengths)
+    np.testing.assert_array_equal(result.returns, returns.astype(np.float32))
+    assert result.finished.all()

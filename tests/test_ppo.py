@@ -274,9 +274,10 @@ def test_brax_environment_through_the_adapter_improves_over_the_random_policy():
     def uniform(key, obs):
         return jax.vmap(space.sample)(jax.random.split(key, obs.shape[0])), {}
 
-    random_return = float(
-        evaluate(agent.env, params, uniform, jax.random.key(1), 16).returns.mean()
-    )
+    def random_returns(key):  # jitted: an eager MJX reset runs op by op (about 20 s here)
+        return evaluate(agent.env, params, uniform, key, 16).returns
+
+    random_return = float(jax.jit(random_returns)(jax.random.key(1)).mean())
     states = driver.init_batch(agent, jax.random.split(jax.random.key(0), 1), hp)
     states, _ = jax.jit(driver.run_batch, static_argnums=(0, 3))(
         agent, states, hp, config.num_updates
