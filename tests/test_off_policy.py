@@ -225,10 +225,10 @@ def test_same_key_same_run_different_key_different_run(algo):
     b, mb = train(agent, jax.random.key(0), Hparams(), 12)
     c, mc = train(agent, jax.random.key(1), Hparams(), 12)
     assert leaves_equal(a, b) and leaves_equal(ma, mb)
-    # A raw `PRNGKey` (uint32[2], the same bits as `key(0)`) gives the same run: TD3's cycle of
-    # gradient-step keys is reshaped with the raw key's trailing axis.
-    d, md = train(agent, jax.random.PRNGKey(0), Hparams(), 12)
-    assert leaves_equal(a.learner, d.learner) and leaves_equal(ma, md)
+    if algo == "td3":  # a cycle of 2 gradient steps: its keys are reshaped into cycles
+        # A raw `PRNGKey` (uint32[2], the same bits as `key(0)`) gives the same run.
+        d, md = train(agent, jax.random.PRNGKey(0), Hparams(), 12)
+        assert leaves_equal(a.learner, d.learner) and leaves_equal(ma, md)
     assert not np.allclose(ma["losses/critic_loss"][6:], mc["losses/critic_loss"][6:])
     # Each vmapped seed's first learning update (8 env steps: update 3 of SAC's 2 env steps
     # each, update 1 of TD3's 4) matches its separate run.
