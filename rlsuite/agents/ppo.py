@@ -13,9 +13,12 @@ Deviations and choices, written down:
 - Observation normalisation statistics live in the learner state. A rollout is collected and learned
   from with the same statistics (so the first ratio is exactly 1); they are updated afterwards.
 - `hparams.reward_scale` multiplies the rewards PPO learns from by a constant (1 by default).
-- Reward scaling divides rewards by the running standard deviation of the discounted return (as
-  gymnasium's `NormalizeReward`), with statistics in the learner state; episode returns in the
-  metrics are always the raw ones.
+- Reward scaling divides rewards by the running standard deviation of the discounted return, with
+  statistics in the learner state; episode returns in the metrics are always the raw ones. The
+  return is `G = gamma G + r`, set to 0 after every episode end (truncations included).
+  gymnasium 1.x's `NormalizeReward` computes `G = gamma (1 - terminated) G + r` instead, which
+  drops the return so far on the terminal step and carries it across a truncation. The
+  statistics take the whole rollout's returns before its rewards are divided (not step by step).
 - The learning rate anneals linearly per update, from `learning_rate` to 0 at
   `config.total_timesteps`.
 - Continuous actions are an unsquashed diagonal Gaussian by default; the environment clips them
