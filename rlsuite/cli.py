@@ -29,7 +29,9 @@ import jax
 import numpy as np
 import tyro
 
+from rlsuite import checkpoint
 from rlsuite.agents import bc, cql, iql, ppo, sac, td3, td3_bc
+from rlsuite.loggers import CSV, JSONL, check_backends
 from rlsuite.tuned import behaviour, env_from_argv, flag_value, tuned
 
 
@@ -93,6 +95,44 @@ def _choose(kind: str, name: str, allowed) -> None:
         close = difflib.get_close_matches(name, list(allowed), n=3)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(f"unknown {kind} {name!r}{hint} (allowed: {', '.join(allowed)})")
+
+
+RECORD_KEYS = ("algo", "env", "num_seeds", "config", "hparams")
+
+
+def _read_record(out: pathlib.Path, what: str = "run") -> dict:
+    """The `config.json` of the run in `out`, refused with the file named when it is missing, not
+    JSON or not one that `rlsuite train` wrote."""
+    path = out / "config.json"
+    if not path.is_file():
+        raise UsageError(f"{out} holds no {what} (no config.json)")
+    try:
+        record = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path} is not valid JSON ({error})") from None
+    missing = [k for k in RECORD_KEYS if not isinstance(record, dict) or k not in record]
+    if missing:
+        raise UsageError(
+            f"{path} lacks {', '.join(missing)}: it is not a config.json that rlsuite train wrote"
+        )
+    _choose("algorithm", record["algo"], ALGOS)
+    return record
+
+
+def _check_out(out: pathlib.Path) -> None:
+    """Refuse an `--out` that cannot hold a new run, before anything is written there."""
+    for path in (out, *out.parents):
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"--out {out}: {path} is a file, not a directory")
+    if (out / "config.json").exists():
+        raise UsageError(
+            f"{out} already holds a run; continue it with --resume {out} or choose another --out"
+        )
+    if checkpoint.latest_step(out / "checkpoints") is not None:
+        raise UsageError(f"--out {out}: {out / 'checkpoints'} already holds checkpoints")
+    for name in (JSONL, CSV):
+        if (out / name).is_file() and (out / name).stat().st_size:
+            raise UsageError(f"--out {out}: {out / name} already holds metrics")
 
 
 def _build(record: dict):
@@ -180,12 +220,14 @@ def train(argv: list[str]) -> dict:
     out = pathlib.Path(
         args.out or f"runs/{name}_{env_name.replace('/', '-')}_{time.strftime('%Y%m%d-%H%M%S')}"
     )
-    if (out / "config.json").exists():
-        raise UsageError(
-            f"{out} already holds a run; continue it with --resume {out} or choose another --out"
-        )
+    _check_out(out)
     agent = algo.make(args.config, env, env_params)
     agent.check_hparams(args.hparams)
+    for flag in ("tensorboard", "wandb"):
+        try:
+            check_backends(**{flag: getattr(args, flag)})
+        except ImportError as error:
+            raise UsageError(f"--{flag}: {error}") from None
     data, sha = (None, None)
     if args.dataset is not None:
         data, sha = _load_dataset(args.dataset, env, env_params)
@@ -204,9 +246,32 @@ def train(argv: list[str]) -> dict:
     }
     if data is not None:
         record.update(dataset=str(pathlib.Path(args.dataset).resolve()), dataset_sha256=sha)
-    out.mkdir(parents=True, exist_ok=True)
+    made = [path for path in (out, *out.parents) if not path.exists()]  # created below
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"--out {out}: {error.strerror}") from None
     (out / "config.json").write_text(json.dumps(record, indent=2) + "\n")
-    return _fit(fit, agent, args.hparams, record, out, False, args.progress, data)
+    try:
+        return _fit(fit, agent, args.hparams, record, out, False, args.progress, data)
+    except Exception:
+        _forget(out, made[-1] if made else None)
+        raise
+
+
+def _forget(out: pathlib.Path, made: pathlib.Path | None) -> None:
+    """After a new run failed before its first checkpoint and log row, remove the `config.json`
+    it wrote and the empty folders it made (`made` and below), so that the same command can be
+    run again; anything saved is kept."""
+    if checkpoint.latest_step(out / "checkpoints") is not None:
+        return
+    if (out / JSONL).is_file() and (out / JSONL).stat().st_size:
+        return
+    (out / "config.json").unlink(missing_ok=True)
+    if made is not None:
+        for path in [*sorted(made.rglob("*"), reverse=True), made]:
+            if path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
 
 
 def _resume(argv: list[str]) -> dict:
@@ -220,9 +285,7 @@ def _resume(argv: list[str]) -> dict:
     progress = "--no-progress" not in rest
     rest = [a for a in rest if a not in ("--progress", "--no-progress")]
     config_path = out / "config.json"
-    if not config_path.exists():
-        raise UsageError(f"{out} holds no run to resume (no config.json)")
-    record = json.loads(config_path.read_text())
+    record = _read_record(out, "run to resume")
     if rest and rest != [record["algo"]]:
         raise UsageError(
             f"--resume continues the run exactly as {config_path} describes it; "
@@ -288,15 +351,13 @@ class EvalArgs:
 
 
 def evaluate(argv: list[str]) -> dict:
-    from rlsuite import checkpoint, driver
+    from rlsuite import driver
 
     args = tyro.cli(EvalArgs, args=argv, prog="rlsuite eval")
     if args.episodes < 1:
         raise UsageError("--episodes must be >= 1")
     out = pathlib.Path(args.run)
-    if not (out / "config.json").exists():
-        raise UsageError(f"{out} holds no run (no config.json)")
-    record = json.loads((out / "config.json").read_text())
+    record = _read_record(out)
     agent, hparams, data = _build(record)
     keys = jax.random.split(jax.random.key(0), record["num_seeds"])
     target = jax.eval_shape(functools.partial(driver.init_batch, agent), keys, hparams, None, data)
@@ -338,11 +399,21 @@ def plot(argv: list[str]) -> dict:
     out = pathlib.Path(args.out)
     if out.exists():
         raise UsageError(f"{out} exists; choose another --out")
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: {out.parent} is not a directory")
+    if not args.runs:
+        raise UsageError("plot needs at least one run directory: rlsuite plot RUN [RUN ...]")
     curves = []
     for run in args.runs:
-        if not (pathlib.Path(run) / "metrics.jsonl").exists():
-            raise UsageError(f"{run} holds no metrics.jsonl")
-        steps, values = curve(read_metrics(run), args.metric)
+        if not (pathlib.Path(run) / JSONL).exists():
+            raise UsageError(f"{run} holds no {JSONL}")
+        rows = read_metrics(run)
+        if not any(args.metric in row for row in rows):
+            logged = sorted({k for row in rows for k in row} - {"env_steps", "seed"})
+            raise UsageError(
+                f"{run} logs no {args.metric!r}; its metrics: {', '.join(logged) or 'none'}"
+            )
+        steps, values = curve(rows, args.metric)
         curves.append((pathlib.Path(run).name, steps, values))
     plot_curves(curves, out, args.metric)
     print(f"wrote {out}")
@@ -432,9 +503,9 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
     count = None
     if command == "train" and "--resume" in argv:
         i = argv.index("--resume")
-        config = pathlib.Path(argv[i + 1] if i + 1 < len(argv) else "") / "config.json"
-        if config.is_file():
-            devices = json.loads(config.read_text()).get("devices", {"platform": "cpu", "count": 1})
+        out = pathlib.Path(argv[i + 1] if i + 1 < len(argv) else "")
+        if (out / "config.json").is_file():
+            devices = _read_record(out).get("devices", {"platform": "cpu", "count": 1})
             count = devices["count"] if devices["platform"] == "cpu" else None
     elif command == "train":
         value = flag_value(argv, "--cpu-devices")

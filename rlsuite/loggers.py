@@ -39,15 +39,21 @@ _RESERVED = ("env_steps", "seed")
 
 
 def read_metrics(out_dir) -> list[dict]:
-    """The rows of ``out_dir/metrics.jsonl`` in the order they were written."""
+    """The rows of ``out_dir/metrics.jsonl`` in the order they were written. A last line without
+    its newline that does not parse (a write cut short by a kill) is left out; any other line
+    that does not parse is an error."""
     path = pathlib.Path(out_dir) / JSONL
+    text = path.read_text()
+    lines = text.splitlines()
     rows = []
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
+    for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as e:
+            if number == len(lines) and not text.endswith("\n"):
+                break
             raise ValueError(f"{path} line {number} is not a JSON object: {line[:80]!r}") from e
     return rows
 
@@ -59,6 +65,15 @@ def _import_backend(module: str, flag: str):
         raise ImportError(
             f"MetricsLogger({flag}=True) needs the {module!r} package: {_INSTALL}"
         ) from e
+
+
+def check_backends(tensorboard: bool = False, wandb: bool = False, **_) -> None:
+    """Raise the ``ImportError`` a ``MetricsLogger`` with these options would, without writing
+    anything (so a run can refuse a missing backend before it starts)."""
+    if tensorboard:
+        _import_backend("tensorboardX", "tensorboard")
+    if wandb:
+        _import_backend("wandb", "wandb")
 
 
 def _nonempty(path: pathlib.Path) -> bool:

@@ -6,8 +6,10 @@ moves a progress bar; at the end it evaluates every seed's policy and writes `fi
     result = fit(agent, jax.random.key(0), num_seeds=8, out_dir="runs/demo", resume=True, ...)
 
 A resumed run restores the latest checkpoint and continues with the same chunk boundaries, so it
-ends bitwise where the uninterrupted run would have. Files under `out_dir`: `checkpoints/<update>/`,
-`metrics.jsonl`, `metrics.csv`, `final.json`.
+ends bitwise where the uninterrupted run would have. A run stopped before its first checkpoint
+starts again from its key (the rows it logged go to `metrics.jsonl.stale`); one stopped after
+its last checkpoint but before `final.json` is evaluated and summarised. Files under `out_dir`:
+`checkpoints/<update>/`, `metrics.jsonl`, `metrics.csv`, `final.json`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from rlsuite import checkpoint, driver, memory
 from rlsuite.agent import Agent, config_dict
-from rlsuite.loggers import MetricsLogger
+from rlsuite.loggers import MetricsLogger, check_backends
 
 
 @dataclasses.dataclass
@@ -76,6 +78,8 @@ def fit(
         raise ValueError(f"fit: chunk_updates must be >= 1, got {chunk_updates}")
     if resume and out_dir is None:
         raise ValueError("fit: resume=True needs the out_dir of the run to continue")
+    if out_dir is not None:
+        check_backends(**(logger_options or {}))
     extra = dict(metadata or {})
     metadata = {
         **extra,
@@ -99,17 +103,21 @@ def fit(
 
     ckpt_dir = None if out_dir is None else pathlib.Path(out_dir) / "checkpoints"
     start = 0
-    if resume:
+    final_path = None if out_dir is None else pathlib.Path(out_dir) / "final.json"
+    never_saved = resume and (not ckpt_dir.exists() or not any(ckpt_dir.iterdir()))
+    if resume and not never_saved:  # a corrupt or foreign checkpoint is refused by restore
         keys_checked = ("algo", "env", "num_seeds", "config", "hparams", *extra)
         expect = {k: metadata[k] for k in keys_checked}
         states, saved = checkpoint.restore(ckpt_dir, target, expect=expect)
         states = driver.shard_runs(states, num_seeds)  # init_batch places a new run's states
         start = int(saved["update"])
-        if start >= num_updates:
+        if start >= num_updates and final_path.exists():
             raise ValueError(
                 f"fit: the run in {out_dir} already completed {start} of {num_updates} updates; "
                 "nothing to resume"
             )
+    elif never_saved:  # stopped before its first checkpoint: start again
+        states = init(agent, keys, hparams, hparams_axis, data)
     else:
         if ckpt_dir is not None and checkpoint.latest_step(ckpt_dir) is not None:
             raise FileExistsError(
@@ -168,8 +176,8 @@ def fit(
         scores = normalized_score(eval_returns.mean(axis=1), *reference_returns)
         summary["normalized_score_per_seed"] = np.asarray(scores).tolist()
         summary["normalized_score_mean"] = float(np.mean(scores))
-    if out_dir is not None:
-        (pathlib.Path(out_dir) / "final.json").write_text(json.dumps(summary, indent=2) + "\n")
+    if final_path is not None:
+        final_path.write_text(json.dumps(summary, indent=2) + "\n")
     metrics = {k: np.concatenate(v, axis=1) for k, v in collected.items()}
     return FitResult(states, metrics, eval_returns, summary)
 

@@ -105,10 +105,14 @@ def env_from_argv(argv: list[str], default: str = "cartpole") -> str:
 
 
 def flag_value(argv: list[str], flag: str) -> str | None:
-    """The value of `flag` in a command line (`--flag VALUE` or `--flag=VALUE`), or None."""
+    """The value of `flag` in a command line (`--flag VALUE` or `--flag=VALUE`), or None. A flag
+    given twice is refused: read ahead of the parser, its value would be ambiguous."""
+    values = []
     for i, arg in enumerate(argv):
         if arg == flag and i + 1 < len(argv):
-            return argv[i + 1]
-        if arg.startswith(flag + "="):
-            return arg.split("=", 1)[1]
-    return None
+            values.append(argv[i + 1])
+        elif arg.startswith(flag + "="):
+            values.append(arg.split("=", 1)[1])
+    if len(values) > 1:
+        raise ValueError(f"{flag} is given {len(values)} times ({', '.join(values)}); give it once")
+    return values[0] if values else None

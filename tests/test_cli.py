@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -261,3 +262,77 @@ def test_dataset_collect_then_offline_train_eval_and_guards(tmp_path):
         proc = rlsuite(*args, cwd=tmp_path, timeout=120)
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr[-2000:])
     assert not (tmp_path / "runs").exists() and not (tmp_path / "x.hdf5").exists()
+
+
+GUARDS = textwrap.dedent(
+    """
+    import contextlib, io, json, pathlib, sys
+    import numpy as np
+    sys.modules["wandb"] = None  # makes `import wandb` fail, installed or not
+    from rlsuite import checkpoint, cli
+
+    tmp = pathlib.Path(sys.argv[1])
+
+    def run(*args):
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = cli.main([str(a) for a in args])
+        return [rc, err.getvalue()]
+
+    tiny = ["--total-timesteps", "512", "--no-progress"]
+    (tmp / "afile").touch()
+    checkpoint.save(tmp / "saved" / "checkpoints", 1, {"x": np.zeros(2)}, {"algo": "ppo"})
+    (tmp / "bad").mkdir()
+    (tmp / "bad" / "config.json").write_text("{")
+    (tmp / "empty").mkdir()
+    (tmp / "empty" / "config.json").write_text("{}")
+    (tmp / "logged").mkdir()
+    (tmp / "logged" / "metrics.jsonl").write_text(
+        '{"env_steps": 1, "seed": 0, "charts/episodic_return": 1.0}\\n'
+    )
+    out = {
+        "file": run("train", "ppo", "--out", tmp / "afile" / "x", *tiny),
+        "env_twice": run("train", "ppo", "--env", "cartpole", "--env", "pendulum",
+                         "--out", tmp / "g", *tiny),
+        "wandb": run("train", "ppo", "--wandb", "--out", tmp / "w" / "run", *tiny),
+        "memory": run("train", "sac", "--env", "pendulum", "--num-seeds", "200000",
+                      "--out", tmp / "m" / "run", *tiny),
+        "checkpoints": run("train", "ppo", "--out", tmp / "saved", *tiny),
+        "bad_json": run("train", "--resume", tmp / "bad"),
+        "no_keys": run("eval", tmp / "empty"),
+        "plot_none": run("plot", "--out", tmp / "p.png"),
+        "plot_dir": run("plot", tmp / "logged", "--out", tmp / "nodir" / "p.png"),
+        "plot_metric": run("plot", tmp / "logged", "--metric", "charts/foo",
+                           "--out", tmp / "p.png"),
+    }
+    print(json.dumps(out))
+    """
+)
+
+
+def test_bad_input_is_refused_with_a_message_and_leaves_nothing_behind(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-c", GUARDS, str(tmp_path)], capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    expected = {
+        "file": f"--out {tmp_path / 'afile' / 'x'}: {tmp_path / 'afile'} is a file",
+        "env_twice": "--env is given 2 times (cartpole, pendulum); give it once",
+        "wandb": "--wandb: MetricsLogger(wandb=True) needs the 'wandb' package",
+        "memory": "the learner state of 200000 runs needs",  # raised inside the run
+        "checkpoints": "checkpoints already holds checkpoints",
+        "bad_json": f"{tmp_path / 'bad' / 'config.json'} is not valid JSON",
+        "no_keys": "config.json lacks algo, env, num_seeds, config, hparams",
+        "plot_none": "plot needs at least one run directory",
+        "plot_dir": "nodir is not a directory",
+        "plot_metric": "logs no 'charts/foo'; its metrics: charts/episodic_return",
+    }
+    for case, message in expected.items():
+        rc, stderr = out[case]
+        assert rc == 2 and message in stderr, (case, stderr)
+    # Nothing was written for the refused or failed runs; what was there is unchanged.
+    for name in ("g", "w", "m", "p.png"):
+        assert not (tmp_path / name).exists(), name
+    assert sorted(p.name for p in (tmp_path / "saved").iterdir()) == ["checkpoints"]
+    assert (tmp_path / "bad" / "config.json").read_text() == "{"

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite.loggers import CSV, JSONL, MetricsLogger, read_metrics
+from rlsuite.loggers import CSV, JSONL, MetricsLogger, check_backends, read_metrics
 
 RET, LOSS = "charts/episodic_return", "losses/policy_loss"
 
@@ -160,6 +160,17 @@ def test_resume_moves_a_line_cut_short_by_a_kill_to_stale(tmp_path):
     assert_csv_matches_jsonl(tmp_path)
 
 
+def test_reading_skips_only_a_last_line_cut_short(tmp_path):
+    with MetricsLogger(tmp_path) as logger:
+        _log_run(logger, [100])
+    good = (tmp_path / JSONL).read_text()
+    (tmp_path / JSONL).write_text(good + '{"env_steps": 2')  # the kill hit mid-write
+    assert [r["env_steps"] for r in read_metrics(tmp_path)] == [100, 100]
+    (tmp_path / JSONL).write_text('{"env_steps": 2\n' + good)  # not the last line: an error
+    with pytest.raises(ValueError, match="line 1 is not a JSON object"):
+        read_metrics(tmp_path)
+
+
 def test_resume_into_empty_dir_starts_fresh(tmp_path):
     with MetricsLogger(tmp_path / "run", resume_from_step=50) as logger:
         _log_run(logger, [100])
@@ -183,6 +194,8 @@ def test_backend_asked_but_missing_raises_before_writing(tmp_path, monkeypatch, 
     with pytest.raises(ImportError, match=r"pip install 'rlsuite\[logging\]'"):
         MetricsLogger(tmp_path / "run", **{flag: True})
     assert not (tmp_path / "run").exists()
+    with pytest.raises(ImportError, match=r"pip install 'rlsuite\[logging\]'"):
+        check_backends(**{flag: True})  # the same check, on its own, writes nothing
 
 
 def test_wandb_receives_per_seed_keys(tmp_path, monkeypatch):

@@ -85,6 +85,38 @@ def test_resume_after_kill_equals_uninterrupted_run(agent, uninterrupted, tmp_pa
     np.testing.assert_array_equal(resumed.eval_returns, full.eval_returns)
 
 
+def test_resume_before_the_first_checkpoint_starts_again(agent, uninterrupted, tmp_path):
+    # Killed before its first checkpoint: the run starts again from its key and ends where the
+    # uninterrupted one does; what it had logged goes to the stale files.
+    full_dir, full = uninterrupted
+    (tmp_path / "metrics.jsonl").write_text((full_dir / "metrics.jsonl").read_text()[:300])
+    resumed = fit(agent, tmp_path, resume=True)
+    assert read_metrics(tmp_path) == read_metrics(full_dir)
+    assert (tmp_path / "metrics.jsonl.stale").read_text() == (
+        (full_dir / "metrics.jsonl").read_text()[:300] + "\n"
+    )
+    np.testing.assert_array_equal(resumed.eval_returns, full.eval_returns)
+
+
+def test_resume_after_the_last_checkpoint_writes_the_summary(agent, uninterrupted, tmp_path):
+    # Killed after the last checkpoint, before final.json: the resume trains nothing, evaluates
+    # the saved policy and writes final.json; with final.json there, there is nothing to resume.
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(uninterrupted[0], out)
+    expected = json.loads((out / "final.json").read_text())
+    (out / "final.json").unlink()
+    before = tree_hash(out)
+    resumed = fit(agent, out, resume=True)
+    summary = json.loads((out / "final.json").read_text())
+    assert summary["env_steps_this_call"] == 0 and resumed.metrics == {}
+    assert summary["eval_return_per_seed"] == expected["eval_return_per_seed"]
+    assert {k: v for k, v in tree_hash(out).items() if not k.endswith("final.json")} == before
+    with pytest.raises(ValueError, match="already completed 6 of 6 updates; nothing to resume"):
+        fit(agent, out, resume=True)
+
+
 def test_existing_run_is_never_overwritten(agent, uninterrupted):
     out, _ = uninterrupted
     before = tree_hash(out)
