@@ -5,7 +5,9 @@ splits an episode's core from auto-reset; its `step_env` returns five values
 `(obs, state, reward, terminated, info)` and truncation is `env.is_truncated(state, params)`, i.e.
 `state.time >= params.max_steps_in_episode`. The adapter's `step_env` returns both flags, and the
 auto-reset of `Environment.step` (same key split, same select) then gives what gymnax's own `step`
-gives: the same observation, state, reward, flags and `info["final_observation"]`.
+gives: the same observation, state, reward, flags and `info["final_observation"]`. Environments
+that override gymnax's `step` are the exception: DeepSea-bsuite's carries its bsuite counters
+(`total_bad_episodes`, `denoised_return`) across resets, and here they restart with each episode.
 
 * **Params** are gymnax's own params pytree (`env.default_params`, changed with `.replace(...)`), so
   `jax.vmap` over them gives task distributions as for our own environments.

@@ -41,6 +41,8 @@ class Discrete(Space):
 
     def contains(self, x: jax.Array) -> jax.Array:
         x = jnp.asarray(x)
+        if not jnp.issubdtype(x.dtype, jnp.integer):  # 1.5, 1.0 and True are not in it
+            return jnp.zeros((), bool)
         return jnp.logical_and(x >= 0, x < self.n) & (x.shape == ())
 
     def __repr__(self) -> str:

@@ -48,6 +48,11 @@ def test_reset_draws_goals_in_box_and_fixed_goal():
     )
     _, state = jax.vmap(env.reset, in_axes=(0, None))(keys, fixed)
     np.testing.assert_allclose(state.goal, np.tile([1.0, -1.0], (500, 1)))
+    # A curriculum over goal_low alone: its check against goal_high waits for concrete values.
+    lows = jnp.stack([jnp.array([-1.0, -1.0]), jnp.array([0.5, 0.5])])
+    reset = jax.vmap(lambda low, key: env.reset(key, env.default_params.replace(goal_low=low)))
+    _, state = reset(lows, keys[:2])
+    assert np.all(state.goal[1] >= 0.5) and np.all(state.goal <= 1.5)
 
 
 def test_invalid_params():

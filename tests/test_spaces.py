@@ -12,6 +12,10 @@ def test_discrete_sample_and_contains():
     assert samples.dtype == jnp.int32
     assert set(np.unique(samples).tolist()) == {0, 1, 2}
     assert bool(space.contains(2)) and not bool(space.contains(3)) and not bool(space.contains(-1))
+    # Integers only, as gymnasium's Discrete: not 1.5, not 1.0, not True.
+    for x in (1.5, jnp.float32(1.0), True):
+        assert not bool(space.contains(x)), x
+    assert bool(space.contains(jnp.int32(1))) and bool(space.contains(np.int64(1)))
     assert flat_dim(space) == 1
 
 
