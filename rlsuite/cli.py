@@ -223,6 +223,14 @@ def train(argv: list[str]) -> dict:
     _check_out(out)
     agent = algo.make(args.config, env, env_params)
     agent.check_hparams(args.hparams)
+    asked = getattr(args.config, "total_timesteps", None)
+    steps = agent.config.num_updates * agent.env_steps_per_update
+    if asked is not None and steps != asked:
+        print(
+            f"rlsuite train: note: the run takes {steps:,} env steps per seed, whole updates of "
+            f"{agent.env_steps_per_update:,}, for --total-timesteps {asked:,}",
+            file=sys.stderr,
+        )
     for flag in ("tensorboard", "wandb"):
         try:
             check_backends(**{flag: getattr(args, flag)})

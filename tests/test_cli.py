@@ -304,6 +304,10 @@ GUARDS = textwrap.dedent(
         "plot_dir": run("plot", tmp / "logged", "--out", tmp / "nodir" / "p.png"),
         "plot_metric": run("plot", tmp / "logged", "--metric", "charts/foo",
                            "--out", tmp / "p.png"),
+        # Not an error: a budget that is not whole updates is said to be rounded.
+        "rounded": run("train", "ppo", "--num-envs", "1", "--num-steps", "8", "--num-minibatches",
+                       "1", "--update-epochs", "1", "--total-timesteps", "12", "--eval-episodes",
+                       "1", "--out", tmp / "r", "--no-progress"),
     }
     print(json.dumps(out))
     """
@@ -331,6 +335,10 @@ def test_bad_input_is_refused_with_a_message_and_leaves_nothing_behind(tmp_path)
     for case, message in expected.items():
         rc, stderr = out[case]
         assert rc == 2 and message in stderr, (case, stderr)
+    rc, stderr = out["rounded"]
+    note = "takes 8 env steps per seed, whole updates of 8, for --total-timesteps 12"
+    assert rc == 0 and note in stderr, stderr
+    assert json.loads((tmp_path / "r" / "final.json").read_text())["env_steps"] == 8
     # Nothing was written for the refused or failed runs; what was there is unchanged.
     for name in ("g", "w", "m", "p.png"):
         assert not (tmp_path / name).exists(), name
