@@ -128,11 +128,19 @@ def _check_out(out: pathlib.Path) -> None:
         raise UsageError(
             f"{out} already holds a run; continue it with --resume {out} or choose another --out"
         )
+    saved = _saved_in(out)
+    if saved is not None:
+        raise UsageError(f"--out {out}: {saved}")
+
+
+def _saved_in(out: pathlib.Path) -> str | None:
+    """What a run has saved in `out` (checkpoints or metrics), said in a few words, or None."""
     if checkpoint.latest_step(out / "checkpoints") is not None:
-        raise UsageError(f"--out {out}: {out / 'checkpoints'} already holds checkpoints")
+        return f"{out / 'checkpoints'} already holds checkpoints"
     for name in (JSONL, CSV):
         if (out / name).is_file() and (out / name).stat().st_size:
-            raise UsageError(f"--out {out}: {out / name} already holds metrics")
+            return f"{out / name} already holds metrics"
+    return None
 
 
 def _build(record: dict):
@@ -271,9 +279,7 @@ def _forget(out: pathlib.Path, made: pathlib.Path | None) -> None:
     """After a new run failed before its first checkpoint and log row, remove the `config.json`
     it wrote and the empty folders it made (`made` and below), so that the same command can be
     run again; anything saved is kept."""
-    if checkpoint.latest_step(out / "checkpoints") is not None:
-        return
-    if (out / JSONL).is_file() and (out / JSONL).stat().st_size:
+    if _saved_in(out) is not None:
         return
     (out / "config.json").unlink(missing_ok=True)
     if made is not None:
@@ -416,12 +422,10 @@ def plot(argv: list[str]) -> dict:
         if not (pathlib.Path(run) / JSONL).exists():
             raise UsageError(f"{run} holds no {JSONL}")
         rows = read_metrics(run)
-        if not any(args.metric in row for row in rows):
-            logged = sorted({k for row in rows for k in row} - {"env_steps", "seed"})
-            raise UsageError(
-                f"{run} logs no {args.metric!r}; its metrics: {', '.join(logged) or 'none'}"
-            )
-        steps, values = curve(rows, args.metric)
+        try:
+            steps, values = curve(rows, args.metric)
+        except ValueError as error:
+            raise UsageError(f"{run} {error}") from None
         curves.append((pathlib.Path(run).name, steps, values))
     plot_curves(curves, out, args.metric)
     print(f"wrote {out}")

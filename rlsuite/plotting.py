@@ -29,9 +29,11 @@ def bootstrap_ci(
 
 def curve(rows: list[dict], metric: str) -> tuple[np.ndarray, np.ndarray]:
     """`(env_steps [T], values [num_seeds, T])` of `metric` from metrics rows (`read_metrics`)."""
-    rows = [r for r in rows if metric in r]
-    if not rows:
-        raise ValueError(f"no rows hold the metric {metric!r}")
+    held = [r for r in rows if metric in r]
+    if not held:
+        logged = sorted({k for r in rows for k in r} - {"env_steps", "seed"})
+        raise ValueError(f"logs no {metric!r}; its metrics: {', '.join(logged) or 'none'}")
+    rows = held
     steps = np.unique([r["env_steps"] for r in rows])
     seeds = np.unique([r["seed"] for r in rows])
     values = np.full((len(seeds), len(steps)), np.nan)

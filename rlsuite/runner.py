@@ -104,8 +104,9 @@ def fit(
     ckpt_dir = None if out_dir is None else pathlib.Path(out_dir) / "checkpoints"
     start = 0
     final_path = None if out_dir is None else pathlib.Path(out_dir) / "final.json"
-    never_saved = resume and (not ckpt_dir.exists() or not any(ckpt_dir.iterdir()))
-    if resume and not never_saved:  # a corrupt or foreign checkpoint is refused by restore
+    # A resumed run that saved nothing yet starts again; restore refuses a corrupt or foreign one.
+    restore = resume and ckpt_dir.exists() and any(ckpt_dir.iterdir())
+    if restore:
         keys_checked = ("algo", "env", "num_seeds", "config", "hparams", *extra)
         expect = {k: metadata[k] for k in keys_checked}
         states, saved = checkpoint.restore(ckpt_dir, target, expect=expect)
@@ -116,10 +117,8 @@ def fit(
                 f"fit: the run in {out_dir} already completed {start} of {num_updates} updates; "
                 "nothing to resume"
             )
-    elif never_saved:  # stopped before its first checkpoint: start again
-        states = init(agent, keys, hparams, hparams_axis, data)
     else:
-        if ckpt_dir is not None and checkpoint.latest_step(ckpt_dir) is not None:
+        if not resume and ckpt_dir is not None and checkpoint.latest_step(ckpt_dir) is not None:
             raise FileExistsError(
                 f"{ckpt_dir} already holds checkpoints; resume the run or use another out_dir"
             )
