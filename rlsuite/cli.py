@@ -23,6 +23,7 @@ import json
 import pathlib
 import sys
 import time
+import traceback
 from typing import Annotated, Any, NamedTuple
 
 import jax
@@ -534,6 +535,22 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
         )
 
 
+def _raised_here(error: BaseException) -> bool:
+    """Whether `error` was raised in the suite's own code (`rlsuite`, `envs`): one of its checks
+    refusing the input, reported in one line. One raised inside a library (jax, orbax, h5py, ...)
+    is a fault rather than bad input, and keeps its traceback."""
+    import importlib.util
+
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return False
+    roots = [pathlib.Path(__file__).parent]
+    spec = importlib.util.find_spec("envs")
+    if spec is not None and spec.origin is not None:
+        roots.append(pathlib.Path(spec.origin).parent)
+    return any(pathlib.Path(frames[-1].filename).is_relative_to(root) for root in roots)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
@@ -546,6 +563,8 @@ def main(argv: list[str] | None = None) -> int:
             _use_cpu_cores(command, rest)
         {"train": train, "eval": evaluate, "plot": plot, "dataset": dataset}[command](rest)
     except (UsageError, ValueError, TypeError, FileExistsError, MemoryError) as error:
+        if not _raised_here(error):
+            raise
         print(f"rlsuite {command}: error: {error}", file=sys.stderr)
         return 2
     return 0

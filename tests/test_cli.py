@@ -344,3 +344,25 @@ def test_bad_input_is_refused_with_a_message_and_leaves_nothing_behind(tmp_path)
         assert not (tmp_path / name).exists(), name
     assert sorted(p.name for p in (tmp_path / "saved").iterdir()) == ["checkpoints"]
     assert (tmp_path / "bad" / "config.json").read_text() == "{"
+
+
+def test_a_fault_inside_a_library_keeps_its_traceback(tmp_path, monkeypatch, capsys):
+    """Only the suite's own checks become one-line errors with exit status 2: a TypeError or
+    ValueError raised inside jax is a fault, so it propagates with its traceback (and the new
+    run's `config.json` is removed, as for any failure before the first checkpoint)."""
+    import jax.numpy as jnp
+
+    from rlsuite import cli, runner
+
+    def fit(*args, **kwargs):
+        return jnp.ones(2) @ jnp.ones(3)  # jax raises TypeError: a shape bug, not bad input
+
+    monkeypatch.setattr(runner, "fit", fit)
+    out = tmp_path / "run"
+    with pytest.raises(TypeError, match="dot_general") as raised:
+        cli.main(["train", "ppo", "--out", str(out), "--no-progress"])
+    assert not cli._raised_here(raised.value)
+    assert not out.exists()
+    # The suite's own refusal of the same kind is still a one-line error.
+    assert cli.main(["train", "ppo", "--learning-rate", "-1", "--out", str(out)]) == 2
+    assert "learning_rate" in capsys.readouterr().err and not out.exists()
