@@ -73,9 +73,20 @@ class DatasetInfo:
     def __post_init__(self):
         if not isinstance(self.env, str) or not self.env:
             raise ValueError(f"DatasetInfo.env must be a non-empty string, got {self.env!r}.")
+        for name in ("quality", "algo"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"DatasetInfo.{name} must be a string or None, got {value!r}.")
         for name, cast in _CASTS.items():  # 1 and 1.0 alike: equal infos hash alike
-            if getattr(self, name) is not None:
-                object.__setattr__(self, name, cast(getattr(self, name)))
+            value = getattr(self, name)
+            if value is None:
+                continue
+            number = isinstance(value, int | float | np.integer | np.floating)
+            if isinstance(value, bool | np.bool_) or not number or not np.isfinite(value):
+                raise ValueError(f"DatasetInfo.{name} must be a finite number, got {value!r}.")
+            if cast is int and value != int(value):
+                raise ValueError(f"DatasetInfo.{name} must be a whole number, got {value!r}.")
+            object.__setattr__(self, name, cast(value))
         try:
             object.__setattr__(self, "extra", json.loads(json.dumps(dict(self.extra))))
         except (TypeError, ValueError) as e:
@@ -295,11 +306,28 @@ def _check_spaces(specs: dict, env: Any, env_params: Any, where: str) -> None:
                 f"{where}: key {key!r} has rows of shape {tuple(specs[key].shape[1:])}, but "
                 f"{env.name}'s space {space!r} has shape {tuple(space.shape)}."
             )
-    discrete = isinstance(spaces["actions"], Discrete)
-    if discrete and not np.issubdtype(specs["actions"].dtype, np.integer):
+    dtype = np.dtype(specs["actions"].dtype)
+    if isinstance(spaces["actions"], Discrete):
+        if not np.issubdtype(dtype, np.integer):
+            raise ValueError(f"{where}: key 'actions' is {dtype}, {env.name} has discrete actions.")
+    elif not np.issubdtype(dtype, np.floating):
         raise ValueError(
-            f"{where}: key 'actions' is {specs['actions'].dtype}, {env.name} has discrete actions."
+            f"{where}: key 'actions' is {dtype}, {env.name} has continuous actions "
+            f"({spaces['actions']!r}): store them as floats."
         )
+    return spaces["actions"]
+
+
+def _check_action_values(actions: np.ndarray, space: Any, where: str) -> None:
+    """Discrete actions in ``[0, n)`` (an index out of range would be clamped silently later)."""
+    if isinstance(space, Discrete) and actions.size:
+        bad = (actions < 0) | (actions >= space.n)
+        if bad.any():
+            row = int(np.argwhere(bad)[0][0])
+            raise ValueError(
+                f"{where}: key 'actions' holds {int(actions[bad][0])} at row {row}; the actions "
+                f"of {space!r} are 0 to {space.n - 1}."
+            )
 
 
 def _fits(n: int, specs: dict, where: str) -> None:
@@ -316,18 +344,25 @@ def _clean(arrays: dict, where: str, names: dict | None = None) -> dict[str, np.
     out = {}
     for key, x in arrays.items():
         name, x = (names or {}).get(key, key), np.asarray(x)
-        if np.issubdtype(x.dtype, np.floating) and not np.isfinite(x).all():
-            bad = "NaN" if np.isnan(x).any() else "infinite"
-            row = int(np.argwhere(~np.isfinite(x))[0][0])
-            raise ValueError(f"{where}: key {name!r} contains {bad} values (first at row {row}).")
         if key in ("terminals", "timeouts"):
             if x.dtype != np.bool_ and not np.isin(x, (0, 1)).all():
                 raise ValueError(f"{where}: key {name!r} holds values other than 0 and 1.")
             out[key] = x != 0
-        elif key == "actions" and not np.issubdtype(x.dtype, np.floating):
+            continue
+        floating = np.issubdtype(x.dtype, np.floating)
+        if key == "actions" and not floating:
+            info = np.iinfo(np.int32)
+            if x.size and (x.min() < info.min or x.max() > info.max):
+                raise ValueError(f"{where}: key {name!r} holds values beyond int32.")
             out[key] = x.astype(np.int32)
-        else:
-            out[key] = x.astype(np.float32)
+            continue
+        with np.errstate(over="ignore"):
+            y = x.astype(np.float32)  # checked after the cast: a finite float64 may overflow
+        if not np.isfinite(y).all():
+            bad = "NaN" if np.isnan(y).any() else "infinite (in float32)"
+            row = int(np.argwhere(~np.isfinite(y))[0][0])
+            raise ValueError(f"{where}: key {name!r} contains {bad} values (first at row {row}).")
+        out[key] = y
     return out
 
 
@@ -407,7 +442,9 @@ def _rebuild_next(arrays: dict) -> dict:
     """``next_observations`` from consecutive rows. Rows whose next observation is unknown are
     dropped: a timeout row (the next row starts another episode; the row before it becomes the
     timeout) and a last row that is not terminal. A terminal row gets its own observation as a
-    placeholder (a TD target multiplies it by ``1 - terminal``)."""
+    placeholder (a TD target multiplies it by ``1 - terminal``). As in D4RL's
+    ``qlearning_dataset``, a dropped timeout row takes its reward with it, so ``episode_returns``
+    of the result leaves out the last reward of every truncated episode."""
     obs, term, tout = arrays["observations"], arrays["terminals"], arrays["timeouts"]
     cut = tout & ~term
     keep = ~cut
@@ -443,9 +480,11 @@ def load_d4rl(
     ``next_observations``; other keys (D4RL's ``infos/*``, ``metadata/*``) are ignored. D4RL's own
     files lack ``next_observations``: refused unless ``rebuild_next_observations``, which rebuilds
     it from consecutive rows and drops the rows whose next observation is unknown (a timeout row,
-    whose predecessor becomes the timeout, and a non-terminal last row). Metadata: ``info`` if
+    whose predecessor becomes the timeout, and a non-terminal last row; as in D4RL's
+    ``qlearning_dataset``, its reward is lost to ``episode_returns``). Metadata: ``info`` if
     given, else the file's ``rlsuite_info``, else ``DatasetInfo(env=<file stem>)``. With ``env``
-    (and ``env_params``, default ``env.default_params``) row shapes are checked against its spaces.
+    (and ``env_params``, default ``env.default_params``) row shapes and the actions' kind are
+    checked against its spaces (floats for a ``Box``, integers in ``[0, n)`` for a ``Discrete``).
     """
     path = pathlib.Path(path)
     where = f"D4RL file {path}"
@@ -459,12 +498,18 @@ def load_d4rl(
                 f"{where}: missing key 'next_observations' (D4RL's own files lack it; pass "
                 "rebuild_next_observations=True to rebuild it from consecutive observations)."
             )
+        version = _plain(f.attrs.get(_FORMAT_ATTR, _FORMAT))
+        if not isinstance(version, int) or version > _FORMAT:
+            raise ValueError(
+                f"{where}: attribute {_FORMAT_ATTR!r} is {version!r}; this rlsuite reads "
+                f"format {_FORMAT} (the file was written by a newer version)."
+            )
         specs = {k: f[k] for k in keys}
         n = _check_specs(specs, where)
-        if env is not None:
-            _check_spaces(specs, env, env_params, where)
+        space = None if env is None else _check_spaces(specs, env, env_params, where)
         _fits(n, specs, where)
         arrays = _clean({k: v[()] for k, v in specs.items()}, where)
+        _check_action_values(arrays["actions"], space, where)
         info = info or _read_info(f, path, where)
     if "next_observations" not in arrays:
         arrays = _rebuild_next(arrays)
@@ -540,12 +585,13 @@ def load_minari(path, env: Any = None, env_params: Any = None) -> Dataset:
             raise ValueError(f"{where}: no 'episode_<id>' groups.")
         specs = [_minari_specs(f[names[0]], f"{where} episode {names[0]!r}", None)]
         specs += [_minari_specs(f[k], f"{where} episode {k!r}", specs[0]) for k in names[1:]]
-        if env is not None:
-            _check_spaces(specs[0], env, env_params, where)
+        space = None if env is None else _check_spaces(specs[0], env, env_params, where)
         _fits(sum(s["rewards"].shape[0] for s in specs), specs[0], where)
         episodes = [_minari_episode(f[k], f"{where} episode {k!r}") for k in names]
         info = _minari_info(root, f)
-    return _to_device({k: np.concatenate([e[k] for e in episodes]) for k in KEYS}, info)
+    arrays = {k: np.concatenate([e[k] for e in episodes]) for k in KEYS}
+    _check_action_values(arrays["actions"], space, where)
+    return _to_device(arrays, info)
 
 
 def _minari_episode(group: h5py.Group, where: str) -> dict[str, np.ndarray]:

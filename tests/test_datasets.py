@@ -137,6 +137,9 @@ def _corrupt(arrays, case):
         arrays["rewards"] = np.array([b"x"] * n)
     elif case == "flags":
         arrays["terminals"] = np.full(n, 2, np.int8)
+    elif case == "overflow":  # finite in float64, infinite once converted to float32
+        arrays["rewards"] = arrays["rewards"].astype(np.float64)
+        arrays["rewards"][7] = 1e39
     return arrays
 
 
@@ -150,6 +153,7 @@ def _corrupt(arrays, case):
         ("next_shape", "next_observations", r"shape \(40, 4\), but observations have"),
         ("dtype", "rewards", "non-numeric dtype"),
         ("flags", "terminals", "values other than 0 and 1"),
+        ("overflow", "rewards", r"infinite \(in float32\) values \(first at row 7\)"),
     ],
 )
 def test_load_d4rl_refuses_corrupt_files_naming_file_and_key(tmp_path, case, key, what):
@@ -226,6 +230,38 @@ def test_load_d4rl_checks_the_environment_spaces(tmp_path):
     bad = _write(tmp_path / "bad.hdf5", _arrays(act_dim=2))
     with pytest.raises(ValueError, match=r"bad.hdf5: key 'actions' has rows of shape \(2,\)"):
         datasets.load_d4rl(bad, env=env, env_params=params)
+    # Integer actions for a continuous env would train on int32 actions: refused.
+    ints = _write(tmp_path / "ints.hdf5", {**_arrays(act_dim=1), "actions": np.ones((40, 1), int)})
+    with pytest.raises(ValueError, match="'actions' is int64, Pendulum has continuous actions"):
+        datasets.load_d4rl(ints, env=env, env_params=params)
+    assert datasets.load_d4rl(ints).actions.dtype == jnp.int32  # no env: nothing to check against
+
+
+def test_discrete_actions_out_of_range_are_refused(tmp_path):
+    env, params = envs.make("cartpole")  # Discrete(2); an index of 7 would be clamped silently
+    arrays = {**_arrays(obs_dim=4, act_dim=1), "actions": np.zeros(40, np.int64)}
+    good = datasets.load_d4rl(_write(tmp_path / "good.hdf5", arrays), env=env, env_params=params)
+    assert good.actions.dtype == jnp.int32
+    arrays["actions"][9] = 7
+    path = _write(tmp_path / "bad.hdf5", arrays)
+    with pytest.raises(ValueError, match=r"'actions' holds 7 at row 9; the actions of .* 0 to 1"):
+        datasets.load_d4rl(path, env=env, env_params=params)
+    episodes = _episodes()
+    for e in episodes.values():
+        e["observations"] = np.zeros((len(e["actions"]) + 1, 4))
+        e["actions"] = np.zeros(len(e["actions"]), np.int64)
+    episodes[2]["actions"][0] = -1
+    root = _write_minari(tmp_path / "ds", episodes)
+    with pytest.raises(ValueError, match="'actions' holds -1 at row 5"):
+        datasets.load_minari(root, env=env, env_params=params)
+
+
+def test_a_file_of_a_newer_format_is_refused(tmp_path):
+    path = datasets.save_d4rl(tmp_path / "d.hdf5", _dataset())
+    with h5py.File(path, "a") as f:
+        f.attrs["rlsuite_format"] = 2
+    with pytest.raises(ValueError, match="'rlsuite_format' is 2; this rlsuite reads format 1"):
+        datasets.load_d4rl(path)
 
 
 def test_loading_refuses_a_dataset_too_large_before_reading_it(tmp_path, monkeypatch):
@@ -503,3 +539,10 @@ def test_dataset_info_is_static_hashable_and_json_only():
         DatasetInfo(env="x", extra={"f": np.zeros(2)})
     with pytest.raises(ValueError, match="non-empty string"):
         DatasetInfo(env="")
+    # Numbers are not rounded or bent into shape: refused, naming the field.
+    assert DatasetInfo(env="x", seed=np.int64(2), env_steps=3.0).seed == 2
+    for field, value in [("seed", 1.9), ("env_steps", True), ("random_return", float("nan"))]:
+        with pytest.raises(ValueError, match=f"DatasetInfo.{field} must be a"):
+            DatasetInfo(env="x", **{field: value})
+    with pytest.raises(TypeError, match="DatasetInfo.quality must be a string or None"):
+        DatasetInfo(env="x", quality=5)
