@@ -47,7 +47,13 @@ def traced(fn: Callable, *operands: Any) -> tuple[Callable, Any]:
 
 def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> Any:
     """`jax.lax.cond(pred, true_fn, false_fn, *operands)`, computing under `vmap` only the
-    branch the whole batch takes, and both (with a select) only when the batch disagrees."""
+    branch the whole batch takes, and both (with a select) only when the batch disagrees.
+
+    Forward-mode only: `jax.custom_batching.custom_vmap` has no reverse-mode rule, so `grad`
+    through it fails ("Linearization failed"), where `jax.lax.cond` works. Its users (the
+    rollout's reset skip, the off-policy learning gate) are never differentiated through; take
+    gradients inside a branch, not across the conditional.
+    """
     true_closed, true_out = jax.make_jaxpr(true_fn, return_shape=True)(*operands)
     false_closed, false_out = jax.make_jaxpr(false_fn, return_shape=True)(*operands)
     out_tree = jax.tree.structure(true_out)

@@ -7,6 +7,7 @@ with a message that states the bytes it would need, instead of failing deep insi
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
@@ -24,7 +25,7 @@ def tree_bytes(tree: Any) -> int:
         if jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key):  # sized by its key data
             data = jax.eval_shape(jax.random.key_data, jax.ShapeDtypeStruct(shape, dtype))
             shape, dtype = data.shape, data.dtype
-        total += int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        total += math.prod(int(n) for n in shape) * np.dtype(dtype).itemsize  # exact: no wrap
     return total
 
 
@@ -59,19 +60,32 @@ def format_bytes(n: int) -> str:
     return f"{n:,} bytes"
 
 
-def check_fits(need: int, what: str, hint: str = "", fraction: float = 0.9) -> None:
-    """Raise a `MemoryError` stating the bytes `what` needs when more than `fraction` of the
-    available memory (summed over the devices the runs are placed on) would be used."""
-    devices = jax.devices()
-    available = [available_bytes(d) for d in devices]
-    if any(a is None for a in available):
-        return
-    have = sum(available) if len(devices) > 1 else available[0]
-    if need > fraction * have:
-        platform = devices[0].platform
+def check_fits(
+    need: int, what: str, hint: str = "", fraction: float = 0.9, devices: Any = None
+) -> None:
+    """Raise a `MemoryError` stating the bytes `what` needs when they would use more than
+    `fraction` of the memory available.
+
+    `need` is split evenly over `devices` (default: the first device, where a state that is not
+    placed lives). CPU devices share the host's memory, so on a CPU the whole `need` is compared
+    with it once, however many CPU devices there are; an accelerator's share with the smallest
+    memory available among `devices`.
+    """
+    devices = [jax.devices()[0]] if devices is None else list(devices)
+    if devices[0].platform == "cpu":
+        have = available_bytes(devices[0])
+        where = "the host" if len(devices) == 1 else f"the host ({len(devices)} cpu devices)"
+    else:
+        available = [available_bytes(d) for d in devices]
+        have = None if None in available else min(available) * len(devices)
         where = (
-            f"{len(devices)} {platform} devices" if len(devices) > 1 else f"the {platform} device"
+            f"the {devices[0].platform} device"
+            if len(devices) == 1
+            else f"{len(devices)} {devices[0].platform} devices"
         )
+    if have is None:
+        return
+    if need > fraction * have:
         raise MemoryError(
             f"{what} needs {format_bytes(need)}, more than {fraction:.0%} of the "
             f"{format_bytes(have)} available on {where}" + (f"; {hint}" if hint else "")

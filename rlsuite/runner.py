@@ -69,13 +69,22 @@ def fit(
     """
     hparams = agent.default_hparams if hparams is None else hparams
     agent.check_hparams(hparams)
-    num_updates = int(num_updates or agent.config.num_updates)
-    chunk_updates = int(chunk_updates or max(1, num_updates // 10))
-    for name, value in (("num_seeds", num_seeds), ("num_updates", num_updates)):
-        if value < 1:
-            raise ValueError(f"fit: {name} must be >= 1, got {value}")
-    if chunk_updates < 1:
-        raise ValueError(f"fit: chunk_updates must be >= 1, got {chunk_updates}")
+    num_updates = agent.config.num_updates if num_updates is None else num_updates
+    chunk_updates = max(1, num_updates // 10) if chunk_updates is None else chunk_updates
+    for name, value in (
+        ("num_seeds", num_seeds),
+        ("num_updates", num_updates),
+        ("chunk_updates", chunk_updates),
+        ("eval_episodes", eval_episodes),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+            raise ValueError(f"fit: {name} must be an int >= 1, got {value!r}")
+    num_updates, chunk_updates = int(num_updates), int(chunk_updates)
+    if hparams_axis not in (None, 0):
+        raise ValueError(
+            f"fit: hparams_axis must be None (one hparams for every run) or 0 (a batch of "
+            f"hparams, one per run), got {hparams_axis!r}"
+        )
     if resume and out_dir is None:
         raise ValueError("fit: resume=True needs the out_dir of the run to continue")
     if out_dir is not None:
@@ -95,24 +104,39 @@ def fit(
     # The state is donated: a replay buffer in it is updated in place, not copied per chunk.
     run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4), donate_argnums=(1,))
     target = jax.eval_shape(init, agent, keys, hparams, hparams_axis, data)
+    mesh = driver.run_mesh(num_seeds)
     memory.check_fits(
         memory.tree_bytes(target),
         f"{agent.name}: the learner state of {num_seeds} runs",
         hint="use fewer seeds or a smaller buffer",
+        devices=None if mesh is None else mesh.devices.flat,
     )
 
     ckpt_dir = None if out_dir is None else pathlib.Path(out_dir) / "checkpoints"
     start = 0
     final_path = None if out_dir is None else pathlib.Path(out_dir) / "final.json"
-    # A resumed run that saved nothing yet starts again; restore refuses a corrupt or foreign one.
-    restore = resume and ckpt_dir.exists() and any(ckpt_dir.iterdir())
+    # A resumed run that saved no complete checkpoint yet (none, or only the temporary folder of
+    # a save that was cut short) starts again; restore refuses a corrupt or foreign one.
+    restore = resume and checkpoint.latest_step(ckpt_dir) is not None
     if restore:
         keys_checked = ("algo", "env", "num_seeds", "config", "hparams", *extra)
         expect = {k: metadata[k] for k in keys_checked}
         states, saved = checkpoint.restore(ckpt_dir, target, expect=expect)
+        unmatched = sorted(set(saved) - set(metadata) - {"update", "env_steps"})
+        if unmatched:
+            raise checkpoint.CheckpointError(
+                f"checkpoint {ckpt_dir} was saved with metadata "
+                f"{ {k: saved[k] for k in unmatched} }; the resume must present the same "
+                "(pass it in metadata=)"
+            )
         states = driver.shard_runs(states, num_seeds)  # init_batch places a new run's states
         start = int(saved["update"])
-        if start >= num_updates and final_path.exists():
+        if start > num_updates:
+            raise ValueError(
+                f"fit: the run in {out_dir} has a checkpoint at update {start}, beyond "
+                f"num_updates={num_updates}; resume it with num_updates >= {start}"
+            )
+        if start == num_updates and final_path.exists():
             raise ValueError(
                 f"fit: the run in {out_dir} already completed {start} of {num_updates} updates; "
                 "nothing to resume"

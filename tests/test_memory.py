@@ -66,15 +66,7 @@ def test_format_bytes(n, text):
     assert memory.format_bytes(n) == text
 
 
-def _where():
-    devices = jax.devices()
-    platform = devices[0].platform
-    return f"{len(devices)} {platform} devices" if len(devices) > 1 else f"the {platform} device"
-
-
 def test_check_fits_raises_with_exact_bytes(monkeypatch):
-    if len(jax.devices()) > 1:
-        pytest.skip("the available bytes below are for one device")
     monkeypatch.setattr(memory, "available_bytes", lambda device=None: 1_000_000)
     # 90% of 1,000,000 = 900,000: exactly that fits, one byte more does not.
     memory.check_fits(900_000, "x")
@@ -84,7 +76,7 @@ def test_check_fits_raises_with_exact_bytes(monkeypatch):
     # 900,001 / 1024 = 878.9 KiB;  1,000,000 / 1024 = 976.6 KiB
     assert str(error.value) == (
         "sac: the learner state of 8 runs needs 900,001 bytes (878.9 KiB), more than 90% of the "
-        f"1,000,000 bytes (976.6 KiB) available on {_where()}; use fewer seeds"
+        "1,000,000 bytes (976.6 KiB) available on the host; use fewer seeds"
     )
     # Another fraction: 50% of 1,000,000 = 500,000.
     memory.check_fits(500_000, "x", fraction=0.5)
@@ -110,3 +102,30 @@ def test_available_bytes_on_this_cpu():
     memory.check_fits(1024, "x")
     with pytest.raises(MemoryError, match="x needs"):
         memory.check_fits(10 * have, "x")
+
+
+class _Device:
+    def __init__(self, platform, free):
+        self.platform, self.free = platform, free
+
+
+def test_check_fits_counts_shared_host_memory_once_and_splits_over_accelerators(monkeypatch):
+    monkeypatch.setattr(memory, "available_bytes", lambda device=None: device.free)
+    # Four CPU devices share one host's 1,000,000 bytes: 900,001 does not fit (it did when the
+    # host's memory was counted once per device).
+    cpus = [_Device("cpu", 1_000_000)] * 4
+    memory.check_fits(900_000, "x", devices=cpus)
+    with pytest.raises(MemoryError, match=r"of the 1,000,000 bytes .* on the host \(4 cpu dev"):
+        memory.check_fits(900_001, "x", devices=cpus)
+    # Accelerators each hold an equal share: 4 x 1,000,000 bytes, limited by the smallest.
+    gpus = [_Device("gpu", 1_000_000)] * 3 + [_Device("gpu", 500_000)]
+    memory.check_fits(1_800_000, "x", devices=gpus)  # 450,000 each
+    with pytest.raises(MemoryError, match=r"of the 2,000,000 bytes .* on 4 gpu devices"):
+        memory.check_fits(1_800_004, "x", devices=gpus)
+    with pytest.raises(MemoryError, match="on the gpu device"):
+        memory.check_fits(900_001, "x", devices=gpus[:1])
+
+
+def test_tree_bytes_does_not_wrap_around():
+    huge = jax.ShapeDtypeStruct((2**62, 4), np.float32)
+    assert memory.tree_bytes(huge) == 2**62 * 4 * 4  # int64 arithmetic would give 0

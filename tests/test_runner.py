@@ -90,7 +90,11 @@ def test_resume_before_the_first_checkpoint_starts_again(agent, uninterrupted, t
     # uninterrupted one does; what it had logged goes to the stale files.
     full_dir, full = uninterrupted
     (tmp_path / "metrics.jsonl").write_text((full_dir / "metrics.jsonl").read_text()[:300])
+    # A save killed half way leaves only orbax's temporary folder: not a checkpoint.
+    (tmp_path / "checkpoints" / "2.orbax-checkpoint-tmp").mkdir(parents=True)
+    (tmp_path / "checkpoints" / "2.orbax-checkpoint-tmp" / "part").write_bytes(b"\0" * 64)
     resumed = fit(agent, tmp_path, resume=True)
+    assert checkpoint.all_steps(tmp_path / "checkpoints") == [2, 4, 6]
     assert read_metrics(tmp_path) == read_metrics(full_dir)
     assert (tmp_path / "metrics.jsonl.stale").read_text() == (
         (full_dir / "metrics.jsonl").read_text()[:300] + "\n"
@@ -156,8 +160,34 @@ def test_corrupt_checkpoint_is_refused_and_untouched(agent, uninterrupted, tmp_p
 def test_bad_arguments_fail_before_compiling(agent, tmp_path):
     with pytest.raises(ValueError, match="hparams.learning_rate"):
         fit(agent, tmp_path, hparams=ppo.PPOHparams(learning_rate=-1.0))
-    with pytest.raises(ValueError, match="num_seeds must be >= 1"):
+    with pytest.raises(ValueError, match="num_seeds must be an int >= 1"):
         fit(agent, tmp_path, num_seeds=0)
     with pytest.raises(ValueError, match="resume=True needs the out_dir"):
         runner.fit(agent, jax.random.key(0), resume=True, progress=False)
+    for name in ("num_updates", "chunk_updates", "eval_episodes"):  # 0 is not "the default"
+        with pytest.raises(ValueError, match=f"fit: {name} must be an int >= 1, got 0"):
+            fit(agent, tmp_path, **{name: 0})
+    with pytest.raises(ValueError, match="hparams_axis must be None .* or 0 .*, got 1"):
+        fit(agent, tmp_path, hparams_axis=1)
     assert not any(tmp_path.iterdir())
+
+
+def test_a_resume_must_match_the_saved_length_and_metadata(agent, uninterrupted, tmp_path):
+    import shutil
+
+    out = tmp_path / "run"
+    shutil.copytree(uninterrupted[0], out)
+    (out / "final.json").unlink()
+    before = tree_hash(out)
+    with pytest.raises(ValueError, match="checkpoint at update 6, beyond num_updates=4"):
+        fit(agent, out, resume=True, num_updates=4)
+    assert tree_hash(out) == before
+    # Metadata saved with a run (an offline run's dataset hash) cannot be dropped on resume.
+    tagged = tmp_path / "tagged"
+    fit(agent, tagged, num_updates=2, metadata={"dataset_sha256": "abc"})
+    (tagged / "final.json").unlink()
+    before = tree_hash(tagged)
+    with pytest.raises(CheckpointError, match=r"saved with metadata \{'dataset_sha256': 'abc'\}"):
+        fit(agent, tagged, resume=True, num_updates=4)
+    assert tree_hash(tagged) == before
+    assert fit(agent, tagged, resume=True, num_updates=4, metadata={"dataset_sha256": "abc"})
