@@ -12,14 +12,17 @@ logged every few chunks) rewrites ``metrics.csv`` once with the wider header.
 
 TensorBoard (tensorboardX, under ``out_dir/tensorboard``) gets one scalar per metric per seed,
 tag ``f"{name}/seed_{i}"``, x-axis ``env_steps``. Weights & Biases gets the same keys in one
-``run.log`` per ``env_steps`` value, with ``env_steps`` as the x-axis. Both are imported only
-when asked; if missing, the constructor raises ``ImportError`` before it writes anything.
+``run.log`` per ``env_steps`` value, with ``env_steps`` as the x-axis; the W&B run's id is kept
+in ``out_dir/wandb_run_id``, so that a resumed run continues the same W&B run. Both are imported
+only when asked; if missing, the constructor raises ``ImportError`` before it writes anything.
 
 Resuming a run from the checkpoint at ``env_steps == S`` (``resume_from_step=S``): rows with
 ``env_steps > S`` were logged after that checkpoint and are about to be recomputed, so they are
 appended to ``metrics.jsonl.stale`` / ``metrics.csv.stale`` (nothing is lost; a line cut short
 by a kill also goes there; the CSV header is repeated there when it changed) and removed from
-the main files; new rows are appended. Without ``resume_from_step`` an ``out_dir`` that already
+the main files; new rows are appended. TensorBoard purges its events after ``S``; W&B cannot
+drop rows, so the resumed run sends it only the rows past those it was sent before the kill
+(a resume recomputes them bitwise). Without ``resume_from_step`` an ``out_dir`` that already
 holds metrics is refused (``FileExistsError``).
 """
 
@@ -34,6 +37,7 @@ import numpy as np
 
 JSONL, CSV = "metrics.jsonl", "metrics.csv"
 STALE = ".stale"
+WANDB_ID = "wandb_run_id"
 _INSTALL = "pip install 'rlsuite[logging]'"
 _RESERVED = ("env_steps", "seed")
 
@@ -80,9 +84,14 @@ def _nonempty(path: pathlib.Path) -> bool:
     return path.exists() and path.stat().st_size > 0
 
 
-def _first_line(path: pathlib.Path) -> str:
+def _last_header(path: pathlib.Path) -> str:
+    """The last header line of a CSV file (one starts every block appended to a stale file)."""
+    header = ""
     with open(path, newline="") as f:
-        return f.readline()
+        for line in f:
+            if line.startswith(_RESERVED[0] + ","):
+                header = line
+    return header
 
 
 def _replace(path: pathlib.Path, text: str) -> None:
@@ -135,6 +144,14 @@ def _split_jsonl(path: pathlib.Path, step: int) -> tuple[list[str], list[dict], 
         else:
             stale.append(line if line.endswith("\n") else line + "\n")
     return kept_lines, kept_rows, stale
+
+
+def _env_steps(line: str) -> int:
+    """``env_steps`` of a JSONL line, or -1 for a line that is cut short or not a row."""
+    try:
+        return int(json.loads(line)["env_steps"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+        return -1
 
 
 def _stale_csv_lines(path: pathlib.Path, step: int) -> tuple[str, list[str]]:
@@ -191,6 +208,7 @@ class MetricsLogger:
                     )
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self._fields: list[str] = []
+        self._logged_before = -1  # env_steps through which a resumed W&B run has its rows
         if resume_from_step is not None:
             self._resume(int(resume_from_step))
         self._jsonl = open(self._jsonl_path, "a")
@@ -201,9 +219,17 @@ class MetricsLogger:
             self._tb = tbx.SummaryWriter(str(self.out_dir / "tensorboard"), purge_step=purge)
         self._wandb = None
         if wandb_module is not None:
-            self._wandb = wandb_module.init(
-                project=wandb_project, config=config, dir=str(self.out_dir)
-            )
+            id_path = self.out_dir / WANDB_ID
+            options = {"project": wandb_project, "config": config, "dir": str(self.out_dir)}
+            run_id = None
+            if resume_from_step is not None and id_path.is_file():
+                run_id = id_path.read_text().strip()
+                options.update(id=run_id, resume="allow")
+            else:
+                self._logged_before = -1  # a new W&B run has none of the rows
+            self._wandb = wandb_module.init(**options)
+            if run_id is None:
+                id_path.write_text(f"{self._wandb.id}\n")
             self._wandb.define_metric("env_steps")
             self._wandb.define_metric("*", step_metric="env_steps")
 
@@ -213,9 +239,10 @@ class MetricsLogger:
         # Copy what is about to be dropped first, then shrink the main files.
         if stale:
             _append(self.out_dir / (JSONL + STALE), "".join(stale))
+            self._logged_before = max(_env_steps(line) for line in stale)
         if stale_csv:
             stale_path = self.out_dir / (CSV + STALE)
-            with_header = not _nonempty(stale_path) or _first_line(stale_path) != header
+            with_header = not _nonempty(stale_path) or _last_header(stale_path) != header
             _append(stale_path, (header if with_header else "") + "".join(stale_csv))
         if self._jsonl_path.exists():
             _replace(self._jsonl_path, "".join(kept_lines))
@@ -311,6 +338,8 @@ class MetricsLogger:
     def _log_wandb(self, rows: list[dict]) -> None:
         by_step: dict[int, dict] = {}
         for row in rows:
+            if row["env_steps"] <= self._logged_before:
+                continue  # sent before the kill, with the same values
             entry = by_step.setdefault(row["env_steps"], {"env_steps": row["env_steps"]})
             for name, value in row.items():
                 if name not in _RESERVED:

@@ -145,6 +145,26 @@ def test_resume_moves_rows_after_checkpoint_to_stale_and_appends(tmp_path):
     assert_csv_matches_jsonl(tmp_path)
 
 
+def test_stale_csv_blocks_each_sit_under_their_own_header(tmp_path):
+    # Three resumes whose stale rows have the columns (a, c), then (a), then (a, c) again.
+    for i, (names, resume) in enumerate([("ac", None), ("a", 1), ("ac", 1), ("a", 1)]):
+        with MetricsLogger(tmp_path, resume_from_step=resume) as logger:
+            logger.log(1, {"a": np.array([0.0])})
+            logger.log(2, {name: np.array([float(i)]) for name in names})
+    blocks, header = [], None
+    with open(tmp_path / (CSV + ".stale"), newline="") as f:
+        for fields in csv.reader(f):
+            if fields[0] == "env_steps":
+                header = fields
+            else:
+                blocks.append(dict(zip(header, fields, strict=True)))
+    assert blocks == [
+        {"env_steps": "2", "seed": "0", "a": "0.0", "c": "0.0"},
+        {"env_steps": "2", "seed": "0", "a": "1.0"},
+        {"env_steps": "2", "seed": "0", "a": "2.0", "c": "2.0"},
+    ]
+
+
 def test_resume_moves_a_line_cut_short_by_a_kill_to_stale(tmp_path):
     with MetricsLogger(tmp_path) as logger:
         _log_run(logger, [100])
@@ -203,6 +223,8 @@ def test_wandb_receives_per_seed_keys(tmp_path, monkeypatch):
     calls = []
 
     class Run:
+        id = "run123"
+
         def define_metric(self, name, **kwargs):
             calls.append(("define_metric", name, kwargs))
 
@@ -228,6 +250,26 @@ def test_wandb_receives_per_seed_keys(tmp_path, monkeypatch):
         {"env_steps": 20, f"{RET}/seed_0": 2.0, f"{RET}/seed_1": 4.0},
     ]
     assert calls[-1] == ("finish",)
+    assert (tmp_path / "wandb_run_id").read_text() == "run123\n"
+    # Resumed from the checkpoint at 10 after a kill that followed the row at 20: the same W&B
+    # run continues, and gets only the rows it has not had (20 was sent, with these values).
+    calls.clear()
+    with MetricsLogger(tmp_path, wandb=True, wandb_project="proj", resume_from_step=10) as logger:
+        logger.log(np.array([20, 30]), {RET: np.array([[2.0, 5.0], [4.0, 6.0]])})
+    assert calls[0] == (
+        "init",
+        {
+            "project": "proj",
+            "config": None,
+            "dir": str(tmp_path),
+            "id": "run123",
+            "resume": "allow",
+        },
+    )
+    assert [c[1] for c in calls if c[0] == "log"] == [
+        {"env_steps": 30, f"{RET}/seed_0": 5.0, f"{RET}/seed_1": 6.0}
+    ]
+    assert [r["env_steps"] for r in read_metrics(tmp_path)] == [10, 10, 20, 20, 30, 30]
 
 
 def test_backends_not_imported_unless_asked(tmp_path):
