@@ -1,7 +1,9 @@
 """Losses, each a small pure function over batched arrays (shapes `[B]`), returning a scalar.
 
 A research variant of an agent passes its own function with the same signature, e.g.
-`ppo.make(config, env, env_params, policy_loss=my_policy_loss)`.
+`ppo.make(config, env, env_params, policy_loss=my_policy_loss)`. Arrays that are combined
+sample by sample must have matching shapes (a `[B]` against a `[B, 1]` would broadcast to
+`[B, B]` and give a wrong loss without an error): a mismatch raises a `ValueError` when traced.
 """
 
 from __future__ import annotations
@@ -10,12 +12,28 @@ import jax
 import jax.numpy as jnp
 
 
+def _same(where: str, **arrays) -> None:
+    """Refuse arrays (or shape tuples) of different shapes: they would broadcast."""
+    shapes = {name: x if isinstance(x, tuple) else jnp.shape(x) for name, x in arrays.items()}
+    if len(set(shapes.values())) > 1:
+        said = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise ValueError(f"{where}: {said}; these must have the same shape")
+
+
+def _per_critic(where: str, q, **batch) -> None:
+    """Refuse a critic ensemble `q [K, *B]` whose per-critic shape is not that of `batch`."""
+    if jnp.ndim(q) < 1:
+        raise ValueError(f"{where}: q must be [K, B], one row per critic, got {jnp.shape(q)}")
+    _same(where, **{"q[k]": tuple(jnp.shape(q)[1:])}, **batch)
+
+
 def ppo_policy_loss(log_prob, old_log_prob, advantages, clip_eps):
     """Clipped surrogate objective (Schulman et al., 2017, eq. 7), negated to be minimised.
 
     Returns `(loss, metrics)` with the approximate KL `E[(r - 1) - log r]` (Schulman's unbiased
     estimator) and the fraction of samples whose ratio was clipped.
     """
+    _same("ppo_policy_loss", log_prob=log_prob, old_log_prob=old_log_prob, advantages=advantages)
     log_ratio = log_prob - old_log_prob
     ratio = jnp.exp(log_ratio)
     unclipped = ratio * advantages
@@ -30,11 +48,13 @@ def ppo_policy_loss(log_prob, old_log_prob, advantages, clip_eps):
 
 def value_loss(values, targets):
     """Half the mean squared error `0.5 * E[(V - target)^2]`."""
+    _same("value_loss", values=values, targets=targets)
     return 0.5 * jnp.square(values - jax.lax.stop_gradient(targets)).mean()
 
 
 def clipped_value_loss(values, old_values, targets, clip_eps):
     """PPO's clipped value loss: `0.5 * E[max((V - G)^2, (V_old + clip(V - V_old) - G)^2)]`."""
+    _same("clipped_value_loss", values=values, old_values=old_values, targets=targets)
     targets = jax.lax.stop_gradient(targets)
     clipped = old_values + jnp.clip(values - old_values, -clip_eps, clip_eps)
     return 0.5 * jnp.maximum(jnp.square(values - targets), jnp.square(clipped - targets)).mean()
@@ -48,6 +68,7 @@ def normalize_advantages(advantages, eps: float = 1e-8):
 # ------------------------------------------------------------------------ off-policy (SAC, TD3)
 def critic_loss(q, targets):
     """Ensemble TD loss: `q [K, B]` against `targets [B]`, `0.5 * sum_k E_B[(q_k - y)^2]`."""
+    _per_critic("critic_loss", q, targets=targets)
     return 0.5 * jnp.square(q - jax.lax.stop_gradient(targets)).mean(axis=-1).sum()
 
 
@@ -58,12 +79,14 @@ def soft_td_target(reward, discount, next_q, next_log_prob, alpha):
     `next_q` is `[K, B]` (target critics at the sampled next action); `discount` is the replay
     item's `gamma^m (1 - terminated)`, so a terminal step has `y = r`.
     """
+    _per_critic("soft_td_target", next_q, reward=reward, discount=discount, log_prob=next_log_prob)
     soft_value = next_q.min(axis=0) - alpha * next_log_prob
     return jax.lax.stop_gradient(reward + discount * soft_value)
 
 
 def sac_actor_loss(q, log_prob, alpha):
     """`E[alpha * log pi(a|s) - min_k Q_k(s, a)]`, `a ~ pi(s)` reparameterised; `q` is `[K, B]`."""
+    _per_critic("sac_actor_loss", q, log_prob=log_prob)
     return (jax.lax.stop_gradient(alpha) * log_prob - q.min(axis=0)).mean()
 
 
@@ -82,6 +105,7 @@ def smoothed_target_action(target_action, noise, noise_clip, low=-1.0, high=1.0)
 
 def td_target(reward, discount, next_q):
     """Clipped double-Q target: `y = r + discount * min_k Q'_k(s', a')`; `next_q` is `[K, B]`."""
+    _per_critic("td_target", next_q, reward=reward, discount=discount)
     return jax.lax.stop_gradient(reward + discount * next_q.min(axis=0))
 
 
@@ -93,6 +117,7 @@ def deterministic_actor_loss(q):
 # ------------------------------------------------------------------------------------- offline
 def behavior_cloning_loss(policy_action, data_action):
     """Mean squared error between the policy's and the dataset's actions, over batch and dims."""
+    _same("behavior_cloning_loss", policy_action=policy_action, data_action=data_action)
     return jnp.square(policy_action - jax.lax.stop_gradient(data_action)).mean()
 
 
@@ -128,6 +153,7 @@ def awr_policy_loss(log_prob, weights):
     """Advantage-weighted regression (IQL eq. 7, negated to be minimised): `-E[w * log pi(a|s)]`
     over the dataset's actions, the weights held constant. A plain batch mean, as the reference
     code has it (not normalised by the sum of the weights)."""
+    _same("awr_policy_loss", log_prob=log_prob, weights=weights)
     return -(jax.lax.stop_gradient(weights) * log_prob).mean()
 
 
@@ -146,6 +172,8 @@ def cql_penalty(q_sampled, log_density, q_data):
     penalty's value, which matters only against a Lagrange threshold, whose published values
     assume it is absent. Each sample is weighted by the density of its own proposal, not by the
     mixture of the proposals (also as in that code)."""
+    _per_critic("cql_penalty", q_data, q_sampled_at_each_sample=tuple(jnp.shape(q_sampled)[2:]))
+    _same("cql_penalty", q_sampled=tuple(jnp.shape(q_sampled)[1:]), log_density=log_density)
     lse = jax.scipy.special.logsumexp(q_sampled - jax.lax.stop_gradient(log_density), axis=1)
     return (lse - q_data).mean(axis=-1), lse.mean(axis=-1)
 

@@ -10,9 +10,15 @@ batch's own (two-pass, numerically stable) mean and variance with the running on
 Count convention: ``count`` starts at exactly 0 (no epsilon pseudo-count), so the statistics
 equal the mean and population variance (ddof=0) of all data seen. Empty statistics have
 ``mean=0`` and ``var=1``, so ``normalize`` is the identity (up to ``eps``) before any data arrives,
-and merging with empty statistics returns the other operand (up to rounding). ``count`` is a float
-in the stats' dtype: it cannot overflow, and although a float32 count stops being an exact integer
-past 2**24 samples, the merge only uses the ratio ``count_b / count``, which stays accurate.
+and merging with empty statistics returns the other operand (up to rounding).
+
+``count`` is a float in the stats' dtype (float32 or wider; ``init`` refuses narrower ones, whose
+count would overflow). A float32 count is exact up to 2**24 (16.7M) samples. Past that, adding a
+batch of ``b`` rounds ``count + b`` to float32's spacing there (``count * 2**-23``), so a small
+batch's weight is off by up to ``count * 2**-24 / b`` relative, and batches of one sample stop
+adding at 2**24: the statistics then follow recent data like a moving average over about 2**24
+samples rather than all of it. With batches of thousands (many environments) this is far away;
+for tens of millions of single-sample updates, enable x64 and use float64 statistics.
 """
 
 import chex
@@ -40,6 +46,11 @@ class RunningStats:
 
 def init(shape: tuple[int, ...] = (), dtype=jnp.float32) -> RunningStats:
     """Empty statistics for samples of ``shape`` (e.g. ``obs_shape``, or ``()`` for returns)."""
+    if not jnp.issubdtype(dtype, jnp.floating) or jnp.finfo(dtype).bits < 32:
+        raise ValueError(
+            f"running_stats.init: dtype must be float32 or float64, got {jnp.dtype(dtype)} "
+            "(a narrower count overflows)"
+        )
     shape = tuple(shape)
     return RunningStats(
         mean=jnp.zeros(shape, dtype), var=jnp.ones(shape, dtype), count=jnp.zeros((), dtype)

@@ -35,15 +35,22 @@ class Discrete(Space):
         self.n = int(n)
         self.shape = ()
         self.dtype = jnp.dtype(dtype)
+        if not jnp.issubdtype(self.dtype, jnp.integer) or self.n - 1 > jnp.iinfo(self.dtype).max:
+            raise ValueError(
+                f"Discrete({self.n}): dtype {self.dtype} cannot hold the actions 0 to {self.n - 1}"
+            )
 
     def sample(self, key: jax.Array) -> jax.Array:
         return jax.random.randint(key, (), 0, self.n, dtype=self.dtype)
 
     def contains(self, x: jax.Array) -> jax.Array:
-        x = jnp.asarray(x)
-        if not jnp.issubdtype(x.dtype, jnp.integer):  # 1.5, 1.0 and True are not in it
+        if not isinstance(x, jax.Array):  # a host value: checked before a cast could wrap it
+            host = np.asarray(x)
+            fits = np.issubdtype(host.dtype, np.integer) and host.shape == ()
+            return jnp.asarray(bool(fits and 0 <= host < self.n))
+        if not jnp.issubdtype(x.dtype, jnp.integer) or x.shape != ():  # 1.5, True, [0, 1]
             return jnp.zeros((), bool)
-        return jnp.logical_and(x >= 0, x < self.n) & (x.shape == ())
+        return jnp.logical_and(x >= 0, x < self.n)
 
     def __repr__(self) -> str:
         return f"Discrete({self.n})"

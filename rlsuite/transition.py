@@ -19,7 +19,9 @@ class Transition(NamedTuple):
     action: the action taken.
     reward: reward of the step, float32.
     terminated: the episode ended in a terminal state (no bootstrap), bool.
-    truncated: the episode was cut (time limit) but did not terminate (bootstrap), bool.
+    truncated: the episode was cut (time limit), bool: bootstrap from `next_obs` unless
+      `terminated` is also set (a termination on the limit step reports both, as in
+      gymnasium; the termination wins: no bootstrap).
     next_obs: pre-reset observation after the step.
     info: the environment's `info` without `final_observation` (that is `next_obs`).
     extras: what the policy returned besides the action (log-probabilities, values, ...).

@@ -190,3 +190,27 @@ def test_off_policy_losses_jit_and_vmap(name):
     expected = np.stack([fn(*(a[s] for a in args)) for s in range(S)])
     np.testing.assert_allclose(jax.jit(jax.vmap(fn))(*args), expected, rtol=1e-6, atol=1e-6)
     np.testing.assert_allclose(jax.jit(fn)(*(a[0] for a in args)), expected[0], rtol=1e-6)
+
+
+def test_mismatched_shapes_are_refused_not_broadcast():
+    # [B] against [B, 1] would broadcast to [B, B]: value_loss would be 0.667 for equal values.
+    b, b1 = jnp.arange(3.0), jnp.arange(3.0)[:, None]
+    cases = [
+        (lambda: losses.value_loss(b, b1), r"value_loss: values \(3,\), targets \(3, 1\)"),
+        (lambda: losses.clipped_value_loss(b, b, b1, 0.2), "clipped_value_loss"),
+        (lambda: losses.ppo_policy_loss(b, b, b1, 0.2), "ppo_policy_loss"),
+        (lambda: losses.critic_loss(jnp.stack([b, b]), b1), r"q\[k\] \(3,\), targets \(3, 1\)"),
+        (lambda: losses.td_target(b, b1, jnp.stack([b, b])), "td_target"),
+        (lambda: losses.soft_td_target(b, b, jnp.stack([b, b]), b1, 0.1), "soft_td_target"),
+        (lambda: losses.sac_actor_loss(jnp.stack([b, b]), b1, 0.1), "sac_actor_loss"),
+        (lambda: losses.awr_policy_loss(b, b1), "awr_policy_loss"),
+        (lambda: losses.behavior_cloning_loss(b1, b), "behavior_cloning_loss"),
+        (
+            lambda: losses.cql_penalty(jnp.zeros((2, 4, 3)), jnp.zeros((4, 1)), jnp.zeros((2, 3))),
+            r"cql_penalty: q_sampled \(4, 3\), log_density \(4, 1\)",
+        ),
+    ]
+    for call, message in cases:
+        with pytest.raises(ValueError, match=message):
+            call()
+    assert losses.value_loss(b, b) == 0.0

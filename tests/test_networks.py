@@ -166,8 +166,8 @@ def test_tanh_gaussian_density_integrates_to_one(mean, std):
 
 
 def test_squashed_log_prob_at_the_pre_squash_sample():
-    # Equal to the reference formula at u, also where tanh(u) rounds to +-1 in float32 (|u| > 9),
-    # where the log-prob of the squashed action itself is infinite.
+    # Equal to the reference formula at u, also where tanh(u) rounds to +-1 in float32 (|u| >= 8
+    # on XLA's CPU), where the log-prob of the squashed action itself is NaN.
     mean, log_std = jnp.array([0.3, -0.5]), jnp.array([-0.5, 0.0])
     u = np.array([[0.1, -0.2], [2.0, -3.0], [9.5, -10.0]])
     lp = squashed_log_prob(tanh_gaussian(mean, log_std), jnp.asarray(u, jnp.float32))

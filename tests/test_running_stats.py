@@ -142,3 +142,8 @@ def test_jit_and_vmap_independent_stats():
     np.testing.assert_allclose(merged.var, stats.var, rtol=1e-5)
     z = jax.vmap(rs.normalize)(stats, batches[0])
     np.testing.assert_allclose(jax.vmap(rs.denormalize)(stats, z), batches[0], atol=1e-5)
+
+
+def test_init_refuses_a_count_dtype_that_overflows():
+    with pytest.raises(ValueError, match="dtype must be float32 or float64, got float16"):
+        rs.init((2,), jnp.float16)

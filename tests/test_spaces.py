@@ -16,7 +16,14 @@ def test_discrete_sample_and_contains():
     for x in (1.5, jnp.float32(1.0), True):
         assert not bool(space.contains(x)), x
     assert bool(space.contains(jnp.int32(1))) and bool(space.contains(np.int64(1)))
+    # One scalar, as gymnasium's: an array is not an element (and the answer is one bool); a
+    # 64-bit integer is not cut to 32 bits first (2**32 + 1 would become 1).
+    for x in (jnp.array([0, 1]), np.array([1]), np.int64(2**32 + 1)):
+        assert space.contains(x).shape == () and not bool(space.contains(x)), x
+    assert jax.jit(space.contains)(jnp.int32(2)) and not jax.jit(space.contains)(jnp.int32(3))
     assert flat_dim(space) == 1
+    with pytest.raises(ValueError, match=r"Discrete\(200\): dtype int8 cannot hold .* 0 to 199"):
+        Discrete(200, jnp.int8)
 
 
 def test_box_sample_within_bounds_and_contains():
