@@ -52,6 +52,7 @@ ALGOS = {
     "cql": Algo(cql.make, cql.CQLConfig, cql.CQLHparams),
 }
 OFFLINE = ("bc", "td3_bc", "iql", "cql")
+DEFAULT_ENV = {"sac": "pendulum", "td3": "pendulum"}  # continuous actions; others: cartpole
 COMMANDS = ("train", "eval", "plot", "dataset")
 
 
@@ -141,6 +142,8 @@ def _saved_in(out: pathlib.Path) -> str | None:
     for name in (JSONL, CSV):
         if (out / name).is_file() and (out / name).stat().st_size:
             return f"{out / name} already holds metrics"
+    if (out / "final.json").exists():
+        return f"{out / 'final.json'} exists"
     return None
 
 
@@ -188,7 +191,9 @@ def _offline_env(name: str, argv: list[str]) -> str:
             raise UsageError(
                 f"{name} is an online algorithm; --dataset is for {', '.join(OFFLINE)}"
             )
-        return env_from_argv(argv)
+        return env_from_argv(argv, DEFAULT_ENV.get(name, "cartpole"))
+    if path is None and ("--help" in argv or "-h" in argv):
+        return env_from_argv(argv, "pendulum")  # the flags, before there is a dataset
     if path is None:
         raise UsageError(f"{name} is an offline algorithm: give --dataset FILE")
     if not pathlib.Path(path).is_file():
@@ -234,7 +239,7 @@ def train(argv: list[str]) -> dict:
     agent.check_hparams(args.hparams)
     asked = getattr(args.config, "total_timesteps", None)
     steps = agent.config.num_updates * agent.env_steps_per_update
-    if asked is not None and steps != asked:
+    if flag_value(argv, "--total-timesteps") is not None and steps != asked:
         print(
             f"rlsuite train: note: the run takes {steps:,} env steps per seed, whole updates of "
             f"{agent.env_steps_per_update:,}, for --total-timesteps {asked:,}",
@@ -310,16 +315,21 @@ def _resume(argv: list[str]) -> dict:
     return _fit(fit, agent, hparams, record, out, True, progress, data)
 
 
+def _reference_returns(data) -> tuple[float, float] | None:
+    """A dataset's `(random, expert)` returns for normalised scores, or None (no dataset, or
+    one without both)."""
+    refs = None if data is None else (data.info.random_return, data.info.expert_return)
+    return None if refs is None or None in refs else refs
+
+
 def _fit(
     fit, agent, hparams, record: dict, out: pathlib.Path, resume: bool, progress: bool, data=None
 ) -> dict:
     num_updates = agent.config.num_updates
     offline = {}
     if data is not None:
-        info = data.info
         offline = {"data": data, "metadata": {"dataset_sha256": record["dataset_sha256"]}}
-        if info.random_return is not None and info.expert_return is not None:
-            offline["reference_returns"] = (info.random_return, info.expert_return)
+        offline["reference_returns"] = _reference_returns(data)
     result = fit(
         agent,
         jax.random.key(record["seed"]),
@@ -367,6 +377,7 @@ class EvalArgs:
 
 def evaluate(argv: list[str]) -> dict:
     from rlsuite import driver
+    from rlsuite.runner import eval_summary
 
     args = tyro.cli(EvalArgs, args=argv, prog="rlsuite eval")
     if args.episodes < 1:
@@ -389,8 +400,7 @@ def evaluate(argv: list[str]) -> dict:
         "run": str(out),
         "env_steps": meta["env_steps"],
         "episodes": args.episodes,
-        "eval_return_per_seed": returns.mean(axis=1).tolist(),
-        "eval_return_mean": float(returns.mean()),
+        **eval_summary(returns, _reference_returns(data)),
     }
     print(json.dumps(summary, indent=2))
     return summary
@@ -401,19 +411,19 @@ class PlotArgs:
     runs: tyro.conf.Positional[list[str]]
     """run directories to draw"""
     out: str = "curves.png"
-    """PNG to write (must not exist)"""
+    """image to write, its format from the extension (png when there is none); must not exist"""
     metric: str = "charts/episodic_return"
     """metric to draw against environment steps"""
 
 
 def plot(argv: list[str]) -> dict:
     from rlsuite.loggers import read_metrics
-    from rlsuite.plotting import curve, plot_curves
+    from rlsuite.plotting import curve, image_path, plot_curves
+    from rlsuite.runner import check_new_file
 
     args = tyro.cli(PlotArgs, args=argv, prog="rlsuite plot")
-    out = pathlib.Path(args.out)
-    if out.exists():
-        raise UsageError(f"{out} exists; choose another --out")
+    out = image_path(args.out)  # "curves" is "curves.png", as matplotlib would write it
+    check_new_file(out)
     if not out.parent.is_dir():
         raise UsageError(f"--out {out}: {out.parent} is not a directory")
     if not args.runs:
@@ -461,15 +471,14 @@ class CollectArgs:
 def dataset(argv: list[str]) -> dict:
     from rlsuite.collect import QUALITIES, collect
     from rlsuite.datasets import save_d4rl
+    from rlsuite.runner import check_new_file
 
     if not argv or argv[0] != "collect":
         raise UsageError("dataset needs a subcommand: rlsuite dataset collect --help")
     args = tyro.cli(CollectArgs, args=argv[1:], prog="rlsuite dataset collect")
     _choose("quality", args.quality, QUALITIES)
     _choose("behaviour algorithm", args.algo, ("sac", "td3"))
-    out = pathlib.Path(args.out)
-    if out.exists() and not args.overwrite:
-        raise UsageError(f"{out} exists; choose another --out or pass --overwrite")
+    out = check_new_file(args.out, overwrite=args.overwrite, hint=" or pass --overwrite")
     import envs
 
     env, env_params = envs.make(args.env)

@@ -68,6 +68,25 @@ def curve(rows: list[dict], metric: str) -> tuple[np.ndarray, np.ndarray]:
     return steps, values
 
 
+def image_path(out: str | pathlib.Path) -> pathlib.Path:
+    """The file `plot_curves` writes for `out`: `out` itself, or with `.png` added when it has no
+    extension (as matplotlib does). An extension matplotlib cannot write raises a `ValueError`
+    listing those it can."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    out = pathlib.Path(out)
+    if not out.suffix:
+        return out.with_suffix(".png")
+    formats = FigureCanvasAgg(Figure()).get_supported_filetypes()
+    if out.suffix[1:].lower() not in formats:
+        raise ValueError(
+            f"{out}: matplotlib cannot write {out.suffix!r} images; use one of "
+            + ", ".join(f".{f}" for f in sorted(formats))
+        )
+    return out
+
+
 def plot_curves(
     curves: Sequence[tuple[str, np.ndarray, np.ndarray]],
     out: str | pathlib.Path,
@@ -93,7 +112,7 @@ def plot_curves(
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
-    out = pathlib.Path(out)
+    out = image_path(out)
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out

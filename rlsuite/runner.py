@@ -88,6 +88,10 @@ def fit(
     if resume and out_dir is None:
         raise ValueError("fit: resume=True needs the out_dir of the run to continue")
     if out_dir is not None:
+        for path in (pathlib.Path(out_dir), *pathlib.Path(out_dir).parents):
+            if path.exists() and not path.is_dir():
+                raise ValueError(f"fit: out_dir {out_dir}: {path} is a file, not a directory")
+    if out_dir is not None:
         check_backends(**(logger_options or {}))
     extra = dict(metadata or {})
     metadata = {
@@ -146,6 +150,8 @@ def fit(
             raise FileExistsError(
                 f"{ckpt_dir} already holds checkpoints; resume the run or use another out_dir"
             )
+        if not resume and final_path is not None and final_path.exists():
+            raise FileExistsError(f"{final_path} exists; use another out_dir")
         states = init(agent, keys, hparams, hparams_axis, data)
 
     logger = None
@@ -190,19 +196,46 @@ def fit(
         "wall_seconds": round(wall_seconds, 3),
         "env_steps_per_second": round(steps_run * num_seeds / max(wall_seconds, 1e-9)),
         "eval_episodes": eval_episodes,
-        "eval_return_per_seed": eval_returns.mean(axis=1).tolist(),
-        "eval_return_mean": float(eval_returns.mean()),
+        **eval_summary(eval_returns, reference_returns),
     }
-    if reference_returns is not None:
-        from rlsuite.datasets import normalized_score
-
-        scores = normalized_score(eval_returns.mean(axis=1), *reference_returns)
-        summary["normalized_score_per_seed"] = np.asarray(scores).tolist()
-        summary["normalized_score_mean"] = float(np.mean(scores))
     if final_path is not None:
         final_path.write_text(json.dumps(summary, indent=2) + "\n")
     metrics = {k: np.concatenate(v, axis=1) for k, v in collected.items()}
     return FitResult(states, metrics, eval_returns, summary)
+
+
+def eval_summary(eval_returns: np.ndarray, reference_returns=None) -> dict:
+    """`eval_return_per_seed` and `eval_return_mean` of returns `[num_seeds, episodes]`, and with
+    `reference_returns=(random, expert)` D4RL's `normalized_score_per_seed` and `_mean`."""
+    per_seed = np.asarray(eval_returns).mean(axis=1)
+    summary = {
+        "eval_return_per_seed": per_seed.tolist(),
+        "eval_return_mean": float(per_seed.mean()),
+    }
+    if reference_returns is not None:
+        from rlsuite.datasets import normalized_score
+
+        scores = np.asarray(normalized_score(per_seed, *reference_returns))
+        summary["normalized_score_per_seed"] = scores.tolist()
+        summary["normalized_score_mean"] = float(scores.mean())
+    return summary
+
+
+def check_new_file(
+    path, flag: str = "--out", overwrite: bool = False, hint: str = ""
+) -> pathlib.Path:
+    """Refuse, before anything runs, a `path` that a new file cannot be written to: one under a
+    file, a directory, or (unless `overwrite`) an existing file; `hint` ends that last message.
+    Returns `path` as a `pathlib.Path`."""
+    path = pathlib.Path(path)
+    for parent in path.parents:
+        if parent.exists() and not parent.is_dir():
+            raise ValueError(f"{flag} {path}: {parent} is a file, not a directory")
+    if path.is_dir():
+        raise ValueError(f"{flag} {path} is a directory; give the name of a file")
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; choose another {flag}{hint}")
+    return path
 
 
 class _Progress:

@@ -237,6 +237,7 @@ def test_dataset_collect_then_offline_train_eval_and_guards(tmp_path):
     assert record["dataset"] == str(data) and len(record["dataset_sha256"]) == 64
     proc = rlsuite("eval", out, "--episodes", "1")
     assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(json.loads(proc.stdout)["normalized_score_per_seed"]) == 2  # as final.json has
 
     for args, message in [
         (["train", "bc"], "bc is an offline algorithm: give --dataset FILE"),
@@ -279,6 +280,14 @@ GUARDS = textwrap.dedent(
             rc = cli.main([str(a) for a in args])
         return [rc, err.getvalue()]
 
+    def help(*args):
+        out = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out):
+                cli.main([*args, "--help"])
+        except SystemExit as exit:
+            return [exit.code, out.getvalue()]
+
     tiny = ["--total-timesteps", "512", "--no-progress"]
     (tmp / "afile").touch()
     checkpoint.save(tmp / "saved" / "checkpoints", 1, {"x": np.zeros(2)}, {"algo": "ppo"})
@@ -286,6 +295,10 @@ GUARDS = textwrap.dedent(
     (tmp / "bad" / "config.json").write_text("{")
     (tmp / "empty").mkdir()
     (tmp / "empty" / "config.json").write_text("{}")
+    (tmp / "precious.png").write_text("precious")
+    (tmp / "adir.hdf5").mkdir()
+    (tmp / "done").mkdir()
+    (tmp / "done" / "final.json").write_text("{}")
     (tmp / "logged").mkdir()
     (tmp / "logged" / "metrics.jsonl").write_text(
         '{"env_steps": 1, "seed": 0, "charts/episodic_return": 1.0}\\n'
@@ -304,11 +317,22 @@ GUARDS = textwrap.dedent(
         "plot_dir": run("plot", tmp / "logged", "--out", tmp / "nodir" / "p.png"),
         "plot_metric": run("plot", tmp / "logged", "--metric", "charts/foo",
                            "--out", tmp / "p.png"),
+        # matplotlib would add ".png" and replace precious.png
+        "plot_no_ext": run("plot", tmp / "logged", "--out", tmp / "precious"),
+        "plot_format": run("plot", tmp / "logged", "--out", tmp / "p.txt"),
+        "final": run("train", "ppo", "--out", tmp / "done", *tiny),
+        # Output paths are checked before the expert is trained.
+        "collect_file": run("dataset", "collect", "--env", "pendulum", "--quality", "expert",
+                            "--size", "10", "--out", tmp / "afile" / "d.hdf5"),
+        "collect_dir": run("dataset", "collect", "--env", "pendulum", "--quality", "expert",
+                           "--size", "10", "--out", tmp / "adir.hdf5", "--overwrite"),
         # Not an error: a budget that is not whole updates is said to be rounded.
         "rounded": run("train", "ppo", "--num-envs", "1", "--num-steps", "8", "--num-minibatches",
                        "1", "--update-epochs", "1", "--total-timesteps", "12", "--eval-episodes",
                        "1", "--out", tmp / "r", "--no-progress"),
     }
+    out["help_iql"] = help("train", "iql")  # no dataset needed to read the flags
+    out["help_sac"] = help("train", "sac")
     print(json.dumps(out))
     """
 )
@@ -331,10 +355,21 @@ def test_bad_input_is_refused_with_a_message_and_leaves_nothing_behind(tmp_path)
         "plot_none": "plot needs at least one run directory",
         "plot_dir": "nodir is not a directory",
         "plot_metric": "logs no 'charts/foo'; its metrics: charts/episodic_return",
+        "plot_no_ext": f"{tmp_path / 'precious.png'} exists; choose another --out",
+        "plot_format": "matplotlib cannot write '.txt' images; use one of ",
+        "final": f"--out {tmp_path / 'done'}: {tmp_path / 'done' / 'final.json'} exists",
+        "collect_file": f"{tmp_path / 'afile'} is a file, not a directory",
+        "collect_dir": f"--out {tmp_path / 'adir.hdf5'} is a directory; give the name of a file",
     }
     for case, message in expected.items():
         rc, stderr = out[case]
         assert rc == 2 and message in stderr, (case, stderr)
+    assert (tmp_path / "precious.png").read_text() == "precious"
+    assert (tmp_path / "done" / "final.json").read_text() == "{}"
+    rc, text = out["help_iql"]
+    assert rc == 0 and "--expectile" in text and "--dataset" in text, text[-2000:]
+    rc, text = out["help_sac"]
+    assert rc == 0 and "(default: pendulum)" in text, text[-2000:]  # sac refuses cartpole
     rc, stderr = out["rounded"]
     note = "takes 8 env steps per seed, whole updates of 8, for --total-timesteps 12"
     assert rc == 0 and note in stderr, stderr
