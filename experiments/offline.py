@@ -32,7 +32,7 @@ from rich.console import Console
 from rich.table import Table
 
 import envs
-from rlsuite import collect, driver, tuned
+from rlsuite import collect, driver, runner, tuned
 from rlsuite.agents import bc, cql, iql, sac, td3_bc
 from rlsuite.datasets import normalized_score, save_d4rl
 
@@ -120,6 +120,9 @@ def train(agent, data, info, args: Args, key) -> np.ndarray:
 
 def check(args: Args) -> None:
     """Refuse bad arguments before anything is trained."""
+    for name in ("size", "num_updates", "gradient_steps", "num_seeds", "eval_episodes"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     for quality in args.qualities:
         if quality not in collect.QUALITIES:
             raise ValueError(f"unknown quality {quality!r}; allowed: {collect.QUALITIES}")
@@ -127,10 +130,12 @@ def check(args: Args) -> None:
         if algo not in ALGOS:
             raise ValueError(f"unknown algorithm {algo!r}; allowed: {', '.join(ALGOS)}")
         offline_config(algo, args)
-    taken = [args.out] if args.out is not None and args.out.exists() else []
+    paths = [] if args.out is None else [args.out]
     if args.save_dir is not None:
-        paths = (dataset_path(args, quality) for quality in args.qualities)
-        taken += [path for path in paths if path.exists()]
+        paths += [dataset_path(args, quality) for quality in args.qualities]
+    for path in paths:  # not under a file, not a directory: checked here, not after training
+        runner.check_new_file(path, "--out" if path == args.out else "--save-dir", overwrite=True)
+    taken = [path for path in paths if path.exists()]
     if taken:
         raise FileExistsError(f"not replacing {', '.join(map(str, taken))}; choose another path")
 

@@ -6,7 +6,8 @@
 
 Every config and hyperparameter field is a flag (`--help`); defaults are the suite's tuned ones for
 the environment (`rlsuite.tuned`). Seeds are vmapped into one jitted call (and sharded over the
-available devices). With `--out`, the run writes checkpoints, metrics and `final.json` there.
+available devices). With `--out`, the run writes checkpoints, metrics and `final.json` there, and
+`--resume` with the same flags continues it after a kill.
 """
 
 import dataclasses
@@ -51,6 +52,8 @@ class Args:
     """policy loss: PPO's clipped surrogate, or the idea defined in this file"""
     out: str | None = None
     """run directory for checkpoints, metrics and final.json (none: keep nothing)"""
+    resume: bool = False
+    """continue the run in --out from its last checkpoint (give the same flags)"""
     eval_episodes: int = 10
     """evaluation episodes per seed at the end"""
 
@@ -74,8 +77,10 @@ def main(argv: list[str]) -> dict:
         args.hparams,
         num_seeds=args.num_seeds,
         out_dir=args.out,
+        resume=args.resume,
         env_name=args.env,
         eval_episodes=args.eval_episodes,
+        metadata={"loss_idea": args.loss_idea},  # a resume with another idea is refused
     )
     summary = result.summary
     print(

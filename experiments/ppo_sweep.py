@@ -26,7 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 import envs
-from rlsuite import driver
+from rlsuite import driver, runner
 from rlsuite.agent import Agent
 from rlsuite.agents import ppo
 
@@ -52,7 +52,7 @@ class Args:
     eval_episodes: int = 10
     """deterministic evaluation episodes per run after training"""
     out: pathlib.Path | None = None
-    """optional path of a JSON file for the results"""
+    """optional path of a JSON file for the results (an existing file is not replaced)"""
 
 
 def setup(args: Args) -> tuple[Agent, list, ppo.PPOHparams]:
@@ -66,6 +66,8 @@ def setup(args: Args) -> tuple[Agent, list, ppo.PPOHparams]:
     for name in ("num_seeds", "total_timesteps", "num_envs", "num_steps", "eval_episodes"):
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.out is not None:
+        runner.check_new_file(args.out)  # an existing file is not replaced
     env, env_params = envs.make(args.env)
     config = ppo.PPOConfig(
         num_envs=args.num_envs, num_steps=args.num_steps, total_timesteps=args.total_timesteps
@@ -163,6 +165,6 @@ if __name__ == "__main__":
     driver.use_cpu_cores()  # runs split over the CPU cores (before anything runs)
     try:
         setup(cli_args)  # cheap: fails with a clear message before anything compiles
-    except ValueError as err:
+    except (ValueError, FileExistsError) as err:
         raise SystemExit(f"ppo_sweep.py: error: {err}") from None
     main(cli_args)

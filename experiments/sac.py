@@ -7,7 +7,7 @@
 Every config and hyperparameter field is a flag (`--help`); defaults are the suite's tuned ones for
 the environment (`rlsuite.tuned`). Seeds are vmapped into one jitted call (and sharded over the
 available devices). With `--out`, the run writes checkpoints (replay buffer included), metrics
-and `final.json` there.
+and `final.json` there; `--resume` with the same flags continues it after a kill.
 """
 
 import dataclasses
@@ -50,6 +50,8 @@ class Args:
     """critic target: SAC's clipped double-Q soft target, or the idea defined in this file"""
     out: str | None = None
     """run directory for checkpoints, metrics and final.json (none: keep nothing)"""
+    resume: bool = False
+    """continue the run in --out from its last checkpoint (give the same flags)"""
     eval_episodes: int = 10
     """evaluation episodes per seed at the end"""
 
@@ -73,8 +75,10 @@ def main(argv: list[str]) -> dict:
         args.hparams,
         num_seeds=args.num_seeds,
         out_dir=args.out,
+        resume=args.resume,
         env_name=args.env,
         eval_episodes=args.eval_episodes,
+        metadata={"target_idea": args.target_idea},  # a resume with another idea is refused
     )
     summary = result.summary
     alpha = result.metrics["losses/alpha"][:, -1]

@@ -77,9 +77,13 @@ def test_ppo_sweep_smoke_lists_every_grid_cell(tmp_path):
         (["--learning-rates"], "--learning-rates is empty"),
         (["--num-seeds", "0"], "--num-seeds must be >= 1, got 0"),
         (["--ent-coefs", "0", "-0.1"], r"invalid hparams.ent_coef=\[0.0, -0.1\]"),
+        (["--out"], "sweep.json exists; choose another --out"),
     ],
 )
-def test_ppo_sweep_rejects_bad_arguments_before_compiling(args, message):
+def test_ppo_sweep_rejects_bad_arguments_before_compiling(args, message, tmp_path):
+    if args == ["--out"]:
+        (tmp_path / "sweep.json").write_text("earlier results")
+        args = ["--out", str(tmp_path / "sweep.json")]
     proc = run_script("ppo_sweep.py", *args, timeout=100)
     assert proc.returncode != 0
     assert re.search(f"ppo_sweep.py: error: .*{message}", proc.stderr), proc.stderr
@@ -96,6 +100,17 @@ def test_ppo_script_smoke_with_a_policy_loss_passed_in(idea, tmp_path):
     assert re.search(rf"ppo \({idea}\) on cartpole: 2 seeds x 1,024 steps", proc.stdout)
     final = json.loads((tmp_path / "run" / "final.json").read_text())
     assert final["num_seeds"] == 2 and len(final["eval_return_per_seed"]) == 2
+    if idea == "clip-free":
+        return
+    # Killed after its last checkpoint: --resume evaluates it again; another idea is refused.
+    (tmp_path / "run" / "final.json").unlink()
+    other = [a if a != idea else "clip-free" for a in args]
+    proc = run_script("ppo.py", *other, "--resume")
+    assert proc.returncode != 0 and "saved with loss_idea='ppo-clip'" in proc.stderr, proc.stderr
+    proc = run_script("ppo.py", *args, "--resume")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    resumed = json.loads((tmp_path / "run" / "final.json").read_text())
+    assert resumed["eval_return_per_seed"] == final["eval_return_per_seed"]
 
 
 @pytest.mark.timeout(180)
@@ -154,3 +169,10 @@ def test_offline_script_refuses_to_replace_results_before_training(tmp_path):
     assert "Traceback" in proc.stderr and "train_behaviour" not in proc.stderr
     assert out.read_text() == "earlier results"
     assert (data / "pendulum-expert.hdf5").read_text() == "earlier dataset"
+    for bad, message in [
+        (["--num-seeds", "0"], "--num-seeds must be >= 1, got 0"),
+        (["--out", str(out / "x.json")], f"--out {out / 'x.json'}: {out} is a file"),
+    ]:
+        proc = run_script("offline.py", *bad)
+        assert proc.returncode != 0 and message in proc.stderr, proc.stderr[-2000:]
+        assert "train_behaviour" not in proc.stderr
