@@ -105,4 +105,5 @@ def _build(
 
 def _constructor_args(cls: type) -> set[str]:
     parameters = inspect.signature(cls.__init__).parameters.values()
-    return {p.name for p in parameters if p.name != "self" and p.kind is not p.VAR_KEYWORD}
+    variadic = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
+    return {p.name for p in parameters if p.name != "self" and p.kind not in variadic}

@@ -507,6 +507,12 @@ def dataset(argv: list[str]) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     save_d4rl(out, data, overwrite=args.overwrite)
     info = data.info
+    if len(data) != args.size:
+        print(
+            f"rlsuite dataset collect: note: {args.quality} keeps the whole replay buffer of the "
+            f"medium run, {len(data):,} transitions, whatever --size",
+            file=sys.stderr,
+        )
     summary = {"out": str(out), "transitions": len(data), **info.to_dict()}
     print(
         f"{args.quality} dataset of {len(data):,} transitions on {args.env} in "

@@ -183,9 +183,15 @@ def require(
     value = getattr(params, field)
     if isinstance(value, jax.core.Tracer):
         return
+    where = f"{env}: " if env else ""
+    kind_of = np.asarray(value).dtype.kind if not isinstance(value, list | tuple) else "list"
+    if kind_of not in "iuf":  # a string, None, a bool or a list (a pytree node, not a leaf)
+        raise ValueError(
+            f"{where}invalid {kind}.{field}={value!r}; allowed: a number or an array of numbers, "
+            f"{allowed}"
+        )
     value = np.asarray(value)
     if not np.all(check(value)):
-        where = f"{env}: " if env else ""
         raise ValueError(f"{where}invalid {kind}.{field}={value.tolist()!r}; allowed: {allowed}")
 
 

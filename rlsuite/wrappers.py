@@ -81,8 +81,13 @@ class TimeLimit(Wrapper):
     """
 
     def __init__(self, env: Environment, max_episode_steps: int):
-        if int(max_episode_steps) < 1:
-            raise ValueError(f"max_episode_steps must be >= 1, got {max_episode_steps}")
+        whole = isinstance(max_episode_steps, int | np.integer) and not isinstance(
+            max_episode_steps, bool
+        )
+        if not whole or max_episode_steps < 1:
+            raise ValueError(
+                f"max_episode_steps must be an integer >= 1, got {max_episode_steps!r}"
+            )
         super().__init__(env)
         self.max_episode_steps = int(max_episode_steps)
 

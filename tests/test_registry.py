@@ -1,4 +1,5 @@
 import jax
+import numpy as np
 import pytest
 
 import envs
@@ -38,6 +39,16 @@ def test_params_override_and_constructor_arguments():
         envs.make("cartpole", gravty=12.0)
     with pytest.raises(ValueError, match="params.gravity"):
         envs.make("cartpole", gravity=-1.0)
+    # Wrong types name the field too; a list would be a pytree node, not a value to vmap.
+    for value in ("x", None, True, [1.0, 2.0]):
+        with pytest.raises(ValueError, match=r"invalid params.gravity=.*a number or an array"):
+            envs.make("cartpole", gravity=value)
+    assert envs.make("cartpole", gravity=np.array([9.8, 12.0]))[1].gravity.shape == (2,)
+    for steps in (2.5, "x", True):
+        with pytest.raises(ValueError, match="max_episode_steps must be an integer >= 1"):
+            envs.make("cartpole", max_episode_steps=steps)
+    with pytest.raises(ValueError, match=r"unknown argument\(s\) \['args'\]"):
+        envs.make("cartpole", args=3)  # CartPole(*args) takes none
 
 
 def test_unknown_name_lists_close_matches():

@@ -211,3 +211,13 @@ def test_batched_step_equals_vmapped_env_step_on_brax_inverted_pendulum():
     for slots in (None, 2):
         run = both_ways(env, params, 4, 150, reset_slots=slots)
         assert_same(expected, jax.jit(run, static_argnums=1)(jax.random.key(6), False))
+
+
+def test_the_package_exposes_the_rollout_module_not_its_function():
+    import types
+
+    import rlsuite
+    import rlsuite.rollout as module
+
+    assert isinstance(module, types.ModuleType) and rlsuite.rollout is module
+    assert callable(module.step_batch) and callable(module.rollout)

@@ -96,5 +96,5 @@ def test_wrapper_exposes_inner_attributes_and_name():
     assert env.random_start is False
     assert env.name == "Counter"
     assert isinstance(env.unwrapped, Counter)
-    with pytest.raises(ValueError, match="max_episode_steps must be >= 1"):
+    with pytest.raises(ValueError, match="max_episode_steps must be an integer >= 1"):
         TimeLimit(Counter(), 0)

@@ -71,7 +71,8 @@ class OffPolicyConfig:
     """Static configuration shared by the off-policy agents."""
 
     num_envs: int = 1
-    """parallel environments per agent; one update steps each of them once"""
+    """parallel environments per agent; an update steps each of them once, or (TD3) as often as
+    a whole policy-delay cycle of gradient steps takes: `agent.env_steps_per_update` counts"""
     buffer_size: int = 100_000
     """replay capacity in transitions (all envs together); the oldest are overwritten first"""
     batch_size: int = 256

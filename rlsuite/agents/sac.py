@@ -74,7 +74,7 @@ class SACHparams:
     """target entropy = -target_entropy_scale * action_dim"""
     reward_scale: float = 1.0
     """constant factor on the rewards learned from (brax.training's reward_scaling), applied to
-    every sampled batch; the buffer keeps the raw rewards"""
+    every sampled batch; the stored transitions (replay buffer or dataset) keep the raw rewards"""
 
 
 @struct.dataclass

@@ -77,7 +77,7 @@ class TD3Hparams:
     """the smoothing noise is clipped to [-noise_clip, noise_clip]"""
     reward_scale: float = 1.0
     """constant factor on the rewards learned from (brax.training's reward_scaling), applied to
-    every sampled batch; the buffer keeps the raw rewards"""
+    every sampled batch; the stored transitions (replay buffer or dataset) keep the raw rewards"""
 
 
 @struct.dataclass
