@@ -46,6 +46,8 @@ from rich.table import Table
 
 from rlsuite.wrappers import TimeLimit
 
+CLASSIC = ("cartpole", "pendulum")  # our classic-control environments with a gymnax twin
+
 
 @dataclasses.dataclass
 class Args:
@@ -72,6 +74,7 @@ class Args:
     brax_reset_slots: int = 0
     """Reset slots per step of the compacted-reset diagnostic (0: brax_batch // 16)."""
     seed: int = 0
+    """Seed of the random actions and start states."""
     out: Path = Path("benchmarks/results/env_throughput.json")
     """Where to write the JSON results."""
     markdown: bool = True
@@ -154,6 +157,7 @@ def classic_pairs(names: list[str]):
     from envs.pendulum import Pendulum
 
     ours = {"cartpole": (CartPole, "CartPole-v1"), "pendulum": (Pendulum, "Pendulum-v1")}
+    assert tuple(ours) == CLASSIC
     for name in names:
         cls, gymnax_name = ours[name]
         env = TimeLimit(cls(), cls.max_episode_steps)
@@ -334,6 +338,26 @@ _WRAPPED = "brax training wrappers"
 
 
 # ------------------------------------------------------------------------------------------- report
+def check_args(args, may_be_zero: tuple[str, ...] = (), choices: dict | None = None) -> None:
+    """Refuse bad flags before anything runs, naming the flag: a count below 1 (every int flag
+    but `seed` and `may_be_zero`, and every entry of a list of ints) and a name that is not in
+    `choices[field]`."""
+    for field in dataclasses.fields(args):
+        value, flag = getattr(args, field.name), "--" + field.name.replace("_", "-")
+        if field.name in ("seed", *may_be_zero) or isinstance(value, bool) or value is None:
+            continue
+        values = value if isinstance(value, list | tuple) else [value]
+        for v in values:
+            if isinstance(v, int) and not isinstance(v, bool) and v < 1:
+                raise ValueError(f"{flag} must be >= 1, got {value}")
+    for name, allowed in (choices or {}).items():
+        value = getattr(args, name)
+        for v in value if isinstance(value, list | tuple) else [value]:
+            if v not in allowed:
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(f"{flag}: unknown {v!r}; allowed: {', '.join(allowed)}")
+
+
 def machine_info() -> dict:
     cpu = platform.processor() or "unknown"
     try:
@@ -423,6 +447,7 @@ def _progress(message: str) -> None:
 
 
 def main(args: Args) -> dict:
+    check_args(args, may_be_zero=("brax_reset_slots",), choices={"classic_envs": CLASSIC})
     console = Console(width=200)
     machine = machine_info()
     console.print(

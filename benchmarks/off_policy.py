@@ -146,7 +146,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import tyro
-from env_throughput import machine_info, markdown, print_table
+from env_throughput import check_args, machine_info, markdown, print_table
 from flax import struct
 from ppo import (
     _progress,
@@ -815,9 +815,17 @@ def anchor_versions() -> dict:
 
 
 def main(args: Args) -> dict:
-    unknown = sorted(set(args.algos) - set(ALGOS))
-    if unknown:
-        raise ValueError(f"--algos: unknown {unknown}; allowed: {', '.join(ALGOS)}")
+    check_args(
+        args,
+        may_be_zero=("learning_starts", "brax_min_replay_size", "hopper_min_replay_size"),
+        choices={"algos": ALGOS},
+    )
+    for algo in args.algos:  # the parts' geometry, checked before the first part runs
+        pendulum_agents(args, algo)
+    if args.brax and args.brax_seeds:
+        brax_geometry(args)
+    if args.hopper_seeds:
+        hopper_geometry(args)
     console = Console(width=220)
     driver.use_cpu_cores(args.cpu_devices)  # before the first computation (machine_info's)
     machine = machine_info()

@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import tyro
-from env_throughput import machine_info, markdown, print_table
+from env_throughput import check_args, machine_info, markdown, print_table
 from rich.console import Console
 
 from rlsuite import driver
@@ -62,6 +62,7 @@ class Args:
     dataset_size: int = 1_000_000
     """transitions in the synthetic dataset"""
     out: Path = Path("benchmarks/results/offline.json")
+    """Where to write the JSON results."""
 
 
 class _Shapes(Environment):
@@ -134,9 +135,7 @@ def time_agent(name: str, data: Dataset, seeds: int, args: Args) -> dict:
 
 
 def main(args: Args) -> None:
-    for name in args.agents:
-        if name not in AGENTS:
-            raise ValueError(f"unknown agent {name!r}; allowed: {', '.join(AGENTS)}")
+    check_args(args, choices={"agents": tuple(AGENTS)})
     data = synthetic(args.dataset_size, jax.random.key(1))
     rows = [time_agent(name, data, n, args) for n in args.seeds for name in args.agents]
     header = list(rows[0])

@@ -121,7 +121,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import tyro
-from env_throughput import machine_info, markdown, print_table
+from env_throughput import check_args, machine_info, markdown, print_table
 from rich.console import Console
 
 import envs
@@ -156,11 +156,15 @@ class Args:
     brax_seeds: list[int] = dataclasses.field(default_factory=lambda: [1, 8])
     """Numbers of seeds for the Brax comparison (ours vmapped, brax sequential)."""
     brax_env: str = "inverted_pendulum"
+    """Brax environment of the brax.training comparison."""
     brax_backend: str = "mjx"
+    """Its brax physics backend."""
     brax_num_envs: int = 32
+    """Parallel envs per run (brax: num_envs)."""
     brax_num_steps: int = 64
     """Steps per env per update (brax: unroll_length)."""
     brax_num_minibatches: int = 8
+    """Minibatches per epoch (brax: num_minibatches)."""
     brax_update_epochs: int = 10
     """Passes over each batch (brax: num_updates_per_batch)."""
     brax_updates: int = 64
@@ -169,6 +173,7 @@ class Args:
     """Brax training epochs per run (its host loop); must divide brax_updates; >= 2 so that
     epochs after the compiling first one give the compile-free rate."""
     brax_learning_rate: float = 3e-4
+    """Adam learning rate of both sides."""
     brax_max_devices: int | None = 1
     """brax.training's `max_devices_per_host` for the Brax comparison: the devices its `pmap`
     splits the envs over (None: all). 1 by default, its faster setting on a CPU whose cores are
@@ -220,7 +225,9 @@ class Args:
     (`jit(vmap(train))`) run on one device, as their READMEs do; brax.training's `train` splits
     its envs over all local devices (its `pmap`). 1: every side on one device."""
     seed: int = 0
+    """Base seed; each N gets its own keys."""
     out: Path = Path("benchmarks/results/ppo.json")
+    """Where to write the JSON results."""
     markdown: bool = True
     """Also print the tables as Markdown (for benchmarks/RESULTS.md)."""
 
@@ -1036,6 +1043,11 @@ def anchor_info(args: Args) -> dict:
 
 
 def main(args: Args) -> dict:
+    check_args(args, may_be_zero=("ant_reset_slots",))
+    if args.brax and args.brax_seeds:  # the parts' geometry, checked before the first part runs
+        brax_geometry(args)
+    if args.ant_seeds:
+        ant_geometry(args)
     console = Console(width=220)
     driver.use_cpu_cores(args.cpu_devices)  # before the first computation (machine_info's)
     machine = machine_info()
