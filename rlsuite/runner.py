@@ -109,12 +109,13 @@ def fit(
     run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4), donate_argnums=(1,))
     target = jax.eval_shape(init, agent, keys, hparams, hparams_axis, data)
     mesh = driver.run_mesh(num_seeds)
-    memory.check_fits(
-        memory.tree_bytes(target),
-        f"{agent.name}: the learner state of {num_seeds} runs",
-        hint="use fewer seeds or a smaller buffer",
-        devices=None if mesh is None else mesh.devices.flat,
-    )
+    devices = [jax.devices()[0]] if mesh is None else list(mesh.devices.flat)
+    need, what = memory.tree_bytes(target), f"{agent.name}: the learner state of {num_seeds} runs"
+    if out_dir is not None and devices[0].platform == "cpu":
+        # A checkpoint is saved from (and restored through) a host copy of the whole state: on
+        # a CPU, in the same memory as the state.
+        need, what = 2 * need, f"{what} with its checkpoint copy"
+    memory.check_fits(need, what, hint="use fewer seeds or a smaller buffer", devices=devices)
 
     ckpt_dir = None if out_dir is None else pathlib.Path(out_dir) / "checkpoints"
     start = 0

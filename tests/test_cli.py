@@ -348,7 +348,7 @@ def test_bad_input_is_refused_with_a_message_and_leaves_nothing_behind(tmp_path)
         "file": f"--out {tmp_path / 'afile' / 'x'}: {tmp_path / 'afile'} is a file",
         "env_twice": "--env is given 2 times (cartpole, pendulum); give it once",
         "wandb": "--wandb: MetricsLogger(wandb=True) needs the 'wandb' package",
-        "memory": "the learner state of 200000 runs needs",  # raised inside the run
+        "memory": "the learner state of 200000 runs with its checkpoint copy needs",
         "checkpoints": "checkpoints already holds checkpoints",
         "bad_json": f"{tmp_path / 'bad' / 'config.json'} is not valid JSON",
         "no_keys": "config.json lacks algo, env, num_seeds, config, hparams",

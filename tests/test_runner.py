@@ -191,3 +191,21 @@ def test_a_resume_must_match_the_saved_length_and_metadata(agent, uninterrupted,
         fit(agent, tagged, resume=True, num_updates=4)
     assert tree_hash(tagged) == before
     assert fit(agent, tagged, resume=True, num_updates=4, metadata={"dataset_sha256": "abc"})
+
+
+def test_memory_check_counts_the_checkpoint_copy_on_a_cpu(agent, tmp_path, monkeypatch):
+    import functools
+
+    from rlsuite import driver, memory
+
+    keys = jax.random.split(jax.random.key(0), 2)
+    init = functools.partial(driver.init_batch, agent)
+    state = jax.eval_shape(init, keys, agent.default_hparams, None, None)
+    need = memory.tree_bytes(state)
+    # Room for 1.5 states (within the 90% margin): a run that keeps no checkpoints fits, one
+    # that saves them (from a host copy, in the same memory on a CPU) does not.
+    monkeypatch.setattr(memory, "available_bytes", lambda device=None: int(need * 1.5 / 0.9))
+    with pytest.raises(MemoryError, match="the learner state of 2 runs with its checkpoint copy"):
+        fit(agent, tmp_path / "run")
+    assert not (tmp_path / "run").exists()
+    assert runner.fit(agent, jax.random.key(0), num_seeds=2, eval_episodes=1, progress=False)
