@@ -21,7 +21,9 @@ Guarantees:
     deleted after that. A directory holding an incomplete temporary directory is still usable.
   * Typed PRNG keys (``jax.random.key``) are stored as ``jax.random.key_data`` and rebuilt with
     ``jax.random.wrap_key_data`` using the recorded implementation. Zero-size leaves (which orbax
-    refuses) live in the manifest only.
+    refuses) live in the manifest only. A Python scalar leaf is saved as JAX types it
+    (``jnp.asarray``: float32 and int32 without x64) and restored as that array: a state made by
+    a jitted function, as the driver's is, has only arrays.
   * ``restore``, ``latest_step`` and ``read_metadata`` never write to the directory. Every
     failure (missing directory, no complete step, unreadable or corrupt files, a leaf whose bytes
     do not match their hash, a target of another structure, shape or dtype, metadata that does
