@@ -123,9 +123,11 @@ def _read_record(out: pathlib.Path, what: str = "run") -> dict:
 
 def _check_out(out: pathlib.Path) -> None:
     """Refuse an `--out` that cannot hold a new run, before anything is written there."""
-    for path in (out, *out.parents):
-        if path.exists() and not path.is_dir():
-            raise UsageError(f"--out {out}: {path} is a file, not a directory")
+    from rlsuite.runner import file_in_the_way
+
+    blocked = file_in_the_way(out)
+    if blocked is not None:
+        raise UsageError(f"--out {out}: {blocked} is a file, not a directory")
     if (out / "config.json").exists():
         raise UsageError(
             f"{out} already holds a run; continue it with --resume {out} or choose another --out"

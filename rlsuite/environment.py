@@ -184,15 +184,15 @@ def require(
     if isinstance(value, jax.core.Tracer):
         return
     where = f"{env}: " if env else ""
-    kind_of = np.asarray(value).dtype.kind if not isinstance(value, list | tuple) else "list"
-    if kind_of not in "iuf":  # a string, None, a bool or a list (a pytree node, not a leaf)
+    # A string, None or a bool is not a number; a list is a pytree node, not a leaf.
+    array = None if isinstance(value, list | tuple) else np.asarray(value)
+    if array is None or array.dtype.kind not in "iuf":
         raise ValueError(
             f"{where}invalid {kind}.{field}={value!r}; allowed: a number or an array of numbers, "
             f"{allowed}"
         )
-    value = np.asarray(value)
-    if not np.all(check(value)):
-        raise ValueError(f"{where}invalid {kind}.{field}={value.tolist()!r}; allowed: {allowed}")
+    if not np.all(check(array)):
+        raise ValueError(f"{where}invalid {kind}.{field}={array.tolist()!r}; allowed: {allowed}")
 
 
 def positive(params: Any, *fields: str, env: str = "", kind: str = "params") -> None:

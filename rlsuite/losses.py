@@ -172,7 +172,7 @@ def cql_penalty(q_sampled, log_density, q_data):
     penalty's value, which matters only against a Lagrange threshold, whose published values
     assume it is absent. Each sample is weighted by the density of its own proposal, not by the
     mixture of the proposals (also as in that code)."""
-    _per_critic("cql_penalty", q_data, q_sampled_at_each_sample=tuple(jnp.shape(q_sampled)[2:]))
+    _per_critic("cql_penalty", q_data, **{"q_sampled[k, i]": tuple(jnp.shape(q_sampled)[2:])})
     _same("cql_penalty", q_sampled=tuple(jnp.shape(q_sampled)[1:]), log_density=log_density)
     lse = jax.scipy.special.logsumexp(q_sampled - jax.lax.stop_gradient(log_density), axis=1)
     return (lse - q_data).mean(axis=-1), lse.mean(axis=-1)

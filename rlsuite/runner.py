@@ -88,10 +88,9 @@ def fit(
     if resume and out_dir is None:
         raise ValueError("fit: resume=True needs the out_dir of the run to continue")
     if out_dir is not None:
-        for path in (pathlib.Path(out_dir), *pathlib.Path(out_dir).parents):
-            if path.exists() and not path.is_dir():
-                raise ValueError(f"fit: out_dir {out_dir}: {path} is a file, not a directory")
-    if out_dir is not None:
+        blocked = file_in_the_way(out_dir)
+        if blocked is not None:
+            raise ValueError(f"fit: out_dir {out_dir}: {blocked} is a file, not a directory")
         check_backends(**(logger_options or {}))
     extra = dict(metadata or {})
     metadata = {
@@ -122,8 +121,8 @@ def fit(
     final_path = None if out_dir is None else pathlib.Path(out_dir) / "final.json"
     # A resumed run that saved no complete checkpoint yet (none, or only the temporary folder of
     # a save that was cut short) starts again; restore refuses a corrupt or foreign one.
-    restore = resume and checkpoint.latest_step(ckpt_dir) is not None
-    if restore:
+    latest = None if ckpt_dir is None else checkpoint.latest_step(ckpt_dir)
+    if resume and latest is not None:
         keys_checked = ("algo", "env", "num_seeds", "config", "hparams", *extra)
         expect = {k: metadata[k] for k in keys_checked}
         states, saved = checkpoint.restore(ckpt_dir, target, expect=expect)
@@ -147,7 +146,7 @@ def fit(
                 "nothing to resume"
             )
     else:
-        if not resume and ckpt_dir is not None and checkpoint.latest_step(ckpt_dir) is not None:
+        if latest is not None:  # (not a resume: that restores it)
             raise FileExistsError(
                 f"{ckpt_dir} already holds checkpoints; resume the run or use another out_dir"
             )
@@ -222,6 +221,13 @@ def eval_summary(eval_returns: np.ndarray, reference_returns=None) -> dict:
     return summary
 
 
+def file_in_the_way(path) -> pathlib.Path | None:
+    """The first of `path` and its parents that exists and is not a directory (so that no
+    directory can be made at `path`), or None."""
+    path = pathlib.Path(path)
+    return next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+
+
 def check_new_file(
     path, flag: str = "--out", overwrite: bool = False, hint: str = ""
 ) -> pathlib.Path:
@@ -229,9 +235,9 @@ def check_new_file(
     file, a directory, or (unless `overwrite`) an existing file; `hint` ends that last message.
     Returns `path` as a `pathlib.Path`."""
     path = pathlib.Path(path)
-    for parent in path.parents:
-        if parent.exists() and not parent.is_dir():
-            raise ValueError(f"{flag} {path}: {parent} is a file, not a directory")
+    blocked = file_in_the_way(path.parent)
+    if blocked is not None:
+        raise ValueError(f"{flag} {path}: {blocked} is a file, not a directory")
     if path.is_dir():
         raise ValueError(f"{flag} {path} is a directory; give the name of a file")
     if path.exists() and not overwrite:
