@@ -216,7 +216,12 @@ class MetricsLogger:
         self._tb = None
         if tbx is not None:
             purge = None if resume_from_step is None else int(resume_from_step) + 1
-            self._tb = tbx.SummaryWriter(str(self.out_dir / "tensorboard"), purge_step=purge)
+            # tensorboardX names its file by the second it opens it and truncates a file of that
+            # name: a resume gets a suffix of its own, so the earlier events stay.
+            suffix = "" if purge is None else f".resumed_from_{purge - 1}"
+            self._tb = tbx.SummaryWriter(
+                str(self.out_dir / "tensorboard"), purge_step=purge, filename_suffix=suffix
+            )
         self._wandb = None
         if wandb_module is not None:
             id_path = self.out_dir / WANDB_ID

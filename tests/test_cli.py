@@ -1,18 +1,22 @@
 """The command line, run as a user runs it: subprocesses with tiny budgets."""
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from tests.test_loggers import _tensorboard_events, _wandb_history
+
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--no-progress"]
 
 
-def rlsuite(*args, cwd=None, timeout=240):
+def rlsuite(*args, cwd=None, timeout=240, env=None):
     cmd = [sys.executable, "-m", "rlsuite.cli", *map(str, args)]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    env = None if env is None else {**os.environ, **env}
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -89,8 +93,22 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
 
     args = ["--num-seeds", "4", "--total-timesteps", "640", "--chunks", "2", "--cpu-devices", "2"]
     args += ["--eval-episodes", "2", *TINY]
-    for name in ("full", "killed"):
-        proc = rlsuite("train", "ppo", "--env", "cartpole", "--out", tmp_path / name, *args)
+    # The killed run also logs to TensorBoard and to W&B (offline), which its resume takes up.
+    wandb_env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}
+    for name in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR"):
+        wandb_env[name] = str(tmp_path / "wandb_home")
+    for name, extra in (("full", []), ("killed", ["--tensorboard", "--wandb"])):
+        proc = rlsuite(
+            "train",
+            "ppo",
+            "--env",
+            "cartpole",
+            "--out",
+            tmp_path / name,
+            *args,
+            *extra,
+            env=wandb_env,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
     config = json.loads((tmp_path / "full" / "config.json").read_text())
     assert config["devices"] == {"platform": "cpu", "count": 2}
@@ -98,10 +116,24 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
     killed = tmp_path / "killed"
     shutil.rmtree(killed / "checkpoints" / "10")
     (killed / "final.json").unlink()
-    proc = rlsuite("train", "--resume", killed, "--no-progress")
+    proc = rlsuite("train", "--resume", killed, "--no-progress", env=wandb_env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "warning" not in proc.stderr
     assert read_metrics(killed) == read_metrics(tmp_path / "full")
+    # Both backends: the resume purged TensorBoard's events after the checkpoint at 320 env steps
+    # (updates of 64) and wrote them again; W&B had been sent every row before the kill, so the
+    # same W&B run continues and is sent none again.
+    before, after = _tensorboard_events(killed)
+    assert {e[2] for e in before if e[0] == "scalar"} == set(range(64, 641, 64))
+    assert after[0] == ("start", 321)
+    assert {e[2] for e in after if e[0] == "scalar"} == set(range(384, 641, 64))
+    run_id = (killed / "wandb_run_id").read_text().strip()
+    runs = _wandb_history(killed)
+    assert len(runs) == 2 and all(name.endswith(f"-{run_id}") for name in runs)
+    assert [[r["env_steps"] for r in rows] for rows in runs.values()] == [
+        list(range(64, 641, 64)),
+        [],
+    ]
     full, resumed = (
         json.loads((tmp_path / n / "final.json").read_text()) for n in ("full", "killed")
     )

@@ -3,9 +3,9 @@ overwrite, optional backends imported only when asked."""
 
 import csv
 import json
+import struct
 import subprocess
 import sys
-import types
 
 import jax.numpy as jnp
 import numpy as np
@@ -198,14 +198,105 @@ def test_resume_into_empty_dir_starts_fresh(tmp_path):
     assert not (tmp_path / "run" / (JSONL + ".stale")).exists()
 
 
-def test_tensorboard_event_file_written(tmp_path):
-    pytest.importorskip("tensorboardX")
+def _tensorboard_events(out_dir) -> list[list]:
+    """The events of each file under ``out_dir/tensorboard``, oldest file first, read with the
+    TFRecord framing (8-byte length, 4-byte CRC, payload, 4-byte CRC) and tensorboardX's
+    ``Event`` message: ``("scalar", tag, step, value)`` or ``("start", step)``."""
+    from tensorboardX.proto.event_pb2 import Event, SessionLog
+
+    files = []
+    for path in sorted((out_dir / "tensorboard").glob("events.out.tfevents.*")):
+        data, pos, events = path.read_bytes(), 0, []
+        while pos < len(data):
+            (length,) = struct.unpack("<Q", data[pos : pos + 8])
+            event = Event.FromString(data[pos + 12 : pos + 12 + length])
+            pos += 12 + length + 4
+            if event.HasField("summary"):
+                events += [
+                    ("scalar", v.tag, event.step, v.simple_value) for v in event.summary.value
+                ]
+            elif event.session_log.status == SessionLog.START:
+                events.append(("start", event.step))
+        files.append(events)
+    return files
+
+
+def test_tensorboard_scalars_per_seed_and_resume_purges_after_checkpoint(tmp_path):
     with MetricsLogger(tmp_path, tensorboard=True) as logger:
-        logger.log(128, {RET: np.array([1.5, 2.5])})
-    events = list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
-    assert len(events) == 1
-    data = events[0].read_bytes()
-    assert f"{RET}/seed_0".encode() in data and f"{RET}/seed_1".encode() in data
+        logger.log(np.array([10, 20]), {RET: np.array([[1.5, 2.5], [3.5, 4.5]])})
+    # Killed after the row at 20; resumed from the checkpoint at 10.
+    with MetricsLogger(tmp_path, tensorboard=True, resume_from_step=10) as logger:
+        logger.log(np.array([20, 30]), {RET: np.array([[2.5, 5.5], [4.5, 6.5]])})
+    first, second = _tensorboard_events(tmp_path)
+    assert [e for e in first if e[0] == "scalar"] == [
+        ("scalar", f"{RET}/seed_0", 10, 1.5),
+        ("scalar", f"{RET}/seed_1", 10, 3.5),
+        ("scalar", f"{RET}/seed_0", 20, 2.5),
+        ("scalar", f"{RET}/seed_1", 20, 4.5),
+    ]
+    # TensorBoard hides every earlier event from step 11 on when it reads this START record.
+    assert second[0] == ("start", 11)
+    assert [e[2] for e in second[1:]] == [20, 20, 30, 30]
+
+
+def _wandb_history(out_dir) -> dict[str, list[dict]]:
+    """The rows each offline W&B run under ``out_dir/wandb`` holds, by run folder, read from its
+    ``run-<id>.wandb`` file: a ':W&B' header of 7 bytes, then LevelDB log records in 32 KiB
+    blocks (4-byte CRC, 2-byte length, 1-byte type: 1 full, 2 first, 3 middle, 4 last), each
+    record a ``wandb_internal_pb2.Record``."""
+    from wandb.proto.wandb_internal_pb2 import Record
+
+    runs = {}
+    for path in sorted((out_dir / "wandb").glob("offline-run-*/run-*.wandb")):
+        data = path.read_bytes()
+        assert data[:4] == b":W&B"
+        pos, pending, rows = 7, b"", []
+        while pos + 7 <= len(data):
+            if 32768 - pos % 32768 < 7:  # a block's tail too short for a header is padding
+                pos += 32768 - pos % 32768
+                continue
+            _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
+            if length == 0 and kind == 0:
+                break
+            pending += data[pos + 7 : pos + 7 + length]
+            pos += 7 + length
+            if kind in (1, 4):
+                record, pending = Record.FromString(pending), b""
+                if record.WhichOneof("record_type") == "history":
+                    item = record.history.item  # a key is `key` or, split at "/", `nested_key`
+                    items = {
+                        i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in item
+                    }
+                    rows.append({k: v for k, v in items.items() if not k.startswith("_")})
+        runs[path.parent.name] = rows
+    return runs
+
+
+def test_wandb_offline_run_gets_rows_and_a_resume_continues_it(tmp_path, monkeypatch):
+    """The real wandb package in offline mode: one W&B run id for the run and its resume, per-seed
+    keys against env_steps, and the resume sends only the rows the run did not have."""
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    for name in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR"):
+        monkeypatch.setenv(name, str(tmp_path / "wandb_home"))
+    run = tmp_path / "run"
+    with MetricsLogger(run, wandb=True, wandb_project="proj", config={"lr": 3e-4}) as logger:
+        logger.log(np.array([10, 20]), {RET: np.array([[1.0, 2.0], [3.0, 4.0]])})
+    run_id = (run / "wandb_run_id").read_text().strip()
+    (first,) = _wandb_history(run).values()
+    assert first == [
+        {"env_steps": 10, f"{RET}/seed_0": 1.0, f"{RET}/seed_1": 3.0},
+        {"env_steps": 20, f"{RET}/seed_0": 2.0, f"{RET}/seed_1": 4.0},
+    ]
+    # Resumed from the checkpoint at 10 after a kill that followed the row at 20: the same W&B
+    # run continues, and gets only the rows it has not had (20 was sent, with these values).
+    with MetricsLogger(run, wandb=True, wandb_project="proj", resume_from_step=10) as logger:
+        logger.log(np.array([20, 30]), {RET: np.array([[2.0, 5.0], [4.0, 6.0]])})
+    runs = _wandb_history(run)
+    assert len(runs) == 2 and all(name.endswith(f"-{run_id}") for name in runs)
+    assert list(runs.values())[1] == [{"env_steps": 30, f"{RET}/seed_0": 5.0, f"{RET}/seed_1": 6.0}]
+    assert (run / "wandb_run_id").read_text().strip() == run_id
+    assert [r["env_steps"] for r in read_metrics(run)] == [10, 10, 20, 20, 30, 30]
 
 
 @pytest.mark.parametrize("flag,module", [("wandb", "wandb"), ("tensorboard", "tensorboardX")])
@@ -216,60 +307,6 @@ def test_backend_asked_but_missing_raises_before_writing(tmp_path, monkeypatch, 
     assert not (tmp_path / "run").exists()
     with pytest.raises(ImportError, match=r"pip install 'rlsuite\[logging\]'"):
         check_backends(**{flag: True})  # the same check, on its own, writes nothing
-
-
-def test_wandb_receives_per_seed_keys(tmp_path, monkeypatch):
-    """With a stand-in wandb module: init with the config, env_steps as x-axis, finish."""
-    calls = []
-
-    class Run:
-        id = "run123"
-
-        def define_metric(self, name, **kwargs):
-            calls.append(("define_metric", name, kwargs))
-
-        def log(self, data):
-            calls.append(("log", data))
-
-        def finish(self):
-            calls.append(("finish",))
-
-    def init(**kwargs):
-        calls.append(("init", kwargs))
-        return Run()
-
-    monkeypatch.setitem(sys.modules, "wandb", types.SimpleNamespace(init=init))
-    config = {"lr": 3e-4}
-    with MetricsLogger(tmp_path, wandb=True, wandb_project="proj", config=config) as logger:
-        logger.log(np.array([10, 20]), {RET: np.array([[1.0, 2.0], [3.0, 4.0]])})
-    assert calls[0] == ("init", {"project": "proj", "config": config, "dir": str(tmp_path)})
-    assert ("define_metric", "*", {"step_metric": "env_steps"}) in calls
-    logs = [c[1] for c in calls if c[0] == "log"]
-    assert logs == [
-        {"env_steps": 10, f"{RET}/seed_0": 1.0, f"{RET}/seed_1": 3.0},
-        {"env_steps": 20, f"{RET}/seed_0": 2.0, f"{RET}/seed_1": 4.0},
-    ]
-    assert calls[-1] == ("finish",)
-    assert (tmp_path / "wandb_run_id").read_text() == "run123\n"
-    # Resumed from the checkpoint at 10 after a kill that followed the row at 20: the same W&B
-    # run continues, and gets only the rows it has not had (20 was sent, with these values).
-    calls.clear()
-    with MetricsLogger(tmp_path, wandb=True, wandb_project="proj", resume_from_step=10) as logger:
-        logger.log(np.array([20, 30]), {RET: np.array([[2.0, 5.0], [4.0, 6.0]])})
-    assert calls[0] == (
-        "init",
-        {
-            "project": "proj",
-            "config": None,
-            "dir": str(tmp_path),
-            "id": "run123",
-            "resume": "allow",
-        },
-    )
-    assert [c[1] for c in calls if c[0] == "log"] == [
-        {"env_steps": 30, f"{RET}/seed_0": 5.0, f"{RET}/seed_1": 6.0}
-    ]
-    assert [r["env_steps"] for r in read_metrics(tmp_path)] == [10, 10, 20, 20, 30, 30]
 
 
 def test_backends_not_imported_unless_asked(tmp_path):
