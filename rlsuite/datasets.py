@@ -564,6 +564,14 @@ def _minari_info(root: pathlib.Path, f: h5py.File) -> DatasetInfo:
         raise ValueError(f"Minari dataset {root}: unreadable metadata ({e}).") from e
 
 
+def _minari_format(root: pathlib.Path) -> str | None:
+    """``data_format`` of ``root/data/metadata.json``, if it has one."""
+    try:
+        return json.loads((root / "data" / "metadata.json").read_text()).get("data_format")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def load_minari(path, env: Any = None, env_params: Any = None) -> Dataset:
     """Reads a Minari dataset directory stored locally (h5py only; minari is not imported).
 
@@ -573,11 +581,18 @@ def load_minari(path, env: Any = None, env_params: Any = None) -> Dataset:
     ``truncations`` ``[T]``; other members (``infos``) are ignored. Metadata from
     ``path/data/metadata.json`` or the file's root attributes: ``dataset_id`` (the env name,
     else the directory name), ``algorithm_name``, ``ref_min_score`` / ``ref_max_score`` (the
-    reference returns). An episode whose last step is not done is cut as a timeout.
+    reference returns). An episode whose last step is not done is cut as a timeout. This is the
+    layout minari (0.5) writes with ``data_format="hdf5"``, its default; its Arrow format is
+    refused with a message that says so.
     """
     root = pathlib.Path(path)
     file = root / "data" / "main_data.hdf5"
     where = f"Minari file {file}"
+    if not file.is_file() and _minari_format(root) == "arrow":
+        raise ValueError(
+            f"Minari dataset {root} is stored in minari's Arrow format; only its HDF5 format "
+            '(data_format="hdf5") is read. Convert it with minari, then load it again.'
+        )
     with _open(file, where) as f:
         names = [k for k, v in f.items() if isinstance(v, h5py.Group) and _EPISODE.fullmatch(k)]
         names.sort(key=lambda k: int(k[8:]))

@@ -5,6 +5,7 @@ import json
 import os
 import re
 import tempfile
+import warnings
 
 import h5py
 import jax
@@ -361,6 +362,49 @@ def test_minari_refuses_corrupt_episodes_naming_episode_and_key(tmp_path, change
         datasets.load_minari(root)
 
 
+def test_minari_dataset_written_by_minari_itself_loads_as_minari_reads_it(tmp_path, monkeypatch):
+    """An independent writer: the minari package's own DataCollector records gymnasium's
+    CartPole (episodes that terminate and episodes cut at a 15-step limit) into its HDF5 layout;
+    our loader gives minari's episodes back, checked against our CartPole's spaces."""
+    import gymnasium
+    import minari
+
+    monkeypatch.setenv("MINARI_DATASETS_PATH", str(tmp_path))
+    env = minari.DataCollector(
+        gymnasium.make("CartPole-v1", max_episode_steps=15), data_format="hdf5"
+    )
+    env.reset(seed=5)
+    env.action_space.seed(5)
+    for _ in range(6):
+        done = False
+        while not done:
+            _, _, terminated, truncated, _ = env.step(env.action_space.sample())
+            done = terminated or truncated
+        env.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # minari asks for an author and e-mail
+        written = env.create_dataset(
+            "cartpole/random-v0", algorithm_name="random", ref_min_score=9.0, ref_max_score=500.0
+        )
+    episodes = list(written.iterate_episodes())
+    ends = [(bool(e.terminations[-1]), bool(e.truncations[-1])) for e in episodes]
+    assert (True, False) in ends and (False, True) in ends  # both kinds of episode end
+    dataset = datasets.load_minari(tmp_path / "cartpole" / "random-v0", *envs.make("cartpole"))
+    want = {
+        "observations": np.concatenate([e.observations[:-1] for e in episodes]),
+        "next_observations": np.concatenate([e.observations[1:] for e in episodes]),
+        "actions": np.concatenate([e.actions for e in episodes]),
+        "rewards": np.concatenate([e.rewards for e in episodes]).astype(np.float32),
+        "terminals": np.concatenate([e.terminations for e in episodes]),
+        "timeouts": np.concatenate([e.truncations for e in episodes]),
+    }
+    for key, value in want.items():
+        np.testing.assert_array_equal(np.asarray(getattr(dataset, key)), value, err_msg=key)
+    info = dataset.info
+    assert (info.env, info.algo) == ("cartpole/random-v0", "random")
+    assert (info.random_return, info.expert_return) == (9.0, 500.0)
+
+
 def test_minari_refuses_missing_directory_and_empty_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="main_data.hdf5"):
         datasets.load_minari(tmp_path / "none")
@@ -368,6 +412,10 @@ def test_minari_refuses_missing_directory_and_empty_file(tmp_path):
     h5py.File(tmp_path / "empty" / "data" / "main_data.hdf5", "w").close()
     with pytest.raises(ValueError, match="no 'episode_<id>' groups"):
         datasets.load_minari(tmp_path / "empty")
+    (tmp_path / "arrow" / "data" / "episode_0").mkdir(parents=True)
+    (tmp_path / "arrow" / "data" / "metadata.json").write_text('{"data_format": "arrow"}')
+    with pytest.raises(ValueError, match="minari's Arrow format; only its HDF5 format"):
+        datasets.load_minari(tmp_path / "arrow")
 
 
 # ----------------------------------------------------------------------------- from_transitions
