@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from tests.test_loggers import _tensorboard_events, _wandb_history
+from tests.log_files import tensorboard_events, wandb_history
 
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--no-progress"]
 
@@ -123,12 +123,12 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
     # Both backends: the resume purged TensorBoard's events after the checkpoint at 320 env steps
     # (updates of 64) and wrote them again; W&B had been sent every row before the kill, so the
     # same W&B run continues and is sent none again.
-    before, after = _tensorboard_events(killed)
+    before, after = tensorboard_events(killed)
     assert {e[2] for e in before if e[0] == "scalar"} == set(range(64, 641, 64))
     assert after[0] == ("start", 321)
     assert {e[2] for e in after if e[0] == "scalar"} == set(range(384, 641, 64))
     run_id = (killed / "wandb_run_id").read_text().strip()
-    runs = _wandb_history(killed)
+    runs = wandb_history(killed)
     assert len(runs) == 2 and all(name.endswith(f"-{run_id}") for name in runs)
     assert [[r["env_steps"] for r in rows] for rows in runs.values()] == [
         list(range(64, 641, 64)),

@@ -3,15 +3,16 @@ overwrite, optional backends imported only when asked."""
 
 import csv
 import json
-import struct
 import subprocess
 import sys
+import time
 
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
 from rlsuite.loggers import CSV, JSONL, MetricsLogger, check_backends, read_metrics
+from tests.log_files import tensorboard_events, wandb_history
 
 RET, LOSS = "charts/episodic_return", "losses/policy_loss"
 
@@ -198,36 +199,13 @@ def test_resume_into_empty_dir_starts_fresh(tmp_path):
     assert not (tmp_path / "run" / (JSONL + ".stale")).exists()
 
 
-def _tensorboard_events(out_dir) -> list[list]:
-    """The events of each file under ``out_dir/tensorboard``, oldest file first, read with the
-    TFRecord framing (8-byte length, 4-byte CRC, payload, 4-byte CRC) and tensorboardX's
-    ``Event`` message: ``("scalar", tag, step, value)`` or ``("start", step)``."""
-    from tensorboardX.proto.event_pb2 import Event, SessionLog
-
-    files = []
-    for path in sorted((out_dir / "tensorboard").glob("events.out.tfevents.*")):
-        data, pos, events = path.read_bytes(), 0, []
-        while pos < len(data):
-            (length,) = struct.unpack("<Q", data[pos : pos + 8])
-            event = Event.FromString(data[pos + 12 : pos + 12 + length])
-            pos += 12 + length + 4
-            if event.HasField("summary"):
-                events += [
-                    ("scalar", v.tag, event.step, v.simple_value) for v in event.summary.value
-                ]
-            elif event.session_log.status == SessionLog.START:
-                events.append(("start", event.step))
-        files.append(events)
-    return files
-
-
 def test_tensorboard_scalars_per_seed_and_resume_purges_after_checkpoint(tmp_path):
     with MetricsLogger(tmp_path, tensorboard=True) as logger:
         logger.log(np.array([10, 20]), {RET: np.array([[1.5, 2.5], [3.5, 4.5]])})
     # Killed after the row at 20; resumed from the checkpoint at 10.
     with MetricsLogger(tmp_path, tensorboard=True, resume_from_step=10) as logger:
         logger.log(np.array([20, 30]), {RET: np.array([[2.5, 5.5], [4.5, 6.5]])})
-    first, second = _tensorboard_events(tmp_path)
+    first, second = tensorboard_events(tmp_path)
     assert [e for e in first if e[0] == "scalar"] == [
         ("scalar", f"{RET}/seed_0", 10, 1.5),
         ("scalar", f"{RET}/seed_1", 10, 3.5),
@@ -237,39 +215,6 @@ def test_tensorboard_scalars_per_seed_and_resume_purges_after_checkpoint(tmp_pat
     # TensorBoard hides every earlier event from step 11 on when it reads this START record.
     assert second[0] == ("start", 11)
     assert [e[2] for e in second[1:]] == [20, 20, 30, 30]
-
-
-def _wandb_history(out_dir) -> dict[str, list[dict]]:
-    """The rows each offline W&B run under ``out_dir/wandb`` holds, by run folder, read from its
-    ``run-<id>.wandb`` file: a ':W&B' header of 7 bytes, then LevelDB log records in 32 KiB
-    blocks (4-byte CRC, 2-byte length, 1-byte type: 1 full, 2 first, 3 middle, 4 last), each
-    record a ``wandb_internal_pb2.Record``."""
-    from wandb.proto.wandb_internal_pb2 import Record
-
-    runs = {}
-    for path in sorted((out_dir / "wandb").glob("offline-run-*/run-*.wandb")):
-        data = path.read_bytes()
-        assert data[:4] == b":W&B"
-        pos, pending, rows = 7, b"", []
-        while pos + 7 <= len(data):
-            if 32768 - pos % 32768 < 7:  # a block's tail too short for a header is padding
-                pos += 32768 - pos % 32768
-                continue
-            _, length, kind = struct.unpack("<IHB", data[pos : pos + 7])
-            if length == 0 and kind == 0:
-                break
-            pending += data[pos + 7 : pos + 7 + length]
-            pos += 7 + length
-            if kind in (1, 4):
-                record, pending = Record.FromString(pending), b""
-                if record.WhichOneof("record_type") == "history":
-                    item = record.history.item  # a key is `key` or, split at "/", `nested_key`
-                    items = {
-                        i.key or "/".join(i.nested_key): json.loads(i.value_json) for i in item
-                    }
-                    rows.append({k: v for k, v in items.items() if not k.startswith("_")})
-        runs[path.parent.name] = rows
-    return runs
 
 
 def test_wandb_offline_run_gets_rows_and_a_resume_continues_it(tmp_path, monkeypatch):
@@ -283,16 +228,17 @@ def test_wandb_offline_run_gets_rows_and_a_resume_continues_it(tmp_path, monkeyp
     with MetricsLogger(run, wandb=True, wandb_project="proj", config={"lr": 3e-4}) as logger:
         logger.log(np.array([10, 20]), {RET: np.array([[1.0, 2.0], [3.0, 4.0]])})
     run_id = (run / "wandb_run_id").read_text().strip()
-    (first,) = _wandb_history(run).values()
+    (first,) = wandb_history(run).values()
     assert first == [
         {"env_steps": 10, f"{RET}/seed_0": 1.0, f"{RET}/seed_1": 3.0},
         {"env_steps": 20, f"{RET}/seed_0": 2.0, f"{RET}/seed_1": 4.0},
     ]
     # Resumed from the checkpoint at 10 after a kill that followed the row at 20: the same W&B
     # run continues, and gets only the rows it has not had (20 was sent, with these values).
+    time.sleep(1.0)  # wandb names an offline run's folder by the second it starts
     with MetricsLogger(run, wandb=True, wandb_project="proj", resume_from_step=10) as logger:
         logger.log(np.array([20, 30]), {RET: np.array([[2.0, 5.0], [4.0, 6.0]])})
-    runs = _wandb_history(run)
+    runs = wandb_history(run)
     assert len(runs) == 2 and all(name.endswith(f"-{run_id}") for name in runs)
     assert list(runs.values())[1] == [{"env_steps": 30, f"{RET}/seed_0": 5.0, f"{RET}/seed_1": 6.0}]
     assert (run / "wandb_run_id").read_text().strip() == run_id
