@@ -350,8 +350,9 @@ def _fit(
     unit = "env steps" if data is None else "gradient steps"
     print(
         f"{summary['algo']} on {summary['env']}: {summary['num_seeds']} seeds x "
-        f"{summary['env_steps']:,} {unit} in {summary['wall_seconds']:.1f} s "
-        f"({summary['env_steps_per_second']:,} steps/s); evaluation return "
+        f"{summary['env_steps']:,} {unit} in {summary['wall_seconds']:.1f} s, "
+        f"{summary['compile_seconds']:.1f} s of it compiling "
+        f"({summary['env_steps_per_second']:,} steps/s after); evaluation return "
         f"{summary['eval_return_mean']:.1f} (per seed: "
         + ", ".join(f"{r:.1f}" for r in summary["eval_return_per_seed"])
         + ")"

@@ -53,6 +53,7 @@ def test_train_writes_the_run_files(run_dir):
         "num_seeds",
         "env_steps",
         "wall_seconds",
+        "compile_seconds",
         "env_steps_per_second",
         "eval_return_per_seed",
         "eval_return_mean",

@@ -209,3 +209,35 @@ def test_memory_check_counts_the_checkpoint_copy_on_a_cpu(agent, tmp_path, monke
         fit(agent, tmp_path / "run")
     assert not (tmp_path / "run").exists()
     assert runner.fit(agent, jax.random.key(0), num_seeds=2, eval_episodes=1, progress=False)
+
+
+def test_every_chunk_length_compiles_before_the_first_chunk_and_the_rate_leaves_it_out(
+    agent, tmp_path
+):
+    """6 updates in chunks of 4 and 2: both lengths are traced and compiled before the first chunk
+    runs, nothing between chunks; `env_steps_per_second` is the rate after `compile_seconds`."""
+    events, at_chunk = [], []
+    names = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/backend_compile_duration")
+
+    def listener(event, duration, **_):
+        if event in names:
+            events.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(listener)
+    try:
+        result = fit(
+            agent,
+            tmp_path / "run",
+            chunk_updates=4,
+            on_chunk=lambda update, metrics: at_chunk.append((update, len(events))),
+        )
+    finally:
+        jax.monitoring.unregister_event_duration_listener(listener)
+    (first, n_first), (second, n_second) = at_chunk
+    assert (first, second) == (4, 6)
+    assert n_first > 0 and n_second == n_first
+    summary = result.summary
+    assert 0 < summary["compile_seconds"] < summary["wall_seconds"]
+    rate = 6 * 64 * 2 / (summary["wall_seconds"] - summary["compile_seconds"])
+    assert summary["env_steps_per_second"] == pytest.approx(rate, rel=1e-2)
+    assert json.loads((tmp_path / "run" / "final.json").read_text()) == summary
