@@ -206,6 +206,8 @@ def fit(
         "env": env_name,
         "num_seeds": num_seeds,
         "env_steps": num_updates * steps_per_update,
+        # An offline agent steps no environment: its driver count is gradient steps, said so.
+        **({} if data is None else {"gradient_steps": num_updates * steps_per_update}),
         "env_steps_this_call": steps_run,
         "wall_seconds": round(wall_seconds, 3),
         "compile_seconds": round(compile_seconds, 3),

@@ -266,6 +266,7 @@ def test_dataset_collect_then_offline_train_eval_and_guards(tmp_path):
     assert "bc on pendulum: 2 seeds x 10 gradient steps" in proc.stdout
     final = json.loads((out / "final.json").read_text())
     assert len(final["normalized_score_per_seed"]) == 2
+    assert final["gradient_steps"] == final["env_steps"] == 10  # the driver's count, named
     record = json.loads((out / "config.json").read_text())
     assert record["dataset"] == str(data) and len(record["dataset_sha256"]) == 64
     proc = rlsuite("eval", out, "--episodes", "1")

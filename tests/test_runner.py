@@ -48,6 +48,7 @@ def test_files_written_and_summary(uninterrupted):
     for key in ("algo", "env", "num_seeds", "env_steps", "wall_seconds", "env_steps_per_second"):
         assert key in summary
     assert summary["env_steps"] == 6 * 64 and summary["num_seeds"] == 2
+    assert "gradient_steps" not in summary  # (offline runs only)
     assert len(summary["eval_return_per_seed"]) == 2
     assert summary["eval_return_mean"] == pytest.approx(np.mean(summary["eval_return_per_seed"]))
     assert checkpoint.all_steps(out / "checkpoints") == [2, 4, 6]

@@ -20,7 +20,8 @@ Choices, written down:
   constant in the dataset is not blown up in evaluation, where it may vary.
 - One update is `gradient_steps` gradient steps, whole cycles of a learner that has one (TD3+BC:
   `policy_delay`, see `rlsuite.agents.off_policy`); the driver's step count (`env_steps` in logs and
-  `final.json`) counts gradient steps for these agents, as no environment is stepped.
+  `final.json`) counts gradient steps for these agents, as no environment is stepped; `final.json`
+  also gives it as `gradient_steps`.
 """
 
 from __future__ import annotations
