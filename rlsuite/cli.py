@@ -76,7 +76,8 @@ def _train_args(algo: Algo):
         out: str | None = None
         """run directory (default: runs/<algo>_<env>_<time>); must not hold a run already"""
         chunks: int = 10
-        """checkpoints, log writes and progress updates per run"""
+        """about this many checkpoints, log writes and progress updates per run (chunks of one
+        length where such a count divides the run's updates, so that it compiles once)"""
         eval_episodes: int = 10
         """evaluation episodes per seed at the end"""
         tensorboard: bool = False
@@ -208,7 +209,7 @@ def _offline_env(name: str, argv: list[str]) -> str:
 
 
 def train(argv: list[str]) -> dict:
-    from rlsuite.runner import fit
+    from rlsuite.runner import chunk_length, fit
 
     if "--resume" in argv:
         return _resume(argv)
@@ -261,6 +262,7 @@ def train(argv: list[str]) -> dict:
         "num_seeds": args.num_seeds,
         "seed": args.seed,
         "chunks": args.chunks,
+        "chunk_updates": chunk_length(agent.config.num_updates, args.chunks),
         "eval_episodes": args.eval_episodes,
         "logging": {"tensorboard": args.tensorboard, "wandb": args.wandb},
         "config": dataclasses.asdict(args.config),
@@ -337,7 +339,8 @@ def _fit(
         jax.random.key(record["seed"]),
         hparams,
         num_seeds=record["num_seeds"],
-        chunk_updates=max(1, num_updates // record["chunks"]),
+        # A record written before it held `chunk_updates` resumes with the rule it was made by.
+        chunk_updates=record.get("chunk_updates", max(1, num_updates // record["chunks"])),
         out_dir=out,
         resume=resume,
         env_name=record["env"],

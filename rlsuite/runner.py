@@ -63,8 +63,9 @@ def fit(
 ) -> FitResult:
     """Train `num_seeds` runs of `agent` (vmapped, sharded over devices) and evaluate them.
 
-    `num_updates` defaults to `agent.config.num_updates`; `chunk_updates` (default: a tenth of
-    the run) sets how often checkpoints, logs and progress happen. `on_chunk(update, metrics)` is
+    `num_updates` defaults to `agent.config.num_updates`; `chunk_updates` (default:
+    `chunk_length(num_updates)`, about a tenth of the run) sets how often checkpoints, logs and
+    progress happen. `on_chunk(update, metrics)` is
     called on the host after each chunk is saved.
 
     Offline agents take their dataset as `data` (see `rlsuite.driver`); it is not checkpointed,
@@ -74,16 +75,16 @@ def fit(
     hparams = agent.default_hparams if hparams is None else hparams
     agent.check_hparams(hparams)
     num_updates = agent.config.num_updates if num_updates is None else num_updates
-    chunk_updates = max(1, num_updates // 10) if chunk_updates is None else chunk_updates
     for name, value in (
         ("num_seeds", num_seeds),
         ("num_updates", num_updates),
-        ("chunk_updates", chunk_updates),
+        ("chunk_updates", 1 if chunk_updates is None else chunk_updates),
         ("eval_episodes", eval_episodes),
     ):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
             raise ValueError(f"fit: {name} must be an int >= 1, got {value!r}")
-    num_updates, chunk_updates = int(num_updates), int(chunk_updates)
+    num_updates = int(num_updates)
+    chunk_updates = chunk_length(num_updates) if chunk_updates is None else int(chunk_updates)
     if hparams_axis not in (None, 0):
         raise ValueError(
             f"fit: hparams_axis must be None (one hparams for every run) or 0 (a batch of "
@@ -221,6 +222,21 @@ def fit(
         final_path.write_text(json.dumps(summary, indent=2) + "\n")
     metrics = {k: np.concatenate(v, axis=1) for k, v in collected.items()}
     return FitResult(states, metrics, eval_returns, summary)
+
+
+def chunk_length(num_updates: int, chunks: int = 10) -> int:
+    """The updates per chunk for about `chunks` chunks of a `num_updates`-update run.
+
+    Each chunk length is a compilation, so where some count of chunks between half and twice
+    `chunks` divides `num_updates`, the one nearest `chunks` (the larger on a tie) sets a length
+    that every chunk has: 976 updates in 8 chunks of 122, not 10 of 97 and one of 6. Otherwise
+    `num_updates // chunks` (at least 1), and the last chunk is shorter.
+    """
+    counts = range(max(1, -(-chunks // 2)), min(2 * chunks, num_updates) + 1)
+    dividing = [c for c in counts if num_updates % c == 0]
+    if dividing:
+        return num_updates // min(dividing, key=lambda c: (abs(c - chunks), -c))
+    return max(1, num_updates // chunks)
 
 
 def eval_summary(eval_returns: np.ndarray, reference_returns=None) -> dict:

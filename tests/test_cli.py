@@ -8,6 +8,7 @@ import textwrap
 
 import pytest
 
+from rlsuite import checkpoint
 from tests.log_files import tensorboard_events, wandb_history
 
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--no-progress"]
@@ -63,6 +64,9 @@ def test_train_writes_the_run_files(run_dir):
     assert final["env_steps"] == 640 and len(final["eval_return_per_seed"]) == 2
     config = json.loads((run_dir / "config.json").read_text())
     assert config["config"]["num_envs"] == 4 and config["hparams"]["learning_rate"] == 2.5e-4
+    # 10 updates of 64 steps, --chunks 2: the record holds the chunk length the run used.
+    assert config["chunks"] == 2 and config["chunk_updates"] == 5
+    assert checkpoint.all_steps(run_dir / "checkpoints") == [5, 10]
 
 
 def test_eval_and_plot(run_dir, tmp_path):
@@ -117,6 +121,11 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
     killed = tmp_path / "killed"
     shutil.rmtree(killed / "checkpoints" / "10")
     (killed / "final.json").unlink()
+    # A record written before it held chunk_updates resumes by the rule it was made with
+    # (updates // chunks: 5 here).
+    record = json.loads((killed / "config.json").read_text())
+    assert record.pop("chunk_updates") == 5
+    (killed / "config.json").write_text(json.dumps(record))
     proc = rlsuite("train", "--resume", killed, "--no-progress", env=wandb_env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "warning" not in proc.stderr

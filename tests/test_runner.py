@@ -158,6 +158,40 @@ def test_corrupt_checkpoint_is_refused_and_untouched(agent, uninterrupted, tmp_p
     assert tree_hash(out) == before
 
 
+@pytest.mark.parametrize(
+    "num_updates, chunks, length",
+    [
+        (976, 10, 122),  # 976 = 2^4 * 61: of the counts 5..20, 8 and 16 divide; 8 is nearer 10
+        (1000, 10, 100),
+        (16, 10, 2),  # counts 8 and 16 divide
+        (15, 10, 1),  # counts 5 and 15 divide, both 5 from 10: the larger count
+        (976, 2, 488),
+        (97, 10, 9),  # prime: no count divides, so 10 chunks of 9 and one of 7
+        (62, 10, 6),  # 2 * 31: none of 5..20 divides
+        (3, 10, 1),
+    ],
+)
+def test_chunk_length_divides_the_run_where_a_count_near_the_asked_one_does(
+    num_updates, chunks, length
+):
+    assert runner.chunk_length(num_updates, chunks) == length
+
+
+def test_the_default_chunks_have_one_length(agent, tmp_path):
+    """16 updates by default in 8 chunks of 2 (not 16 of 1, a tenth rounded down)."""
+    at_chunk = []
+    fit(
+        agent,
+        tmp_path / "run",
+        num_seeds=1,
+        num_updates=16,
+        chunk_updates=None,
+        on_chunk=lambda update, metrics: at_chunk.append(update),
+    )
+    assert at_chunk == list(range(2, 17, 2))
+    assert checkpoint.all_steps(tmp_path / "run" / "checkpoints") == [12, 14, 16]  # (the last 3)
+
+
 def test_bad_arguments_fail_before_compiling(agent, tmp_path):
     with pytest.raises(ValueError, match="hparams.learning_rate"):
         fit(agent, tmp_path, hparams=ppo.PPOHparams(learning_rate=-1.0))
