@@ -34,6 +34,7 @@ from rich.table import Table
 import envs
 from rlsuite import collect, driver, runner, tuned
 from rlsuite.agents import bc, cql, iql, sac, td3_bc
+from rlsuite.cli import run_script
 from rlsuite.datasets import normalized_score, save_d4rl
 
 ALGOS = {
@@ -228,4 +229,4 @@ def main(argv: list[str]) -> dict:
 
 if __name__ == "__main__":
     driver.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
-    main(sys.argv[1:])
+    run_script(main, sys.argv[1:])  # bad input: one line, exit status 2

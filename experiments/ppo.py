@@ -21,6 +21,7 @@ import tyro
 import envs
 from rlsuite import driver, losses, runner
 from rlsuite.agents import ppo
+from rlsuite.cli import run_script
 from rlsuite.tuned import env_from_argv, tuned
 
 
@@ -95,4 +96,4 @@ def main(argv: list[str]) -> dict:
 
 if __name__ == "__main__":
     driver.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
-    main(sys.argv[1:])
+    run_script(main, sys.argv[1:])  # bad input: one line, exit status 2

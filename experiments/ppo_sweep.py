@@ -29,6 +29,7 @@ import envs
 from rlsuite import driver, runner
 from rlsuite.agent import Agent
 from rlsuite.agents import ppo
+from rlsuite.cli import run_script
 
 
 @dataclasses.dataclass
@@ -163,8 +164,5 @@ def print_table(results: dict) -> None:
 if __name__ == "__main__":
     cli_args = tyro.cli(Args)
     driver.use_cpu_cores()  # runs split over the CPU cores (before anything runs)
-    try:
-        setup(cli_args)  # cheap: fails with a clear message before anything compiles
-    except (ValueError, FileExistsError) as err:
-        raise SystemExit(f"ppo_sweep.py: error: {err}") from None
-    main(cli_args)
+    run_script(setup, cli_args)  # cheap: bad input fails in one line before anything compiles
+    run_script(main, cli_args)

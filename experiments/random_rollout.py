@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import tyro
 
 import envs
+from rlsuite.cli import run_script
 from rlsuite.rollout import reset_batch, rollout
 from rlsuite.spaces import Discrete
 from rlsuite.wrappers import EpisodeStatistics
@@ -87,4 +88,4 @@ def main(args: Args) -> dict:
 
 
 if __name__ == "__main__":
-    main(tyro.cli(Args))
+    run_script(main, tyro.cli(Args))  # bad input: one line, exit status 2

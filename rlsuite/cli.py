@@ -556,10 +556,15 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
         )
 
 
-def _raised_here(error: BaseException) -> bool:
-    """Whether `error` was raised in the suite's own code (`rlsuite`, `envs`): one of its checks
-    refusing the input, reported in one line. One raised inside a library (jax, orbax, h5py, ...)
-    is a fault rather than bad input, and keeps its traceback."""
+# What a check that refuses the input raises (and, raised elsewhere, a fault).
+INPUT_ERRORS = (UsageError, ValueError, TypeError, FileExistsError, MemoryError)
+
+
+def _raised_here(error: BaseException, *files: str | pathlib.Path) -> bool:
+    """Whether `error` was raised in the suite's own code (`rlsuite`, `envs`) or in one of
+    `files` (a script's): one of its checks refusing the input, reported in one line. One raised
+    inside a library (jax, orbax, h5py, ...) is a fault rather than bad input, and keeps its
+    traceback."""
     import importlib.util
 
     frames = traceback.extract_tb(error.__traceback__)
@@ -569,7 +574,29 @@ def _raised_here(error: BaseException) -> bool:
     spec = importlib.util.find_spec("envs")
     if spec is not None and spec.origin is not None:
         roots.append(pathlib.Path(spec.origin).parent)
-    return any(pathlib.Path(frames[-1].filename).is_relative_to(root) for root in roots)
+    last = pathlib.Path(frames[-1].filename).resolve()
+    return any(last.is_relative_to(root.resolve()) for root in roots) or any(
+        last == pathlib.Path(f).resolve() for f in files
+    )
+
+
+def run_script(main, *args):
+    """Call an experiment script's `main(*args)` and return what it returns, reporting bad input
+    as `rlsuite` does: an error that a check of the suite, or of the script itself, raised is
+    printed as `<script>: error: <message>` and exits with status 2; any other keeps its
+    traceback.
+
+        if __name__ == "__main__":
+            run_script(main, sys.argv[1:])
+    """
+    script = pathlib.Path(main.__code__.co_filename)
+    try:
+        return main(*args)
+    except INPUT_ERRORS as error:
+        if not _raised_here(error, script):
+            raise
+        print(f"{script.name}: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -583,7 +610,7 @@ def main(argv: list[str] | None = None) -> int:
         if command != "plot":
             _use_cpu_cores(command, rest)
         {"train": train, "eval": evaluate, "plot": plot, "dataset": dataset}[command](rest)
-    except (UsageError, ValueError, TypeError, FileExistsError, MemoryError) as error:
+    except INPUT_ERRORS as error:
         if not _raised_here(error):
             raise
         print(f"rlsuite {command}: error: {error}", file=sys.stderr)

@@ -444,3 +444,30 @@ def test_a_fault_inside_a_library_keeps_its_traceback(tmp_path, monkeypatch, cap
     # The suite's own refusal of the same kind is still a one-line error.
     assert cli.main(["train", "ppo", "--learning-rate", "-1", "--out", str(out)]) == 2
     assert "learning_rate" in capsys.readouterr().err and not out.exists()
+
+
+def test_run_script_reports_the_scripts_own_checks_in_one_line_and_keeps_faults(capsys):
+    """`run_script` as an experiment script uses it: its value comes back; a check raised in the
+    script's own file (here, this one) or in the suite exits 2 with `<file>: error: ...`; an
+    error from inside jax is a fault and propagates with its traceback."""
+    import jax.numpy as jnp
+
+    import envs
+    from rlsuite import cli
+
+    def refuse(num_seeds):
+        if num_seeds < 1:
+            raise ValueError(f"--num-seeds must be >= 1, got {num_seeds}")
+        return num_seeds
+
+    assert cli.run_script(refuse, 3) == 3
+    for main, args, message in [
+        (refuse, (0,), "test_cli.py: error: --num-seeds must be >= 1, got 0"),
+        (lambda: envs.make("nope"), (), "test_cli.py: error: unknown environment 'nope'"),
+    ]:
+        with pytest.raises(SystemExit) as exited:
+            cli.run_script(main, *args)
+        assert exited.value.code == 2
+        assert capsys.readouterr().err.startswith(message)
+    with pytest.raises(TypeError, match="dot_general"):
+        cli.run_script(lambda: jnp.ones(2) @ jnp.ones(3))

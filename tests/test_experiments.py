@@ -40,6 +40,26 @@ def test_random_rollout_smoke():
     assert re.search(summary, proc.stdout, re.MULTILINE), proc.stdout
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("script", "args", "message"),
+    [
+        ("ppo.py", ["--env", "nope"], r"unknown environment 'nope' \(envs.names\(\) lists"),
+        ("sac.py", ["--num-seeds", "0"], "--num-seeds must be >= 1, got 0"),
+        ("td3.py", ["--tau", "2"], r"td3: invalid hparams.tau=2.0; allowed: a value in \[0, 1\]"),
+        ("random_rollout.py", ["--num-envs", "0"], "num_envs and num_steps must be >= 1"),
+    ],
+)
+def test_scripts_report_bad_input_in_one_line(script, args, message, tmp_path):
+    """A check of the suite or of the script refusing the input: `<script>: error: ...`, exit
+    status 2, no traceback, nothing written."""
+    out = [] if script == "random_rollout.py" else ["--out", str(tmp_path / "run")]  # (writes none)
+    proc = run_script(script, *args, *out, timeout=100)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert re.search(f"^{script}: error: .*{message}", proc.stderr, re.M), proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "run").exists()
+
+
 @pytest.mark.timeout(180)
 def test_ppo_sweep_smoke_lists_every_grid_cell(tmp_path):
     out = tmp_path / "sweep.json"
@@ -85,7 +105,7 @@ def test_ppo_sweep_rejects_bad_arguments_before_compiling(args, message, tmp_pat
         (tmp_path / "sweep.json").write_text("earlier results")
         args = ["--out", str(tmp_path / "sweep.json")]
     proc = run_script("ppo_sweep.py", *args, timeout=100)
-    assert proc.returncode != 0
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert re.search(f"ppo_sweep.py: error: .*{message}", proc.stderr), proc.stderr
     assert "runs of" not in proc.stdout  # nothing was compiled or trained
 
@@ -164,9 +184,8 @@ def test_offline_script_refuses_to_replace_results_before_training(tmp_path):
     (data / "pendulum-expert.hdf5").write_text("earlier dataset")
     args = ["--qualities", "expert", "--out", str(out), "--save-dir", str(data)]
     proc = run_script("offline.py", *args)
-    assert proc.returncode != 0
-    assert f"not replacing {out}, {data / 'pendulum-expert.hdf5'}" in proc.stderr
-    assert "Traceback" in proc.stderr and "train_behaviour" not in proc.stderr
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert f"offline.py: error: not replacing {out}, {data / 'pendulum-expert.hdf5'}" in proc.stderr
     assert out.read_text() == "earlier results"
     assert (data / "pendulum-expert.hdf5").read_text() == "earlier dataset"
     for bad, message in [
@@ -174,5 +193,5 @@ def test_offline_script_refuses_to_replace_results_before_training(tmp_path):
         (["--out", str(out / "x.json")], f"--out {out / 'x.json'}: {out} is a file"),
     ]:
         proc = run_script("offline.py", *bad)
-        assert proc.returncode != 0 and message in proc.stderr, proc.stderr[-2000:]
-        assert "train_behaviour" not in proc.stderr
+        assert proc.returncode == 2 and f"offline.py: error: {message}" in proc.stderr
+        assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
