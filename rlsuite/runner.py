@@ -206,9 +206,9 @@ def fit(
         "algo": agent.name,
         "env": env_name,
         "num_seeds": num_seeds,
-        "env_steps": num_updates * steps_per_update,
+        "env_steps": total,
         # An offline agent steps no environment: its driver count is gradient steps, said so.
-        **({} if data is None else {"gradient_steps": num_updates * steps_per_update}),
+        **({} if data is None else {"gradient_steps": total}),
         "env_steps_this_call": steps_run,
         "wall_seconds": round(wall_seconds, 3),
         "compile_seconds": round(compile_seconds, 3),
