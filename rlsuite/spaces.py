@@ -75,9 +75,14 @@ class Box(Space):
     def sample(self, key: jax.Array) -> jax.Array:
         if not self.bounded:
             raise ValueError(f"cannot sample uniformly from an unbounded {self!r}")
-        return jax.random.uniform(
-            key, self.shape, self.dtype, jnp.asarray(self.low), jnp.asarray(self.high)
-        )
+        low, high = jnp.asarray(self.low), jnp.asarray(self.high)
+        width = self.high.astype(np.float64) - self.low.astype(np.float64)
+        if np.all(width <= np.finfo(self.dtype).max):
+            return jax.random.uniform(key, self.shape, self.dtype, low, high)
+        # `high - low` overflows the dtype (bounds near its largest value): interpolate instead,
+        # each term finite. Only such boxes take this path, so every other keeps its samples.
+        u = jax.random.uniform(key, self.shape, self.dtype)
+        return jnp.clip(low * (1 - u) + high * u, low, high)
 
     def contains(self, x: jax.Array) -> jax.Array:
         x = jnp.asarray(x)

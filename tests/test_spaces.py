@@ -37,6 +37,21 @@ def test_box_sample_within_bounds_and_contains():
     assert not bool(space.contains(jnp.zeros(3)))
 
 
+def test_box_sample_near_the_dtype_maximum_is_finite_and_spans_the_box():
+    big = float(np.finfo(np.float32).max)
+    space = Box(-big, big, (2000,))
+    samples = space.sample(jax.random.key(2))
+    # jax.random.uniform(low, high) computes high - low = inf here, and every sample was inf.
+    assert np.all(np.isfinite(samples)) and bool(space.contains(samples))
+    assert samples.min() < -0.9 * big and samples.max() > 0.9 * big
+    assert abs(float(np.mean(samples / big))) < 0.1  # uniform: mean 0, std of the mean ~0.013
+    # A box whose width fits keeps jax.random.uniform's samples bit for bit.
+    small = Box(jnp.array([-1.0, 0.0]), jnp.array([1.0, 5.0]), (2,))
+    key = jax.random.key(3)
+    expected = jax.random.uniform(key, (2,), jnp.float32, small.low, small.high)
+    np.testing.assert_array_equal(small.sample(key), expected)
+
+
 def test_box_rejects_bad_bounds_and_unbounded_sampling():
     with pytest.raises(ValueError, match="low <= high"):
         Box(1.0, 0.0, (1,))
