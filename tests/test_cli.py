@@ -2,6 +2,8 @@
 
 import json
 import os
+import pathlib
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -67,6 +69,21 @@ def test_train_writes_the_run_files(run_dir):
     # 10 updates of 64 steps, --chunks 2: the record holds the chunk length the run used.
     assert config["chunks"] == 2 and config["chunk_updates"] == 5
     assert checkpoint.all_steps(run_dir / "checkpoints") == [5, 10]
+
+
+@pytest.mark.timeout(900)
+def test_the_readme_main_job_reaches_the_cartpole_threshold(tmp_path):
+    # The README's first command as a user runs it (tuned defaults, every CPU core a device):
+    # PPO on CartPole, 4 seeds, mean evaluation return >= 475 within 500k env steps.
+    readme = (pathlib.Path(__file__).parents[1] / "README.md").read_text()
+    line = next(line for line in readme.splitlines() if line.startswith("python3 -m venv"))
+    command = shlex.split(line.split("&& rlsuite ", 1)[1])
+    assert command[:4] == ["train", "ppo", "--env", "cartpole"], command
+    proc = rlsuite(*command, "--out", tmp_path / "main", "--no-progress", timeout=840)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    final = json.loads((tmp_path / "main" / "final.json").read_text())
+    assert final["num_seeds"] == 4 and final["env_steps"] <= 500_000, final
+    assert final["eval_return_mean"] >= 475, final["eval_return_per_seed"]
 
 
 def test_eval_and_plot(run_dir, tmp_path):
