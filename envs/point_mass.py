@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 
 from rlsuite.environment import Environment, positive, require
@@ -62,7 +63,9 @@ class PointMass(Environment):
                 params, field, lambda v: v.shape[-1:] == (2,), "an array of shape (2,)", self.name
             )
         if not isinstance(params.goal_low, jax.core.Tracer):  # (require skips a traced goal_high)
-            require(params, "goal_high", lambda v: v >= params.goal_low, ">= goal_low", self.name)
+            # NumPy on both sides: inside a trace a jnp comparison of constants is traced too.
+            low = np.asarray(params.goal_low)
+            require(params, "goal_high", lambda v: v >= low, ">= goal_low", self.name)
 
     def reset_env(self, key: jax.Array, params: PointMassParams):
         key_start, key_goal = jax.random.split(key)

@@ -44,6 +44,19 @@ class Agent(NamedTuple):
     check_hparams: Callable[[Any], None]
     env_steps_per_update: int
 
+    # `jax.jit` takes the agent as a static argument, so it must hash; its `env_params` are data
+    # (arrays: gymnax's Acrobot torques, a goal task's bounds) and cannot. An agent is the same
+    # static argument only as the same object, which is what its closures already implied (two
+    # `make` calls give functions that compare unequal).
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __eq__(self, other) -> bool:
+        return self is other
+
+    def __ne__(self, other) -> bool:
+        return self is not other
+
 
 def check_config(config: Any, positive_ints: tuple[str, ...]) -> None:
     """Raise a `ValueError` naming the field when a config's integer field is not >= 1."""

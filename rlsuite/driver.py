@@ -206,7 +206,13 @@ def shard_runs(tree: Any, num_runs: int) -> Any:
     sharding = NamedSharding(mesh, PartitionSpec(RUNS))
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(tree)):
         return jax.lax.with_sharding_constraint(tree, sharding)
-    return jax.device_put(tree, sharding)
+    # A compiled program gives a zero-size leaf (SAC's n-step window at n_step=1) replicated
+    # whatever was asked, so a concrete one is placed that way too: a restored state then has
+    # the placement of a new run's, and the chunks' compiled programs accept each other's output.
+    replicated = NamedSharding(mesh, PartitionSpec())
+    return jax.tree.map(
+        lambda x: jax.device_put(x, replicated if np.size(x) == 0 else sharding), tree
+    )
 
 
 def batch_hparams(hparams: Any, num_runs: int) -> Any:

@@ -50,6 +50,14 @@ SHARDED = textwrap.dedent(
     _, plain = run(agent, states, hp, 6)
     _, sharded = run(agent, driver.shard_runs(states, 8), hp, 6)
     out["sac"] = [np.asarray(m["losses/critic_loss"]).tolist() for m in (plain, sharded)]
+    # A state placed from host arrays (as a restored checkpoint is) runs chunk after chunk:
+    # SAC's n-step window at n_step=1 is a zero-size leaf, which compiled programs return
+    # replicated, so it must be placed that way too.
+    placed = driver.shard_runs(jax.device_get(states), 8)
+    chunk = run.lower(agent, placed, hp, 2).compile()
+    after_one, first = chunk(placed, hp)
+    _, second = chunk(after_one, hp)  # refused before: "compiled for input shardings that disagree"
+    out["sac_chunks"] = np.asarray(second["losses/critic_loss"]).shape
 
     # A hyperparameter sweep (one learning rate per run) and its evaluation.
     env, params = envs.make("cartpole")
@@ -106,6 +114,7 @@ def test_runs_sharded_over_four_cpu_devices_match_the_unsharded_run():
     plain, sharded = (np.asarray(x, dtype=float) for x in out["sac"])
     assert np.isnan(plain[:, :3]).all() and np.isfinite(plain[:, 3:]).all()
     np.testing.assert_allclose(sharded, plain, rtol=1e-4, atol=1e-6)  # NaN where plain has NaN
+    assert out["sac_chunks"] == [8, 2]
     # A sweep: the learning rates go to the devices with their runs (a sweep whose runs got the
     # wrong rates would differ after the first update), and the runs differ from each other.
     assert out["sweep_devices"] == [0, 1, 2, 3]
@@ -172,3 +181,34 @@ def test_batch_hparams_broadcasts_scalars_and_checks_lengths():
 
     with pytest.raises(ValueError, match="leading axis of 3"):
         driver.batch_hparams(PPOHparams(learning_rate=np.array([1e-3, 2e-3])), 3)
+
+
+@pytest.mark.parametrize(
+    "name,algo,config",
+    [
+        ("gymnax/Acrobot-v1", "ppo", {"num_envs": 2, "num_steps": 8, "num_minibatches": 1}),
+        ("point_mass", "sac", {"buffer_size": 64, "batch_size": 4, "learning_starts": 4}),
+    ],
+)
+def test_an_agent_whose_env_params_hold_arrays_trains_under_jit(name, algo, config):
+    """Acrobot's `available_torque` and point_mass's goal bounds are arrays: the agent, a static
+    argument of `jit`, hashes as itself, not through them, and the env's checks run in the trace."""
+    import importlib
+
+    import envs
+
+    module = importlib.import_module(f"rlsuite.agents.{algo}")
+    env, params = envs.make(name)
+    assert any(np.ndim(x) > 0 for x in jax.tree.leaves(params))
+    make_config = getattr(module, f"{algo.upper()}Config")
+    agent = module.make(make_config(hidden_sizes=(8,), **config), env, params)
+    assert hash(agent) == hash(agent) and agent == agent
+    other = module.make(make_config(hidden_sizes=(8,), **config), env, params)
+    assert agent != other  # another make: another static argument
+    keys = jax.random.split(jax.random.key(0), 2)
+    states = driver.init_batch(agent, keys, agent.default_hparams)
+    run = jax.jit(driver.run_batch, static_argnums=(0, 3))
+    _, metrics = run(agent, states, agent.default_hparams, 6)
+    losses = [v for k, v in metrics.items() if k.startswith("losses/")]
+    assert losses and all(np.asarray(v).shape == (2, 6) for v in losses)
+    assert np.isfinite(np.asarray(losses[0])[:, -1]).all()
