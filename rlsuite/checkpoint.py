@@ -16,9 +16,17 @@ SHA-256 of its bytes). The tree structure itself comes from the restore target, 
 (``optax.EmptyState()``), ``None`` and custom pytree classes need no support from orbax.
 
 Guarantees:
-  * Saving is synchronous and atomic: orbax writes ``<step>.orbax-checkpoint-tmp`` and renames it
-    when complete; ``save`` returns only after the rename. Old steps beyond ``max_to_keep`` are
-    deleted after that. A directory holding an incomplete temporary directory is still usable.
+  * A checkpoint is complete or invisible. ``save`` writes every item into ``.staging-<step>``
+    (orbax's own temporary directory inside), marks it complete (``COMPLETE``), and only then
+    renames it to ``<step>`` in one atomic step (``os.replace``, then an ``fsync`` of the
+    directory); ``save`` returns after the rename. Old steps beyond ``max_to_keep`` are deleted
+    after that, each first renamed to ``.deleting-<step>``, so a process killed while deleting
+    leaves no half-deleted step. A process killed at any point leaves the steps complete before
+    it and, at most, leftovers under names that are no step (``.staging-*``, ``.deleting-*``);
+    the next ``save`` removes them. A step directory without the marker (written by an earlier
+    version through orbax's ``CheckpointManager``) counts as complete when all three items are
+    there; one without (a save or a delete cut short) is ignored by ``latest_step`` and listed by
+    ``incomplete_steps``.
   * Typed PRNG keys (``jax.random.key``) are stored as ``jax.random.key_data`` and rebuilt with
     ``jax.random.wrap_key_data`` using the recorded implementation. Zero-size leaves (which orbax
     refuses) live in the manifest only. A Python scalar leaf is saved as JAX types it
@@ -36,7 +44,9 @@ Guarantees:
 
 import hashlib
 import json
+import os
 import pathlib
+import shutil
 from collections.abc import Sequence
 from typing import Any
 
@@ -127,12 +137,46 @@ def _digest(array: np.ndarray) -> str:
 # ----------------------------------------------------------------------------- directory
 
 
+_COMPLETE = "COMPLETE"  # written last into a staged step, before its rename to <step>
+_STAGING, _DELETING = ".staging-", ".deleting-"
+
+
+def _is_complete(step_dir: pathlib.Path) -> bool:
+    """Whether a directory named by a step holds a whole checkpoint: the marker ``save`` writes
+    last, or (a step saved by an earlier version, without it) all three items and orbax's own
+    top-level metadata (a delete cut short removes some of these first)."""
+    if (step_dir / _COMPLETE).is_file():
+        return True
+    items = all((step_dir / name).is_dir() for name in (_STATE, _METADATA, _MANIFEST))
+    return items and (step_dir / "_CHECKPOINT_METADATA").is_file()
+
+
 def _step_dirs(directory: pathlib.Path) -> dict[int, pathlib.Path]:
-    """Complete (finalized) step directories named by a plain integer."""
+    """Complete step directories named by a plain integer."""
     if not directory.is_dir():
         return {}
-    paths = _ocp().step.checkpoint_steps_paths(directory)
-    return {int(p.name): pathlib.Path(p) for p in paths if p.name.isdigit()}
+    return {
+        int(p.name): p
+        for p in directory.iterdir()
+        if p.name.isdigit() and p.is_dir() and _is_complete(p)
+    }
+
+
+def incomplete_steps(directory) -> list[int]:
+    """Steps whose save was cut short: a staged step never committed, or a directory named by a
+    step that is not complete (an earlier version's save or delete cut short). ``latest_step``
+    and ``restore`` ignore them; the next ``save`` removes them."""
+    directory = pathlib.Path(directory)
+    if not directory.is_dir():
+        return []
+    steps = set()
+    for path in directory.iterdir():
+        name = path.name.split(".orbax-checkpoint-tmp")[0]
+        if name.startswith(_STAGING) and name[len(_STAGING) :].isdigit():
+            steps.add(int(name[len(_STAGING) :]))
+        elif path.name.isdigit() and path.is_dir() and not _is_complete(path):
+            steps.add(int(path.name))
+    return sorted(steps)
 
 
 def all_steps(directory) -> list[int]:
@@ -261,10 +305,26 @@ def save(
     leaves = {str(i): a for i, a in enumerate(arrays) if a.size > 0}
     manifest = {"format": _FORMAT, "jax_version": jax.__version__, "leaves": records}
 
+    directory.mkdir(parents=True, exist_ok=True)
+    _remove_leftovers(directory)
+    staged = directory / f"{_STAGING}{step}"
+    step_dir = directory / str(step)
+    try:
+        _write_items(staged, leaves, metadata, manifest)
+        _sync_file(staged / _COMPLETE, f"step {step}\n")
+        os.replace(staged, step_dir)  # the commit: <step> appears whole, or not at all
+        _sync_dir(directory)
+    except Exception as e:
+        raise CheckpointError(f"saving step {step} to {directory} failed: {_brief(e)}") from e
+    if max_to_keep is not None:
+        for old in sorted(_step_dirs(directory))[:-max_to_keep]:
+            _delete_step(directory, old)
+    return step_dir
+
+
+def _write_items(path: pathlib.Path, leaves: dict, metadata: dict, manifest: dict) -> None:
+    """The three items of one checkpoint, written by orbax into ``path`` (which it finalises)."""
     ocp = _ocp()
-    options = ocp.CheckpointManagerOptions(
-        max_to_keep=max_to_keep, enable_async_checkpointing=False, create=True
-    )
     args = ocp.args.Composite(
         **{
             _STATE: ocp.args.StandardSave(leaves),
@@ -272,18 +332,45 @@ def save(
             _MANIFEST: ocp.args.JsonSave(manifest),
         }
     )
+    with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
+        checkpointer.save(path, args=args)
+
+
+def _sync_file(path: pathlib.Path, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _sync_dir(directory: pathlib.Path) -> None:
+    """Make a rename in ``directory`` durable (where the platform allows opening a directory)."""
     try:
-        with ocp.CheckpointManager(
-            directory, item_names=(_STATE, _METADATA, _MANIFEST), options=options
-        ) as manager:
-            manager.save(step, args=args, force=True)
-            manager.wait_until_finished()
-    except Exception as e:
-        raise CheckpointError(f"saving step {step} to {directory} failed: {_brief(e)}") from e
-    step_dir = directory / str(step)
-    if step not in _step_dirs(directory):
-        raise CheckpointError(f"saving step {step} to {directory} did not complete.")
-    return step_dir
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _delete_step(directory: pathlib.Path, step: int) -> None:
+    """Remove a complete step: renamed away first, so that it is never seen half-deleted."""
+    doomed = directory / f"{_DELETING}{step}"
+    os.replace(directory / str(step), doomed)
+    shutil.rmtree(doomed)
+
+
+def _remove_leftovers(directory: pathlib.Path) -> None:
+    """What a save or delete cut short left: staged and doomed directories, orbax temporary
+    directories, and step-named directories that are not complete (``incomplete_steps``)."""
+    for path in directory.iterdir():
+        name = path.name
+        leftover = name.startswith((_STAGING, _DELETING)) or ".orbax-checkpoint-tmp" in name
+        leftover = leftover or (name.isdigit() and path.is_dir() and not _is_complete(path))
+        if leftover and path.is_dir():
+            shutil.rmtree(path)
 
 
 # ----------------------------------------------------------------------------- restore

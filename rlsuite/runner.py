@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -127,6 +128,8 @@ def fit(
     # A resumed run that saved no complete checkpoint yet (none, or only the temporary folder of
     # a save that was cut short) starts again; restore refuses a corrupt or foreign one.
     latest = None if ckpt_dir is None else checkpoint.latest_step(ckpt_dir)
+    if resume:
+        _say_cut_short(ckpt_dir, latest)
     if resume and latest is not None:
         keys_checked = ("algo", "env", "num_seeds", "config", "hparams", *extra)
         expect = {k: metadata[k] for k in keys_checked}
@@ -222,6 +225,20 @@ def fit(
         final_path.write_text(json.dumps(summary, indent=2) + "\n")
     metrics = {k: np.concatenate(v, axis=1) for k, v in collected.items()}
     return FitResult(states, metrics, eval_returns, summary)
+
+
+def _say_cut_short(ckpt_dir: pathlib.Path, latest: int | None) -> None:
+    """Tell a resume that the saves of some checkpoints were cut short (the process was killed
+    while saving) and where it continues instead; their leftovers go with the next save."""
+    cut = [s for s in checkpoint.incomplete_steps(ckpt_dir) if latest is None or s > latest]
+    if cut:
+        where = "from the start" if latest is None else f"from the complete checkpoint {latest}"
+        names = ", ".join(map(str, cut))
+        print(
+            f"rlsuite: warning: the save of checkpoint {names} in {ckpt_dir} was cut short; "
+            f"continuing {where}",
+            file=sys.stderr,
+        )
 
 
 def chunk_length(num_updates: int, chunks: int = 10) -> int:

@@ -273,3 +273,140 @@ def test_failed_save_leaves_no_step_and_a_retry_succeeds(saved):
     assert checkpoint.all_steps(directory) == [11]
     restored, _ = checkpoint.restore(directory, state)
     assert_bitwise_equal(restored, make_state(seed=1))
+
+
+def _fail_on(monkeypatch, target, name, when=lambda *a, **k: True):
+    """Make `target.name` raise (as a kill would stop the save there) when `when(*args)`."""
+    real = getattr(target, name)
+
+    def failing(*args, **kwargs):
+        if when(*args, **kwargs):
+            raise OSError(f"injected fault in {name}")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, failing)
+
+
+def _json_item_fault(monkeypatch, item):
+    """Fail orbax's JSON handler on one item: the state item is written, that one is not."""
+    import orbax.checkpoint as ocp
+
+    handler = ocp.JsonCheckpointHandler
+    _fail_on(
+        monkeypatch, handler, "async_save", lambda self, directory, *a, **k: item in str(directory)
+    )
+
+
+# Where a save can be cut short, before its step is committed.
+FAULTS = {
+    "between the state and the metadata items": lambda mp: _json_item_fault(mp, "metadata"),
+    "between the metadata and the manifest items": lambda mp: _json_item_fault(mp, "manifest"),
+    "after every item, before the marker": lambda mp: _fail_on(mp, checkpoint, "_sync_file"),
+    "after the marker, before the rename": lambda mp: _fail_on(mp, checkpoint.os, "replace"),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_a_save_cut_short_leaves_no_step_and_the_next_save_cleans_up(saved, monkeypatch, fault):
+    directory, state = saved
+    with monkeypatch.context() as mp:
+        FAULTS[fault](mp)
+        with pytest.raises(CheckpointError, match="saving step 11"):
+            checkpoint.save(directory, 11, make_state(seed=1), META)
+    # Invisible: the latest complete step is still 10, and a resume is told step 11 was cut.
+    assert checkpoint.all_steps(directory) == [10]
+    assert checkpoint.incomplete_steps(directory) == [11]
+    assert not (directory / "11").exists()
+    restored, meta = checkpoint.restore(directory, state)
+    assert_bitwise_equal(restored, state) and meta == META
+    # Saving step 11 again works and removes what the cut-short save left.
+    checkpoint.save(directory, 11, make_state(seed=1), META)
+    assert sorted(p.name for p in directory.iterdir()) == ["10", "11"]
+    assert checkpoint.incomplete_steps(directory) == []
+    restored, _ = checkpoint.restore(directory, state)
+    assert_bitwise_equal(restored, make_state(seed=1))
+
+
+def test_a_delete_cut_short_never_leaves_a_half_deleted_step(saved, monkeypatch):
+    directory, state = saved
+    with monkeypatch.context() as mp:
+        _fail_on(mp, checkpoint.shutil, "rmtree", lambda path, *a, **k: "deleting" in str(path))
+        with pytest.raises(OSError, match="injected"):
+            checkpoint.save(directory, 11, make_state(seed=1), META, max_to_keep=1)
+    # Step 10 was renamed away whole before its files went: only step 11 is a step.
+    assert checkpoint.all_steps(directory) == [11] and checkpoint.incomplete_steps(directory) == []
+    checkpoint.save(directory, 12, make_state(seed=2), META, max_to_keep=1)
+    assert sorted(p.name for p in directory.iterdir()) == ["12"]
+
+
+def test_an_incomplete_step_directory_from_an_earlier_version_is_skipped(tmp_path):
+    """The layout a killed orbax CheckpointManager left: a step directory without its metadata
+    item ("Item 'metadata' was not found ... Available items: ['manifest', 'state']")."""
+    directory = tmp_path / "ckpt"
+    for step in (64, 71):
+        checkpoint.save(directory, step, make_state(step), META)
+    (directory / "71" / checkpoint._COMPLETE).unlink()  # as saved before the marker existed
+    assert checkpoint.all_steps(directory) == [64, 71]  # all three items: complete
+    shutil.rmtree(directory / "71" / "metadata")
+    assert checkpoint.all_steps(directory) == [64] and checkpoint.incomplete_steps(directory) == [
+        71
+    ]
+    restored, _ = checkpoint.restore(directory, make_state())
+    assert_bitwise_equal(restored, make_state(64))
+    checkpoint.save(directory, 71, make_state(7), META)
+    assert checkpoint.all_steps(directory) == [64, 71]
+    assert_bitwise_equal(checkpoint.restore(directory, make_state())[0], make_state(7))
+
+
+SAVER = """
+import sys, jax, jax.numpy as jnp
+from rlsuite import checkpoint
+directory = sys.argv[1]
+def state(step):  # large enough that a save takes a while; every leaf depends on the step
+    return {"big": jnp.full((4, 1_000_000), step, jnp.float32), "step": jnp.int32(step),
+            "key": jax.random.split(jax.random.key(step), 3)}
+step = checkpoint.latest_step(directory) or 0
+print("ready", flush=True)
+while True:
+    step += 1
+    checkpoint.save(directory, step, state(step), {"algo": "x", "env": "y", "step": step})
+"""
+
+
+def test_sigkill_at_any_point_of_saving_leaves_only_complete_steps(tmp_path):
+    """Real kills at many points of a save loop (writing items, committing, deleting old steps):
+    every step left restores bitwise to what was saved, and saving goes on where it stopped."""
+    import random
+    import subprocess
+    import sys
+    import time
+
+    def expected(step):
+        return {
+            "big": jnp.full((4, 1_000_000), step, jnp.float32),
+            "step": jnp.int32(step),
+            "key": jax.random.split(jax.random.key(step), 3),
+        }
+
+    directory = tmp_path / "ckpt"
+    rng = random.Random(0)
+    seen_steps = []
+    for _ in range(8):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", SAVER, str(directory)], stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert proc.stdout.readline().strip() == "ready"
+            time.sleep(0.3 + rng.random())
+        finally:
+            proc.kill()
+            proc.wait(timeout=60)
+        steps = checkpoint.all_steps(directory)
+        assert steps and len(steps) <= 3
+        for step in steps:
+            restored, meta = checkpoint.restore(directory, expected(0), step=step)
+            assert meta["step"] == step
+            assert_bitwise_equal(restored, expected(step))
+        assert not seen_steps or steps[-1] >= seen_steps[-1]  # nothing complete was lost
+        seen_steps.append(steps[-1])
+    assert seen_steps[-1] > seen_steps[0]

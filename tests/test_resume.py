@@ -1,0 +1,132 @@
+"""Kill and resume through the command line, for every agent, on two CPU devices: a resumed run
+ends bitwise where the uninterrupted run ends, whether it was stopped between chunks or killed
+(SIGKILL) at any moment, a checkpoint save included."""
+
+import json
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rlsuite import checkpoint
+from rlsuite.loggers import read_metrics
+from tests.test_cli import rlsuite
+
+TWO_DEVICES = ["--num-seeds", "2", "--cpu-devices", "2", "--eval-episodes", "2", "--no-progress"]
+SMALL = ["--hidden-sizes", "8"]
+OFF_POLICY = ["--total-timesteps", "120", "--num-envs", "2", "--learning-starts", "40"]
+OFF_POLICY += ["--batch-size", "16", "--buffer-size", "64", "--chunks", "3", *SMALL]
+OFFLINE = ["--num-updates", "6", "--gradient-steps", "4", "--batch-size", "16", "--chunks", "3"]
+OFFLINE += SMALL
+PPO = ["--env", "cartpole", "--total-timesteps", "384", "--num-envs", "4", "--num-steps", "16"]
+PPO += ["--num-minibatches", "2", "--chunks", "3", *SMALL]
+AGENTS = {
+    "ppo": PPO,
+    # Their defaults (n_step=1): the n-step window is a zero-size leaf of the learner state.
+    "sac": ["--env", "pendulum", *OFF_POLICY],
+    "td3": ["--env", "pendulum", *OFF_POLICY],
+    "bc": OFFLINE,
+    "td3_bc": OFFLINE,
+    "cql": [*OFFLINE, "--num-sampled-actions", "2"],
+    "iql": OFFLINE,
+}
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory):
+    path = tmp_path_factory.mktemp("data") / "pendulum-random.hdf5"
+    proc = rlsuite(
+        "dataset", "collect", "--env", "pendulum", "--quality", "random", "--size", "400",
+        "--total-timesteps", "300", "--eval-episodes", "2", "--out", path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return path
+
+
+def _final(out) -> dict:
+    summary = json.loads((out / "final.json").read_text())
+    return {k: v for k, v in summary.items() if "second" not in k and "this_call" not in k}
+
+
+@pytest.mark.parametrize("algo", list(AGENTS))
+def test_every_agent_resumes_bitwise_on_two_devices(algo, dataset, tmp_path):
+    args = list(AGENTS[algo])
+    if algo not in ("ppo", "sac", "td3"):
+        args += ["--dataset", dataset]
+    full = tmp_path / "full"
+    proc = rlsuite("train", algo, *args, *TWO_DEVICES, "--out", full)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    steps = checkpoint.all_steps(full / "checkpoints")
+    assert len(steps) == 3, steps
+    # Killed while saving its second checkpoint: every item written, not yet committed (what
+    # a kill leaves at the last moment before the rename); the third and final.json never made.
+    killed = tmp_path / "killed"
+    shutil.copytree(full, killed)
+    ckpt = killed / "checkpoints"
+    shutil.rmtree(ckpt / str(steps[2]))
+    (ckpt / str(steps[1]) / "COMPLETE").unlink()
+    (ckpt / str(steps[1])).rename(ckpt / f".staging-{steps[1]}")
+    (killed / "final.json").unlink()
+    proc = rlsuite("train", "--resume", killed, "--no-progress")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (
+        f"warning: the save of checkpoint {steps[1]} in {ckpt} was cut short; continuing from "
+        f"the complete checkpoint {steps[0]}"
+    ) in proc.stderr.replace("\n", " ")
+    assert read_metrics(killed) == read_metrics(full)
+    assert (killed / "metrics.jsonl.stale").is_file()  # the rows after the checkpoint, kept
+    assert _final(killed) == _final(full)
+    assert checkpoint.all_steps(killed / "checkpoints") == steps
+    per_seed = _final(full)["eval_return_per_seed"]
+    assert len(set(per_seed)) == 2  # two different runs
+
+
+def _kill_when_saving(cmd, out, rng, timeout=240):
+    """Run `cmd`; once its checkpoint directory has an entry, SIGKILL it after a random delay
+    (the process saves often, so kills land in saves as well as between them). Returns whether
+    it had finished first."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    start = time.monotonic()
+    try:
+        ckpt = out / "checkpoints"
+        while not (ckpt.is_dir() and any(ckpt.iterdir())) and proc.poll() is None:
+            assert time.monotonic() - start < timeout, "no checkpoint appeared"
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 1.5))
+        finished = proc.poll() is not None
+        proc.send_signal(signal.SIGKILL)
+    finally:
+        proc.wait(timeout=60)
+    if finished:
+        assert proc.returncode == 0, proc.stderr.read()[-3000:]
+    return finished
+
+
+def test_sigkill_at_random_moments_then_resume_ends_bitwise_where_the_full_run_does(tmp_path):
+    """SAC with a replay buffer large enough that a save takes a good share of each chunk, killed
+    three times at random moments (before, during or after a save), resumed each time."""
+    args = ["sac", "--env", "pendulum", "--total-timesteps", "2400", "--learning-starts", "200"]
+    args += ["--batch-size", "16", "--buffer-size", "300000", "--chunks", "20", *SMALL]
+    args += TWO_DEVICES
+    base = [sys.executable, "-m", "rlsuite.cli", "train"]
+    full = tmp_path / "full"
+    proc = rlsuite("train", *args, "--out", full)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    out = tmp_path / "killed"
+    rng = random.Random(0)
+    finished = _kill_when_saving([*base, *map(str, args), "--out", str(out)], out, rng)
+    for _ in range(2):
+        if finished or (out / "final.json").exists():
+            break
+        finished = _kill_when_saving([*base, "--resume", str(out), "--no-progress"], out, rng)
+    if not (out / "final.json").exists():
+        proc = rlsuite("train", "--resume", out, "--no-progress")
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    assert read_metrics(out) == read_metrics(full)
+    assert _final(out) == _final(full)
+    assert checkpoint.incomplete_steps(out / "checkpoints") == []
