@@ -36,6 +36,8 @@ brax is imported lazily, inside the functions that need it, so `import envs` sta
 
 from __future__ import annotations
 
+import contextlib
+import io
 from typing import Any
 
 import jax
@@ -54,12 +56,27 @@ class BraxParams:
     """Empty: brax's `System` constants live in the environment object, not in params."""
 
 
+# What MuJoCo's MJX prints on import where its optional NVIDIA Warp backend is not installed
+# (every CPU machine): not a fault, and it preceded every error message of the command line.
+_WARP_NOTICES = ("Failed to import warp:", "Failed to import mujoco_warp:")
+
+
+def brax_envs():
+    """`brax.envs`, imported with MJX's Warp notices left out (anything else it prints is
+    passed on)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        from brax import envs
+    for line in printed.getvalue().splitlines():
+        if not line.startswith(_WARP_NOTICES):
+            print(line)
+    return envs
+
+
 def brax_names() -> list[str]:
     """Names of the environments registered with brax (`brax.envs.register_environment`)."""
-    from brax import envs as brax_envs
-
     # brax has no public listing function; `_envs` is the registry `get_environment` reads.
-    return sorted(brax_envs._envs)
+    return sorted(brax_envs()._envs)
 
 
 class BraxEnv(Environment):
@@ -83,11 +100,9 @@ class BraxEnv(Environment):
         names = brax_names()
         if name not in names:
             raise ValueError(f"unknown brax environment {name!r}; allowed: {', '.join(names)}")
-        from brax import envs as brax_envs
-
         self.env_name = name
         self.backend = backend
-        self.brax_env = brax_envs.get_environment(name, backend=backend, **env_kwargs)
+        self.brax_env = brax_envs().get_environment(name, backend=backend, **env_kwargs)
         self.action_size = int(self.brax_env.action_size)
         # Shapes of a reset state without running it (brax's `observation_size` runs an unjitted
         # reset, which is slow with MJX).

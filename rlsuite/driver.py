@@ -13,7 +13,8 @@ large dataset is not baked into the compiled program.
 `hparams_axis=None` shares one set of hyperparameters across the runs (a seed sweep);
 `hparams_axis=0` takes one set per run (a hyperparameter sweep; repeat entries for seeds).
 Per-run parameters are initialised with `jax.lax.map` rather than `vmap` (a batched QR from
-orthogonal initialisation can deadlock XLA on CPU; DESIGN.md section 7); everything else is vmapped.
+orthogonal initialisation can deadlock XLA on CPU; docs/design.md section 7); everything else is
+vmapped.
 
 With several devices (GPUs, or CPU cores made devices by `use_cpu_cores()` before the first
 computation), `run_batch` and `evaluate_batch` give each device an equal share of the runs

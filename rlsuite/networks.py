@@ -6,8 +6,8 @@ On-policy: `ActorCritic`. Off-policy (SAC, TD3): `SquashedGaussianActor`, `Deter
 Initialisation follows the PPO implementation details (Huang et al., 2022): orthogonal weights with
 gain sqrt(2) in hidden layers, 0.01 on the policy output and 1.0 on the value output, zero biases.
 Orthogonal initialisation is a QR decomposition; on CPU a QR batched by `vmap` can deadlock XLA's
-thread pool (DESIGN.md section 7), so per-seed parameters are initialised with `jax.lax.map` over
-the seed keys (see `rlsuite.driver.init_batch`), never under `vmap`.
+thread pool (docs/design.md section 7), so per-seed parameters are initialised with `jax.lax.map`
+over the seed keys (see `rlsuite.driver.init_batch`), never under `vmap`.
 """
 
 from __future__ import annotations

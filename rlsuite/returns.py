@@ -5,7 +5,7 @@ All inputs are time-major with time on axis 0: shape ``[T]`` or ``[T, *batch]`` 
 flags ``terminated_t`` and ``truncated_t``; ``next_values[t] = V(next_obs_t)`` where ``next_obs_t``
 is the observation *before* any auto-reset (``info["final_observation"]`` at an episode end).
 
-Bootstrapping contract (DESIGN.md section 3):
+Bootstrapping contract (docs/design.md section 3):
 
 * ``terminated_t`` cuts the bootstrap: the target at ``t`` uses ``gamma * (1 - terminated_t)``.
 * ``terminated_t | truncated_t`` cuts the trace: nothing from step ``t + 1`` (a new episode) flows

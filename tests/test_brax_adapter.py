@@ -271,3 +271,16 @@ def test_metrics_copied_dtypes_fixed_and_input_untouched(counter_env):
     assert jax.tree.structure(next_state) == jax.tree.structure(state)
     # The in-place update of `info` hit a copy, not the caller's state.
     assert float(state.info["steps"]) == 0.0 and float(next_state.info["steps"]) == 1.0
+
+
+def test_importing_brax_prints_no_warp_notice():
+    """MJX prints `Failed to import warp` where NVIDIA Warp is absent; it preceded every error
+    of the command line. Listing and making Brax environments prints nothing of it."""
+    import subprocess
+    import sys
+
+    code = "import envs; envs.names(); envs.make('brax/inverted_pendulum'); print('done')"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines() == ["done"]
+    assert "warp" not in proc.stderr.lower()
