@@ -32,7 +32,7 @@ import tyro
 
 from rlsuite import checkpoint
 from rlsuite.agents import bc, cql, iql, ppo, sac, td3, td3_bc
-from rlsuite.loggers import CSV, JSONL, check_backends
+from rlsuite.loggers import CSV, DEFAULT_LOG_INTERVAL, JSONL, check_backends
 from rlsuite.tuned import behaviour, env_from_argv, flag_value, tuned
 
 
@@ -80,6 +80,9 @@ def _train_args(algo: Algo):
         length where such a count divides the run's updates, so that it compiles once)"""
         eval_episodes: int = 10
         """evaluation episodes per seed at the end"""
+        log_interval: int = DEFAULT_LOG_INTERVAL
+        """env steps per metrics row of each seed (files, TensorBoard, W&B); the updates in
+        between are combined: episodic metrics over the episodes that ended, losses averaged"""
         tensorboard: bool = False
         """also write TensorBoard event files (extra: logging)"""
         wandb: bool = False
@@ -234,6 +237,8 @@ def train(argv: list[str]) -> dict:
     args = tyro.cli(TrainArgs, args=argv, default=default, prog=f"rlsuite train {name}")
     if args.num_seeds < 1 or args.chunks < 1 or args.eval_episodes < 1:
         raise UsageError("--num-seeds, --chunks and --eval-episodes must be >= 1")
+    if args.log_interval < 1:
+        raise UsageError(f"--log-interval must be >= 1 env steps per row, got {args.log_interval}")
     out = pathlib.Path(
         args.out or f"runs/{name}_{env_name.replace('/', '-')}_{time.strftime('%Y%m%d-%H%M%S')}"
     )
@@ -264,7 +269,11 @@ def train(argv: list[str]) -> dict:
         "chunks": args.chunks,
         "chunk_updates": chunk_length(agent.config.num_updates, args.chunks),
         "eval_episodes": args.eval_episodes,
-        "logging": {"tensorboard": args.tensorboard, "wandb": args.wandb},
+        "logging": {
+            "tensorboard": args.tensorboard,
+            "wandb": args.wandb,
+            "log_interval": args.log_interval,
+        },
         "config": dataclasses.asdict(args.config),
         "hparams": dataclasses.asdict(args.hparams),
         # A resume gives the runs the same devices, so it continues bitwise (driver.run_mesh).
@@ -346,7 +355,8 @@ def _fit(
         env_name=record["env"],
         eval_episodes=record["eval_episodes"],
         progress=progress,
-        logger_options=record["logging"],
+        # A record written before it held `log_interval` resumes with a row per update.
+        logger_options={"log_interval": 1, **record["logging"]},
         **offline,
     )
     summary = result.summary
@@ -420,31 +430,36 @@ class PlotArgs:
     """image to write, its format from the extension (png when there is none); must not exist"""
     metric: str = "charts/episodic_return"
     """metric to draw against environment steps"""
+    bin_steps: int | None = None
+    """env steps per bin: each seed's mean per bin, then the mean and 95% interval across seeds
+    (default: about 30 bins over the longest run, rounded to 1, 2 or 5 x 10^k)"""
 
 
 def plot(argv: list[str]) -> dict:
     from rlsuite.loggers import read_metrics
-    from rlsuite.plotting import curve, image_path, plot_curves
+    from rlsuite.plotting import curve, image_path, plot_runs
     from rlsuite.runner import check_new_file
 
     args = tyro.cli(PlotArgs, args=argv, prog="rlsuite plot")
+    if args.bin_steps is not None and args.bin_steps < 1:
+        raise UsageError(f"--bin-steps must be >= 1, got {args.bin_steps}")
     out = image_path(args.out)  # "curves" is "curves.png", as matplotlib would write it
     check_new_file(out)
     if not out.parent.is_dir():
         raise UsageError(f"--out {out}: {out.parent} is not a directory")
     if not args.runs:
         raise UsageError("plot needs at least one run directory: rlsuite plot RUN [RUN ...]")
-    curves = []
+    runs = []
     for run in args.runs:
         if not (pathlib.Path(run) / JSONL).exists():
             raise UsageError(f"{run} holds no {JSONL}")
         rows = read_metrics(run)
         try:
-            steps, values = curve(rows, args.metric)
+            curve(rows, args.metric)
         except ValueError as error:
             raise UsageError(f"{run} {error}") from None
-        curves.append((pathlib.Path(run).name, steps, values))
-    plot_curves(curves, out, args.metric)
+        runs.append((pathlib.Path(run).name, rows))
+    plot_runs(runs, out, args.metric, args.bin_steps)
     print(f"wrote {out}")
     return {"out": str(out)}
 

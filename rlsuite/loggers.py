@@ -8,13 +8,36 @@ jit. Every row is one seed at one point of training::
 Metric names follow CleanRL (``charts/...``, ``losses/...``). ``metrics.jsonl`` is the record;
 ``metrics.csv`` holds the same rows. CSV columns are the keys in order of first appearance: a
 row without some column leaves it empty, and a row with a new key (e.g. evaluation metrics
-logged every few chunks) rewrites ``metrics.csv`` once with the wider header.
+logged every few chunks) rewrites ``metrics.csv`` once with the wider header. A value that is
+not a finite number (NaN: no episode ended, no gradient step yet; an infinite loss) has no JSON
+literal: it is written as ``null`` in the JSONL and as an empty cell in the CSV, and
+``read_metrics`` reads it back as NaN (it also reads files with the ``NaN`` literals that
+earlier versions wrote).
+
+One row per ``log_interval`` env steps (default ``DEFAULT_LOG_INTERVAL``, 100, as CleanRL logs
+its losses): the updates of one ``log`` call whose ``env_steps`` fall in the same interval
+``((k - 1) * log_interval, k * log_interval]`` become one row at the last of them, and the last
+update of a call always ends a row, so a row never spans two calls (two chunks of the driver).
+A run and its resume have the same chunks, so they write the same rows. The updates of a row
+are combined, not sampled, so no finished episode is lost:
+
+=================================  ==================================================
+``charts/episodes``                the sum (episodes that ended in the row's updates)
+``charts/episodic_*``              the mean over those episodes (each update's mean
+                                   weighted by its ``charts/episodes``); NaN when none
+other ``charts/*`` (buffer size,   the value at the row's last update
+learning rate)
+everything else (``losses/*``)     the mean over the updates that have a value
+=================================  ==================================================
+
+With ``log_interval`` at most the env steps of one update, every update is a row of its own.
 
 TensorBoard (tensorboardX, under ``out_dir/tensorboard``) gets one scalar per metric per seed,
 tag ``f"{name}/seed_{i}"``, x-axis ``env_steps``. Weights & Biases gets the same keys in one
 ``run.log`` per ``env_steps`` value, with ``env_steps`` as the x-axis; the W&B run's id is kept
-in ``out_dir/wandb_run_id``, so that a resumed run continues the same W&B run. Both are imported
-only when asked; if missing, the constructor raises ``ImportError`` before it writes anything.
+in ``out_dir/wandb_run_id``, so that a resumed run continues the same W&B run. Both get the rows
+the files get. Both are imported only when asked; if missing, the constructor raises
+``ImportError`` before it writes anything.
 
 Resuming a run from the checkpoint at ``env_steps == S`` (``resume_from_step=S``): rows with
 ``env_steps > S`` were logged after that checkpoint and are about to be recomputed, so they are
@@ -29,6 +52,7 @@ holds metrics is refused (``FileExistsError``).
 import csv
 import io
 import json
+import math
 import os
 import pathlib
 from collections.abc import Mapping
@@ -40,12 +64,14 @@ STALE = ".stale"
 WANDB_ID = "wandb_run_id"
 _INSTALL = "pip install 'rlsuite[logging]'"
 _RESERVED = ("env_steps", "seed")
+DEFAULT_LOG_INTERVAL = 100  # env steps per row
+EPISODES = "charts/episodes"
 
 
 def read_metrics(out_dir) -> list[dict]:
     """The rows of ``out_dir/metrics.jsonl`` in the order they were written. A last line without
     its newline that does not parse (a write cut short by a kill) is left out; any other line
-    that does not parse is an error."""
+    that does not parse is an error. ``null`` values are read as NaN."""
     path = pathlib.Path(out_dir) / JSONL
     text = path.read_text()
     lines = text.splitlines()
@@ -54,12 +80,20 @@ def read_metrics(out_dir) -> list[dict]:
         if not line.strip():
             continue
         try:
-            rows.append(json.loads(line))
+            row = json.loads(line)
         except json.JSONDecodeError as e:
             if number == len(lines) and not text.endswith("\n"):
                 break
             raise ValueError(f"{path} line {number} is not a JSON object: {line[:80]!r}") from e
+        # One NaN object (as json's own `NaN`), so that rows read twice compare equal.
+        rows.append({k: math.nan if v is None else v for k, v in row.items()})
     return rows
+
+
+def _json_line(row: dict) -> str:
+    """A row as strict JSON: a value that is not a finite number becomes ``null``."""
+    row = {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
+    return json.dumps(row, allow_nan=False) + "\n"
 
 
 def _import_backend(module: str, flag: str):
@@ -71,9 +105,23 @@ def _import_backend(module: str, flag: str):
         ) from e
 
 
-def check_backends(tensorboard: bool = False, wandb: bool = False, **_) -> None:
-    """Raise the ``ImportError`` a ``MetricsLogger`` with these options would, without writing
-    anything (so a run can refuse a missing backend before it starts)."""
+def check_log_interval(log_interval) -> int:
+    """``log_interval`` as an int; a ``ValueError`` naming it when it is not an int >= 1."""
+    value = log_interval
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+        raise ValueError(
+            f"log_interval must be an int >= 1 (env steps per metrics row), got {value!r}"
+        )
+    return int(value)
+
+
+def check_backends(
+    tensorboard: bool = False, wandb: bool = False, log_interval=DEFAULT_LOG_INTERVAL, **_
+) -> None:
+    """Raise the error a ``MetricsLogger`` with these options would (``ValueError`` for a bad
+    ``log_interval``, ``ImportError`` for a missing backend), without writing anything, so that
+    a run can refuse them before it starts."""
+    check_log_interval(log_interval)
     if tensorboard:
         _import_backend("tensorboardX", "tensorboard")
     if wandb:
@@ -116,8 +164,13 @@ def _csv_text(fields: list[str], rows: list[dict], header: bool = True) -> str:
     writer = csv.DictWriter(buffer, fieldnames=fields, restval="", lineterminator="\n")
     if header:
         writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: _csv_cell(v) for k, v in row.items()} for row in rows)
     return buffer.getvalue()
+
+
+def _csv_cell(value):
+    """An empty cell for a value that is not a finite number (``null`` in the JSONL)."""
+    return "" if isinstance(value, float) and not math.isfinite(value) else value
 
 
 def _fields_of(rows: list[dict]) -> list[str]:
@@ -127,9 +180,9 @@ def _fields_of(rows: list[dict]) -> list[str]:
     return fields
 
 
-def _split_jsonl(path: pathlib.Path, step: int) -> tuple[list[str], list[dict], list[str]]:
-    """(kept lines, kept rows, stale lines) of a metrics.jsonl for a resume at ``step``."""
-    kept_lines, kept_rows, stale = [], [], []
+def _split_jsonl(path: pathlib.Path, step: int) -> tuple[list[dict], list[str]]:
+    """(kept rows, stale lines) of a metrics.jsonl for a resume at ``step``."""
+    kept_rows, stale = [], []
     for line in path.read_text().splitlines(keepends=True) if path.exists() else []:
         if not line.strip():
             continue
@@ -139,11 +192,10 @@ def _split_jsonl(path: pathlib.Path, step: int) -> tuple[list[str], list[dict], 
         except (json.JSONDecodeError, KeyError, TypeError, ValueError):
             keep = False
         if keep:
-            kept_lines.append(line)
             kept_rows.append(row)
         else:
             stale.append(line if line.endswith("\n") else line + "\n")
-    return kept_lines, kept_rows, stale
+    return kept_rows, stale
 
 
 def _env_steps(line: str) -> int:
@@ -173,6 +225,41 @@ def _stale_csv_lines(path: pathlib.Path, step: int) -> tuple[str, list[str]]:
     return header if header.endswith("\n") else header + "\n", stale
 
 
+def _combine_intervals(
+    steps: np.ndarray, values: dict[str, np.ndarray], interval: int
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """``(steps [R], values [num_seeds, R])``: one entry per run of consecutive updates whose
+    env_steps lie in the same ``interval`` (``((k - 1) * interval, k * interval]``), at the run's
+    last update, each metric combined by its rule (module docstring)."""
+    bins = -(-steps.astype(np.int64) // interval)
+    ends = np.flatnonzero(np.append(bins[1:] != bins[:-1], True))
+    if len(ends) == len(steps):
+        return steps, values  # every update a row of its own
+    starts = np.concatenate([[0], ends[:-1] + 1])
+    episodes = values.get(EPISODES)
+
+    def total(x):
+        with np.errstate(invalid="ignore"):  # inf + -inf (a diverged loss) is NaN, quietly
+            return np.add.reduceat(x, starts, axis=1)
+
+    def mean(num, den):
+        return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+
+    out = {}
+    for name, v in values.items():
+        present = ~np.isnan(v)
+        if name == EPISODES:
+            out[name] = total(v)
+        elif name.startswith("charts/episodic_") and episodes is not None:
+            weight = np.where(present, episodes, 0.0)
+            out[name] = mean(total(np.where(weight > 0, v * weight, 0.0)), total(weight))
+        elif name.startswith("charts/"):
+            out[name] = v[:, ends]
+        else:
+            out[name] = mean(total(np.where(present, v, 0.0)), total(present.astype(np.float64)))
+    return steps[ends], out
+
+
 class MetricsLogger:
     """Writes per-seed metric rows to ``out_dir`` (see the module docstring).
 
@@ -183,6 +270,8 @@ class MetricsLogger:
       wandb_project: W&B project name.
       config: run configuration (JSON-able dict) passed to ``wandb.init``.
       resume_from_step: ``env_steps`` of the checkpoint a resumed run starts from.
+      log_interval: env steps per row (the updates between are combined, see the module
+        docstring); a resumed run must be given the interval it was started with.
     """
 
     def __init__(
@@ -194,7 +283,9 @@ class MetricsLogger:
         wandb_project: str | None = None,
         config: dict | None = None,
         resume_from_step: int | None = None,
+        log_interval: int = DEFAULT_LOG_INTERVAL,
     ):
+        self.log_interval = check_log_interval(log_interval)
         tbx = _import_backend("tensorboardX", "tensorboard") if tensorboard else None
         wandb_module = _import_backend("wandb", "wandb") if wandb else None
         self.out_dir = pathlib.Path(out_dir)
@@ -239,7 +330,7 @@ class MetricsLogger:
             self._wandb.define_metric("*", step_metric="env_steps")
 
     def _resume(self, step: int) -> None:
-        kept_lines, kept_rows, stale = _split_jsonl(self._jsonl_path, step)
+        kept_rows, stale = _split_jsonl(self._jsonl_path, step)
         header, stale_csv = _stale_csv_lines(self._csv_path, step)
         # Copy what is about to be dropped first, then shrink the main files.
         if stale:
@@ -250,22 +341,25 @@ class MetricsLogger:
             with_header = not _nonempty(stale_path) or _last_header(stale_path) != header
             _append(stale_path, (header if with_header else "") + "".join(stale_csv))
         if self._jsonl_path.exists():
-            _replace(self._jsonl_path, "".join(kept_lines))
+            # Written again as strict JSON: the same bytes, but for NaN literals of old files.
+            _replace(self._jsonl_path, "".join(_json_line(row) for row in kept_rows))
         if self._csv_path.exists() or kept_rows:
             self._fields = _fields_of(kept_rows) if kept_rows else []
             _replace(self._csv_path, _csv_text(self._fields, kept_rows) if kept_rows else "")
 
     def log(self, env_steps, metrics: Mapping[str, object]) -> None:
-        """Writes one row per seed (and per update, for a chunk) and flushes.
+        """Writes one row per seed (and per ``log_interval`` env steps, for a chunk) and flushes.
 
         Two forms, told apart by ``env_steps``:
           * one point: ``env_steps`` an int; each metric ``[num_seeds]``, or a scalar for a single
             run (seed 0).
           * a whole chunk: ``env_steps`` a 1-D array ``[T]`` (one entry per update in the chunk);
-            each metric ``[num_seeds, T]``, or ``[T]`` for a single run. Rows are written in time
-            order, seeds in index order within each time.
+            each metric ``[num_seeds, T]``, or ``[T]`` for a single run. The updates in one
+            ``log_interval`` are combined into one row (see the module docstring), and the
+            chunk's last update ends a row. Rows are written in time order, seeds in index
+            order within each time.
 
-        Values are converted to Python floats on the host (``NaN`` is written as ``NaN``).
+        Values are converted to Python floats on the host (NaN is written as ``null``).
         """
         steps = np.asarray(env_steps)
         if steps.ndim > 1:
@@ -275,8 +369,9 @@ class MetricsLogger:
         if not values:
             return
         num_seeds = next(iter(values.values())).shape[0]
+        steps, values = _combine_intervals(steps.reshape(-1), values, self.log_interval)
         rows = []
-        for t, step in enumerate(steps.reshape(-1)):
+        for t, step in enumerate(steps):
             for seed in range(num_seeds):
                 row = {"env_steps": int(step), "seed": seed}
                 row.update({name: float(v[seed, t]) for name, v in values.items()})
@@ -316,7 +411,7 @@ class MetricsLogger:
     def _write(self, rows: list[dict]) -> None:
         if not rows:
             return
-        self._jsonl.write("".join(json.dumps(row) + "\n" for row in rows))
+        self._jsonl.write("".join(_json_line(row) for row in rows))
         self._jsonl.flush()
         new_fields = [k for k in _fields_of(rows) if k not in self._fields]
         if new_fields and self._fields:

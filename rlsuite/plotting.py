@@ -1,13 +1,24 @@
-"""Learning curves: mean and a bootstrap confidence interval across seeds, drawn with matplotlib."""
+"""Learning curves: mean and a bootstrap confidence interval across seeds, drawn with matplotlib.
+
+A run's rows (``read_metrics``) are binned on a grid of env steps common to every run drawn:
+per seed, the mean of a bin's values, leaving out the rows where the metric is NaN (an update in
+which no episode ended: with one SAC environment, most of them), then the mean and the bootstrap
+interval across seeds per bin. For ``charts/episodic_*`` metrics each row counts with the
+episodes it holds (``charts/episodes``), so a bin's value is the mean of the episodes that ended
+in it.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import math
 import pathlib
 import warnings
 from collections.abc import Sequence
 
 import numpy as np
+
+from rlsuite.loggers import EPISODES  # the count of the episodes a row's episodic metrics hold
 
 
 def bootstrap_ci(
@@ -68,6 +79,69 @@ def curve(rows: list[dict], metric: str) -> tuple[np.ndarray, np.ndarray]:
     return steps, values
 
 
+def default_bin_steps(runs: Sequence[list[dict]], metric: str, bins: int = 30) -> int:
+    """Env steps per bin for drawing `metric` from these runs together: about `bins` bins over the
+    longest run, never narrower than the widest gap between two logged rows of a run (so that a
+    metric logged on every row has a value in every bin), rounded up to 1, 2 or 5 x 10^k."""
+    width = 1.0
+    for rows in runs:
+        steps = np.unique([r["env_steps"] for r in rows if metric in r])
+        if steps.size:
+            width = max(width, steps[-1] / bins, np.diff(steps, prepend=0).max())
+    scale = 1
+    while True:
+        for m in (1, 2, 5):
+            if m * scale >= width:
+                return m * scale
+        scale *= 10
+
+
+def binned_curve(rows: list[dict], metric: str, bin_steps: int) -> tuple[np.ndarray, np.ndarray]:
+    """`(bin centres [K], values [num_seeds, K])` of `metric`: bin k holds the rows with env_steps
+    in `((k - 1) * bin_steps, k * bin_steps]`, up to the last logged one; a seed's value is the
+    mean of its rows there whose value is a number (for `charts/episodic_*`, weighted by the
+    row's `charts/episodes` where it is logged), NaN where it has none."""
+    if isinstance(bin_steps, bool) or not isinstance(bin_steps, int | np.integer) or bin_steps < 1:
+        raise ValueError(f"bin_steps must be an int >= 1, got {bin_steps!r}")
+    curve(rows, metric)  # refuses a metric the rows lack, naming those they have
+    rows = [r for r in rows if metric in r]
+    seeds = {s: i for i, s in enumerate(sorted({r["seed"] for r in rows}))}
+    num_bins = max(1, math.ceil(max(r["env_steps"] for r in rows) / bin_steps))
+    total, weight = np.zeros((len(seeds), num_bins)), np.zeros((len(seeds), num_bins))
+    weighted = metric.startswith("charts/episodic_")
+    for r in rows:
+        value = r[metric]
+        w = r.get(EPISODES, 1.0) if weighted else 1.0
+        if value is None or not np.isfinite(value) or w is None or not w > 0:
+            continue
+        k = max(math.ceil(r["env_steps"] / bin_steps), 1) - 1
+        total[seeds[r["seed"]], k] += w * value
+        weight[seeds[r["seed"]], k] += w
+    values = np.full(total.shape, np.nan)
+    np.divide(total, weight, out=values, where=weight > 0)
+    return (np.arange(num_bins) + 0.5) * bin_steps, values
+
+
+def describe_bins(metric: str, bin_steps: int) -> str:
+    """What a binned curve of `metric` shows, for the legend."""
+    what = "episodes that ended" if metric.startswith("charts/episodic_") else "logged values"
+    return f"mean of the {what} per {bin_steps:,}-step bin, 95% bootstrap CI across seeds"
+
+
+def plot_runs(
+    runs: Sequence[tuple[str, list[dict]]],
+    out: str | pathlib.Path,
+    metric: str = "charts/episodic_return",
+    bin_steps: int | None = None,
+) -> pathlib.Path:
+    """Draw `(label, rows)` runs binned on one grid (`bin_steps`, default `default_bin_steps`)
+    to `out`; the legend says how."""
+    if bin_steps is None:
+        bin_steps = default_bin_steps([rows for _, rows in runs], metric)
+    curves = [(label, *binned_curve(rows, metric, bin_steps)) for label, rows in runs]
+    return plot_curves(curves, out, metric, legend_title=describe_bins(metric, bin_steps))
+
+
 def image_path(out: str | pathlib.Path) -> pathlib.Path:
     """The file `plot_curves` writes for `out`: `out` itself, or with `.png` added when it has no
     extension (as matplotlib does). An extension matplotlib cannot write raises a `ValueError`
@@ -92,30 +166,47 @@ def plot_curves(
     out: str | pathlib.Path,
     metric: str = "charts/episodic_return",
     title: str | None = None,
+    legend_title: str | None = None,
 ) -> pathlib.Path:
-    """Draw `(label, env_steps, values [num_seeds, T])` curves with their 95% intervals to `out`."""
+    """Draw `(label, env_steps, values [num_seeds, T])` curves with their 95% intervals to `out`.
+    Points are marked, so that one between two missing ones (NaN) still shows."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.5))
+    fig, ax = plt.subplots(figsize=(7, 5))
     for label, steps, values in curves:
         with _quiet_nan_warnings():
             mean = np.nanmean(values, axis=0)
         low, high = bootstrap_ci(values)
-        ax.plot(steps, mean, label=f"{label} ({values.shape[0]} seeds)")
-        ax.fill_between(steps, low, high, alpha=0.25)
+        (line,) = ax.plot(
+            steps, mean, marker="o", markersize=3, label=f"{label} ({_seeds(values.shape[0])})"
+        )
+        ax.fill_between(steps, low, high, alpha=0.25, color=line.get_color(), linewidth=0)
     ax.set_xlabel("environment steps")
     ax.set_ylabel(metric)
     ax.set_title(title or f"{metric}: mean and 95% bootstrap interval across seeds")
-    ax.legend()
+    # Below the axes, where it hides no curve.
+    ax.legend(
+        title=legend_title,
+        title_fontsize="small",
+        fontsize="small",
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.14),
+        ncols=min(len(curves), 3) or 1,
+        frameon=False,
+    )
     ax.grid(alpha=0.3)
     fig.tight_layout()
     out = image_path(out)
     fig.savefig(out, dpi=120)
     plt.close(fig)
     return out
+
+
+def _seeds(n: int) -> str:
+    return f"{n} seed" if n == 1 else f"{n} seeds"
 
 
 @contextlib.contextmanager

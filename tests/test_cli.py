@@ -69,6 +69,13 @@ def test_train_writes_the_run_files(run_dir):
     # 10 updates of 64 steps, --chunks 2: the record holds the chunk length the run used.
     assert config["chunks"] == 2 and config["chunk_updates"] == 5
     assert checkpoint.all_steps(run_dir / "checkpoints") == [5, 10]
+    # A row per 100 env steps by default (recorded), each chunk's end ending one: 128 and 192
+    # in one row, 320 | 384 split by the chunk's end.
+    from rlsuite.loggers import read_metrics
+
+    assert config["logging"]["log_interval"] == 100
+    steps = [r["env_steps"] for r in read_metrics(run_dir) if r["seed"] == 0]
+    assert steps == [64, 192, 256, 320, 384, 448, 576, 640]
 
 
 @pytest.mark.timeout(900)
@@ -114,7 +121,7 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
     from rlsuite.loggers import read_metrics
 
     args = ["--num-seeds", "4", "--total-timesteps", "640", "--chunks", "2", "--cpu-devices", "2"]
-    args += ["--eval-episodes", "2", *TINY]
+    args += ["--eval-episodes", "2", "--log-interval", "128", *TINY]
     # The killed run also logs to TensorBoard and to W&B (offline), which its resume takes up.
     wandb_env = {"WANDB_MODE": "offline", "WANDB_SILENT": "true"}
     for name in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR"):
@@ -134,6 +141,7 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
         assert proc.returncode == 0, proc.stderr[-3000:]
     config = json.loads((tmp_path / "full" / "config.json").read_text())
     assert config["devices"] == {"platform": "cpu", "count": 2}
+    assert config["logging"]["log_interval"] == 128  # what the resume reuses
     # As if killed before the second checkpoint: its last checkpoint and final.json gone.
     killed = tmp_path / "killed"
     shutil.rmtree(killed / "checkpoints" / "10")
@@ -147,20 +155,20 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "warning" not in proc.stderr
     assert read_metrics(killed) == read_metrics(tmp_path / "full")
-    # Both backends: the resume purged TensorBoard's events after the checkpoint at 320 env steps
-    # (updates of 64) and wrote them again; W&B had been sent every row before the kill, so the
+    # Rows every 128 env steps (updates of 64), each chunk's end ending one: 128, 256, 320 |
+    # 384, 512, 640. Both backends: the resume purged TensorBoard's events after the checkpoint
+    # at 320 env steps and wrote them again; W&B had been sent every row before the kill, so the
     # same W&B run continues and is sent none again.
+    logged = [128, 256, 320, 384, 512, 640]
+    assert [r["env_steps"] for r in read_metrics(killed) if r["seed"] == 0] == logged
     before, after = tensorboard_events(killed)
-    assert {e[2] for e in before if e[0] == "scalar"} == set(range(64, 641, 64))
+    assert {e[2] for e in before if e[0] == "scalar"} == set(logged)
     assert after[0] == ("start", 321)
-    assert {e[2] for e in after if e[0] == "scalar"} == set(range(384, 641, 64))
+    assert {e[2] for e in after if e[0] == "scalar"} == {384, 512, 640}
     run_id = (killed / "wandb_run_id").read_text().strip()
     runs = wandb_history(killed)
     assert len(runs) == 2 and all(name.endswith(f"-{run_id}") for name in runs)
-    assert [[r["env_steps"] for r in rows] for rows in runs.values()] == [
-        list(range(64, 641, 64)),
-        [],
-    ]
+    assert [[r["env_steps"] for r in rows] for rows in runs.values()] == [logged, []]
     full, resumed = (
         json.loads((tmp_path / n / "final.json").read_text()) for n in ("full", "killed")
     )
@@ -188,6 +196,7 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
         ),
         (["train", "td3", "--env", "pendulum", "--tau", "2"], "hparams.tau=2.0"),
         (["train", "ppo", "--cpu-devices", "0"], "--cpu-devices must be an integer >= 1"),
+        (["train", "ppo", "--log-interval", "2.5"], "Error parsing --log-interval"),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path):
@@ -380,6 +389,8 @@ GUARDS = textwrap.dedent(
         # matplotlib would add ".png" and replace precious.png
         "plot_no_ext": run("plot", tmp / "logged", "--out", tmp / "precious"),
         "plot_format": run("plot", tmp / "logged", "--out", tmp / "p.txt"),
+        "plot_bins": run("plot", tmp / "logged", "--bin-steps", "0", "--out", tmp / "p.png"),
+        "log_interval": run("train", "ppo", "--log-interval", "0", "--out", tmp / "li", *tiny),
         "final": run("train", "ppo", "--out", tmp / "done", *tiny),
         # Output paths are checked before the expert is trained.
         "collect_file": run("dataset", "collect", "--env", "pendulum", "--quality", "expert",
@@ -417,6 +428,8 @@ def test_bad_input_is_refused_with_a_message_and_leaves_nothing_behind(tmp_path)
         "plot_metric": "logs no 'charts/foo'; its metrics: charts/episodic_return",
         "plot_no_ext": f"{tmp_path / 'precious.png'} exists; choose another --out",
         "plot_format": "matplotlib cannot write '.txt' images; use one of ",
+        "plot_bins": "--bin-steps must be >= 1, got 0",
+        "log_interval": "--log-interval must be >= 1 env steps per row, got 0",
         "final": f"--out {tmp_path / 'done'}: {tmp_path / 'done' / 'final.json'} exists",
         "collect_file": f"{tmp_path / 'afile'} is a file, not a directory",
         "collect_dir": f"--out {tmp_path / 'adir.hdf5'} is a directory; give the name of a file",
@@ -435,10 +448,35 @@ def test_bad_input_is_refused_with_a_message_and_leaves_nothing_behind(tmp_path)
     assert rc == 0 and note in stderr, stderr
     assert json.loads((tmp_path / "r" / "final.json").read_text())["env_steps"] == 8
     # Nothing was written for the refused or failed runs; what was there is unchanged.
-    for name in ("g", "w", "m", "p.png"):
+    for name in ("g", "w", "m", "p.png", "li"):
         assert not (tmp_path / name).exists(), name
     assert sorted(p.name for p in (tmp_path / "saved").iterdir()) == ["checkpoints"]
     assert (tmp_path / "bad" / "config.json").read_text() == "{"
+
+
+def test_a_record_from_before_log_interval_resumes_with_a_row_per_update(tmp_path):
+    """Runs recorded before `log_interval` existed wrote a row per update: their resume is given
+    log_interval=1 (a row per update, whatever its env steps); a recorded interval is kept."""
+    import types
+
+    from rlsuite import cli
+
+    class Stop(Exception):
+        pass
+
+    def fit(*args, logger_options, **kwargs):
+        raise Stop(logger_options)
+
+    agent = types.SimpleNamespace(config=types.SimpleNamespace(num_updates=4))
+    record = {"seed": 0, "num_seeds": 1, "chunks": 2, "chunk_updates": 2, "env": "cartpole"}
+    record["eval_episodes"] = 1
+    for logging, expect in [
+        ({"tensorboard": False, "wandb": False}, 1),
+        ({"tensorboard": False, "wandb": False, "log_interval": 500}, 500),
+    ]:
+        with pytest.raises(Stop) as stopped:
+            cli._fit(fit, agent, None, {**record, "logging": logging}, tmp_path, True, False)
+        assert stopped.value.args[0] == {**logging, "log_interval": expect}
 
 
 def test_a_fault_inside_a_library_keeps_its_traceback(tmp_path, monkeypatch, capsys):

@@ -1,6 +1,9 @@
-import numpy as np
+import json
 
-from rlsuite.plotting import bootstrap_ci, curve, plot_curves
+import numpy as np
+import pytest
+
+from rlsuite.plotting import binned_curve, bootstrap_ci, curve, default_bin_steps, plot_curves
 
 
 def test_bootstrap_interval_brackets_the_mean_and_collapses_without_spread():
@@ -64,3 +67,101 @@ def test_bootstrap_of_long_curves_is_done_in_blocks(monkeypatch):
     monkeypatch.undo()
     low, high = bootstrap_ci(np.tile(values, 20), num_resamples=2000)
     assert low.shape == (100_000,) and np.all(low <= high)
+
+
+def sac_like_rows(num_seeds=2, steps=4000, episode=200):
+    """Rows as a one-environment SAC run logs them with a row per update: the episodic return is
+    NaN on every row but the one where an episode ended (every `episode` steps); seed s's
+    episode i (1, 2, ...) returns -1000 + 10 i + s."""
+    rows = []
+    for t in range(1, steps + 1):
+        for seed in range(num_seeds):
+            ended = t % episode == 0
+            ret = -1000.0 + 10 * (t // episode) + seed if ended else float("nan")
+            rows.append(
+                {
+                    "env_steps": t,
+                    "seed": seed,
+                    "charts/episodes": float(ended),
+                    "charts/episodic_return": ret,
+                    "losses/critic_loss": 1.0 / t,
+                }
+            )
+    return rows
+
+
+def test_binned_curve_of_a_sac_like_run_by_hand():
+    rows = sac_like_rows(steps=1000)
+    centres, values = binned_curve(rows, "charts/episodic_return", 500)
+    np.testing.assert_array_equal(centres, [250.0, 750.0])
+    # Bin (0, 500]: the episodes ending at 200 and 400 (i = 1, 2); (500, 1000]: i = 3, 4, 5.
+    np.testing.assert_array_equal(values, [[-985.0, -960.0], [-984.0, -959.0]])
+    # A metric that is never NaN: the mean of the rows in the bin (1/1 ... 1/500, 1/501 ...).
+    _, loss = binned_curve(rows, "losses/critic_loss", 500)
+    expect = [np.mean(1.0 / np.arange(1, 501)), np.mean(1.0 / np.arange(501, 1001))]
+    np.testing.assert_allclose(loss, [expect, expect], rtol=1e-12)
+
+
+def test_episodic_bins_weight_each_row_by_its_episodes():
+    # Rows as the logger combines them: the row at 300 holds 3 episodes of mean 10, the row at
+    # 400 one of 30; a seed without a finished episode in a bin has NaN there.
+    rows = [
+        {"env_steps": 300, "seed": 0, "charts/episodic_return": 10.0, "charts/episodes": 3.0},
+        {"env_steps": 400, "seed": 0, "charts/episodic_return": 30.0, "charts/episodes": 1.0},
+        {"env_steps": 900, "seed": 0, "charts/episodic_return": None, "charts/episodes": 0.0},
+        {"env_steps": 400, "seed": 1, "charts/episodic_return": 7.0, "charts/episodes": 2.0},
+        {"env_steps": 900, "seed": 1, "charts/episodic_return": 9.0, "charts/episodes": 1.0},
+    ]
+    _, values = binned_curve(rows, "charts/episodic_return", 500)
+    # (10 * 3 + 30 * 1) / 4 = 15, not the rows' mean 20.
+    np.testing.assert_array_equal(values, [[15.0, np.nan], [7.0, 9.0]])
+    with pytest.raises(ValueError, match="bin_steps must be an int >= 1, got 0"):
+        binned_curve(rows, "charts/episodic_return", 0)
+
+
+def test_default_bins_are_round_and_never_narrower_than_the_logged_rows():
+    # A one-environment SAC run of 12,000 steps, a row per update: 12,000 / 30 = 400 -> 500.
+    sac = [{"env_steps": t, "seed": 0, "r": 1.0} for t in range(1, 12_001)]
+    assert default_bin_steps([sac], "r") == 500
+    # PPO's 976 updates of 512 steps: 499,712 / 30 = 16,657 -> 20,000.
+    ppo = [{"env_steps": 512 * u, "seed": 0, "r": 1.0} for u in range(1, 977)]
+    assert default_bin_steps([ppo], "r") == 20_000
+    # 10 updates of 64: 640 / 30 is narrower than one update; 64 -> 100, and every bin holds one.
+    short = [{"env_steps": 64 * u, "seed": 0, "r": 1.0} for u in range(1, 11)]
+    assert default_bin_steps([short], "r") == 100
+    assert not np.isnan(binned_curve(short, "r", 100)[1]).any()
+    # Drawn together, runs share the grid of the longest.
+    assert default_bin_steps([short, ppo], "r") == 20_000
+
+
+C0 = np.array([0x1F, 0x77, 0xB4]) / 255  # matplotlib's first line colour
+
+
+def line_pixels(png) -> int:
+    import matplotlib.image
+
+    image = matplotlib.image.imread(png)[..., :3]
+    return int((np.abs(image - C0) < 0.04).all(axis=-1).sum())
+
+
+def test_a_sac_like_run_is_drawn_as_a_curve(tmp_path):
+    """`rlsuite plot` of a run whose returns are NaN on 199 rows of 200: the curve is there, in
+    pixels of its colour, far more of them than the legend's sample line alone has."""
+    from rlsuite import cli
+
+    run = tmp_path / "sac"
+    run.mkdir()
+    lines = "".join(json.dumps(r) + "\n" for r in sac_like_rows())  # NaN literals, as of old
+    (run / "metrics.jsonl").write_text(lines)
+    assert cli.main(["plot", str(run), "--out", str(tmp_path / "sac.png")]) == 0
+    # The legend alone: a run whose one finished episode is the only point.
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    one = [r for r in sac_like_rows(num_seeds=1) if r["env_steps"] in (1, 4000)]
+    (lone / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in one))
+    assert cli.main(["plot", str(lone), "--out", str(tmp_path / "lone.png")]) == 0
+    curve_pixels, legend_pixels = (
+        line_pixels(tmp_path / "sac.png"),
+        line_pixels(tmp_path / "lone.png"),
+    )
+    assert curve_pixels > 5 * legend_pixels + 500, (curve_pixels, legend_pixels)
