@@ -7,6 +7,13 @@ override it (`make("cartpole", gravity=20.0)`); the others go to the environment
 Our environments and Brax come wrapped in `TimeLimit` at their standard episode length unless
 `max_episode_steps` says otherwise (`None`: no limit); gymnax environments keep their own limit
 (`params.max_steps_in_episode`, which `max_episode_steps` sets).
+
+A user's environment (an `rlsuite.environment.Environment` subclass) is reached by name in two
+ways: `register("my/grid", GridWorld, max_episode_steps=100)` in a script, or, where nothing
+can be run first (the command line, `rlsuite train ppo --env my_module:GridWorld`), a name
+`module:attribute` that `make` imports (from the working directory or `sys.path`) and
+registers under that name. The attribute is the class or a function of no arguments that
+returns an environment; its `max_episode_steps` attribute, if any, sets the time limit.
 """
 
 from __future__ import annotations
@@ -35,6 +42,27 @@ OURS: dict[str, type[Environment]] = {
 }
 
 _DEFAULT = object()
+REGISTERED: dict[str, tuple[Any, Any]] = {}  # name -> (factory, max_episode_steps)
+
+
+def register(name: str, factory: Any, max_episode_steps: Any = _DEFAULT) -> None:
+    """Make `make(name)` build `factory()` (an `Environment` subclass, or a function of no
+    arguments returning an environment), with a `TimeLimit` of `max_episode_steps` (default: the
+    environment's `max_episode_steps` attribute, or none). A built-in name is refused; registering
+    a name again replaces it."""
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"register: the name must be a non-empty string, got {name!r}")
+    if name in OURS or name.startswith(("brax/", "gymnax/")):
+        raise ValueError(f"register: {name!r} is a built-in environment's name; choose another")
+    if not callable(factory):
+        raise TypeError(
+            f"register({name!r}): factory must be an Environment subclass or a function "
+            f"returning an environment, got {type(factory).__name__}"
+        )
+    if max_episode_steps is not _DEFAULT and max_episode_steps is not None:
+        if isinstance(max_episode_steps, bool) or not isinstance(max_episode_steps, int):
+            raise ValueError(f"register({name!r}): max_episode_steps must be an int or None")
+    REGISTERED[name] = (factory, max_episode_steps)
 
 
 def names() -> list[str]:
@@ -43,7 +71,10 @@ def names() -> list[str]:
     from envs.gymnax_adapter import gymnax_names
 
     return (
-        list(OURS) + [f"brax/{n}" for n in brax_names()] + [f"gymnax/{n}" for n in gymnax_names()]
+        list(OURS)
+        + [f"brax/{n}" for n in brax_names()]
+        + [f"gymnax/{n}" for n in gymnax_names()]
+        + list(REGISTERED)
     )
 
 
@@ -54,6 +85,14 @@ def make(name: str, max_episode_steps: Any = _DEFAULT, **kwargs: Any) -> tuple[E
     if name in OURS:
         cls = OURS[name]
         return _build(name, cls, _constructor_args(cls), max_episode_steps, kwargs)
+    if name not in REGISTERED and ":" in name:
+        _import_env(name)
+    if name in REGISTERED:
+        factory, limit = REGISTERED[name]
+        if max_episode_steps is _DEFAULT:
+            max_episode_steps = limit
+        ctor = _constructor_args(factory) if isinstance(factory, type) else set()
+        return _build(name, _environment_factory(name, factory), ctor, max_episode_steps, kwargs)
     if name.startswith("brax/"):
         from envs.brax_adapter import BraxEnv, brax_names
 
@@ -69,6 +108,45 @@ def make(name: str, max_episode_steps: Any = _DEFAULT, **kwargs: Any) -> tuple[E
         return _build(name, lambda: GymnaxEnv(name[7:]), set(), None, kwargs)
     _check_known(name, names())
     raise AssertionError("unreachable")
+
+
+def _import_env(name: str) -> None:
+    """Import `module:attribute` and register it under that name."""
+    import importlib
+    import sys
+
+    module_name, _, attribute = name.partition(":")
+    if "" not in sys.path:  # a script's folder is on the path; the working directory too
+        sys.path.insert(0, "")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name != module_name.split(".")[0] and error.name != module_name:
+            raise
+        raise ValueError(
+            f"environment {name!r}: no module {module_name!r} on the path (run from the folder "
+            "that holds it, or add that folder to PYTHONPATH)"
+        ) from None
+    if not hasattr(module, attribute):
+        raise ValueError(f"environment {name!r}: module {module_name!r} has no {attribute!r}")
+    register(name, getattr(module, attribute))
+
+
+def _environment_factory(name: str, factory: Any):
+    """`factory`, checked to give an `Environment` (named in the error otherwise)."""
+
+    def build(**kwargs):
+        env = factory(**kwargs)
+        if not isinstance(env, Environment):
+            raise TypeError(
+                f"environment {name!r}: the registered factory returned a "
+                f"{type(env).__name__}; it must return an rlsuite.environment.Environment "
+                "(subclass it and implement reset_env, step_env, default_params, "
+                "observation_space and action_space)"
+            )
+        return env
+
+    return build
 
 
 def _check_known(name: str, known: list[str]) -> None:

@@ -35,9 +35,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rlsuite.env_checker import check_env, default_params
 from rlsuite.spaces import Box, Discrete, Space
 
 StepResult = tuple[Any, Any, jax.Array, jax.Array, jax.Array, dict]
+_CHECKED = "_rlsuite_contract_checked"  # per environment object: None, checking, checked
 
 
 class Environment:
@@ -101,16 +103,28 @@ class Environment:
 
     # ----------------------------------------------------------------- checks (run at trace time)
     def check_params(self, params: Any) -> Any:
-        """Return `params` (defaults for `None`) after checking its type and concrete values."""
-        default = self.default_params
+        """Return `params` (defaults for `None`) after checking its type and concrete values.
+
+        The first call on an environment also checks its contract (`rlsuite.env_checker`), so a
+        mistake in a new environment is named before anything is compiled."""
+        default = default_params(self)
         if params is None:
-            return default
-        if type(params) is not type(default):
+            params = default
+        elif type(params) is not type(default):
             raise TypeError(
                 f"{self.name}: params must be a {type(default).__name__}, got "
                 f"{type(params).__name__}; start from env.default_params and use .replace(...)"
             )
-        self.validate_params(params)
+        else:
+            self.validate_params(params)
+        if vars(self).get(_CHECKED) is None:
+            vars(self)[_CHECKED] = False  # being checked: the check's own calls skip it
+            try:
+                check_env(self, params)
+            except BaseException:
+                del vars(self)[_CHECKED]
+                raise
+            vars(self)[_CHECKED] = True
         return params
 
     def check_action(self, action: Any, params: Any) -> jax.Array:
