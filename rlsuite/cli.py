@@ -338,11 +338,23 @@ def _reference_returns(data) -> tuple[float, float] | None:
 def _fit(
     fit, agent, hparams, record: dict, out: pathlib.Path, resume: bool, progress: bool, data=None
 ) -> dict:
+    from rlsuite.runner import step_unit
+
     num_updates = agent.config.num_updates
     offline = {}
     if data is not None:
         offline = {"data": data, "metadata": {"dataset_sha256": record["dataset_sha256"]}}
         offline["reference_returns"] = _reference_returns(data)
+    key = step_unit(data)
+    unit = key.replace("_", " ")
+    per_update = agent.env_steps_per_update
+    # The total before anything runs: for an offline agent, --num-updates x --gradient-steps.
+    print(
+        f"{'resuming' if resume else 'training'} {record['algo']} on {record['env']}: "
+        f"{record['num_seeds']} seeds x {num_updates * per_update:,} {unit} each "
+        f"({num_updates:,} updates of {per_update:,}); files in {out}",
+        flush=True,
+    )
     result = fit(
         agent,
         jax.random.key(record["seed"]),
@@ -360,12 +372,11 @@ def _fit(
         **offline,
     )
     summary = result.summary
-    unit = "env steps" if data is None else "gradient steps"
     print(
         f"{summary['algo']} on {summary['env']}: {summary['num_seeds']} seeds x "
-        f"{summary['env_steps']:,} {unit} in {summary['wall_seconds']:.1f} s, "
+        f"{summary[key]:,} {unit} in {summary['wall_seconds']:.1f} s, "
         f"{summary['compile_seconds']:.1f} s of it compiling "
-        f"({summary['env_steps_per_second']:,} steps/s after); evaluation return "
+        f"({summary[f'{key}_per_second']:,} {unit}/s after); evaluation return "
         f"{summary['eval_return_mean']:.1f} (per seed: "
         + ", ".join(f"{r:.1f}" for r in summary["eval_return_per_seed"])
         + ")"

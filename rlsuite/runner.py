@@ -13,7 +13,9 @@ its last checkpoint but before `final.json` is evaluated and summarised. Files u
 
 The summary's `wall_seconds` is the training of this call, compilation included; its
 `compile_seconds` that compilation (every chunk length is compiled before the first chunk runs), and
-`env_steps_per_second` the rate of the rest, over all seeds.
+`env_steps_per_second` the rate of the rest, over all seeds. An offline run (a dataset as `data`)
+steps no environment: its keys are `gradient_steps`, `gradient_steps_this_call` and
+`gradient_steps_per_second` instead (`step_unit`).
 """
 
 from __future__ import annotations
@@ -205,17 +207,16 @@ def fit(
     evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
     eval_returns = np.asarray(evaluation(agent, states, key_eval, eval_episodes).returns)
     steps_run = (num_updates - start) * steps_per_update
+    unit = step_unit(data)
     summary = {
         "algo": agent.name,
         "env": env_name,
         "num_seeds": num_seeds,
-        "env_steps": total,
-        # An offline agent steps no environment: its driver count is gradient steps, said so.
-        **({} if data is None else {"gradient_steps": total}),
-        "env_steps_this_call": steps_run,
+        unit: total,
+        f"{unit}_this_call": steps_run,
         "wall_seconds": round(wall_seconds, 3),
         "compile_seconds": round(compile_seconds, 3),
-        "env_steps_per_second": round(
+        f"{unit}_per_second": round(
             steps_run * num_seeds / max(wall_seconds - compile_seconds, 1e-9)
         ),
         "eval_episodes": eval_episodes,
@@ -225,6 +226,12 @@ def fit(
         final_path.write_text(json.dumps(summary, indent=2) + "\n")
     metrics = {k: np.concatenate(v, axis=1) for k, v in collected.items()}
     return FitResult(states, metrics, eval_returns, summary)
+
+
+def step_unit(data: Any) -> str:
+    """What the driver's steps count: `env_steps`, or for an offline agent (which learns from
+    `data` and steps no environment) `gradient_steps`; the summary's keys are named by it."""
+    return "env_steps" if data is None else "gradient_steps"
 
 
 def _say_cut_short(ckpt_dir: pathlib.Path, latest: int | None) -> None:

@@ -298,10 +298,17 @@ def test_dataset_collect_then_offline_train_eval_and_guards(tmp_path):
         "--no-progress",
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert "bc on pendulum: 2 seeds x 10 gradient steps" in proc.stdout
+    # The total, in the unit an offline agent counts, before it starts and when it ends.
+    before = "training bc on pendulum: 2 seeds x 10 gradient steps each (2 updates of 5)"
+    assert proc.stdout.startswith(before), proc.stdout
+    assert "bc on pendulum: 2 seeds x 10 gradient steps in" in proc.stdout
+    assert " gradient steps/s after)" in proc.stdout
     final = json.loads((out / "final.json").read_text())
     assert len(final["normalized_score_per_seed"]) == 2
-    assert final["gradient_steps"] == final["env_steps"] == 10  # the driver's count, named
+    # No environment is stepped: the summary speaks of gradient steps only.
+    assert final["gradient_steps"] == 10 and final["gradient_steps_this_call"] == 10
+    assert final["gradient_steps_per_second"] > 0
+    assert not [k for k in final if k.startswith("env_steps")], final
     record = json.loads((out / "config.json").read_text())
     assert record["dataset"] == str(data) and len(record["dataset_sha256"]) == 64
     proc = rlsuite("eval", out, "--episodes", "1")
