@@ -48,6 +48,9 @@ from rlsuite.environment import Environment, StepResult
 from rlsuite.spaces import Box
 
 BACKENDS: tuple[str, ...] = ("mjx", "generalized", "positional", "spring")
+# brax environments written for one backend only (brax raises "Unsupported backend" for MJX):
+# their default is that backend.
+ONLY_BACKEND = {"swimmer": "generalized"}
 """The brax physics backends `BraxEnv` accepts (brax's `PipelineEnv` pipelines)."""
 
 
@@ -84,7 +87,8 @@ class BraxEnv(Environment):
 
     Args:
         name: a brax environment name, one of `brax_names()` (e.g. `"ant"`, `"inverted_pendulum"`).
-        backend: one of `BACKENDS`; `"mjx"` (MuJoCo XLA) is the maintained one.
+        backend: one of `BACKENDS`; `"mjx"` (MuJoCo XLA), the maintained one, by default,
+            except for the environments brax has for one other backend only (`ONLY_BACKEND`).
         **env_kwargs: passed on to the brax environment's constructor.
 
     Raises:
@@ -94,7 +98,9 @@ class BraxEnv(Environment):
     max_episode_steps: int = 1000
     """The time limit to apply with `rlsuite.wrappers.TimeLimit` (brax's usual episode length)."""
 
-    def __init__(self, name: str, backend: str = "mjx", **env_kwargs: Any):
+    def __init__(self, name: str, backend: str | None = None, **env_kwargs: Any):
+        if backend is None:
+            backend = ONLY_BACKEND.get(name, "mjx")
         if backend not in BACKENDS:
             raise ValueError(f"unknown brax backend {backend!r}; allowed: {', '.join(BACKENDS)}")
         names = brax_names()

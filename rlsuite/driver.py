@@ -27,11 +27,13 @@ differently), and a given device count gives bitwise the same results every time
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
+import jaxlib.version
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
@@ -39,6 +41,8 @@ from rlsuite.agent import Agent
 from rlsuite.evaluation import EvalResult, evaluate
 
 RUNS = "runs"  # the mesh axis the runs are placed on
+YNN_OFF = "--xla_cpu_experimental_ynn_fusion_type="  # XLA:CPU with no YNNPACK fusions
+YNN_JAXLIB = ((0, 10), (0, 12))  # jaxlib versions it is set on (measured: 0.10.2; 0.11 has it)
 
 
 def _init(agent: Agent, key, hparams, data):
@@ -119,19 +123,32 @@ def _run_local(agent: Agent, states, hparams, num_updates: int, hparams_axis, da
     return batched(agent, states, hparams, num_updates, data)
 
 
+EVAL_STEP_CAP = 10_000  # the longest evaluation episode of an environment without a time limit
+
+
 def evaluate_batch(
-    agent: Agent, states: Any, key: jax.Array, num_episodes: int, deterministic: bool = True
+    agent: Agent,
+    states: Any,
+    key: jax.Array,
+    num_episodes: int,
+    deterministic: bool = True,
+    max_steps: int | None = None,
 ) -> EvalResult:
     """Evaluate every run's policy for `num_episodes` episodes: results are `[num_runs, E]`.
 
     Observation statistics are read from each state and never updated (frozen in evaluation).
+    An episode runs until it ends or for `max_steps` steps (default: the environment's time
+    limit, or for an environment without one, whose episodes end by termination such as the
+    probes', `EVAL_STEP_CAP`; `EvalResult.finished` tells an episode cut there).
     """
+    if max_steps is None:
+        max_steps = getattr(agent.env, "max_episode_steps", None) or EVAL_STEP_CAP
 
     def one(state, key):
         def policy(key, obs):
             return agent.act(state, obs, key, deterministic), {}
 
-        return evaluate(agent.env, agent.env_params, policy, key, num_episodes)
+        return evaluate(agent.env, agent.env_params, policy, key, num_episodes, max_steps)
 
     num_runs = jax.tree.leaves(states)[0].shape[0]
     keys = jax.random.split(key, num_runs)
@@ -158,20 +175,63 @@ def use_cpu_cores(count: int | None = None) -> int:
     before (at the top of a script). Afterwards, or where the count was set already
     (`JAX_NUM_CPU_DEVICES`, `--xla_force_host_platform_device_count` in `XLA_FLAGS`, an earlier
     call), it changes nothing. Accelerators are unaffected: a GPU's devices stay the default.
+    Where JAX is about to start with several CPU devices, it also turns XLA:CPU's YNNPACK
+    fusions off, which hold memory per matrix product there (`_free_shared_cpu_pool`).
     """
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
         raise ValueError(f"use_cpu_cores: count must be an int >= 1 or None, got {count!r}")
     preset = jax.config.jax_num_cpu_devices != -1
     preset = preset or "xla_force_host_platform_device_count" in os.environ.get("XLA_FLAGS", "")
-    if not preset:
+    started = _jax_started()
+    if not preset and not started:
         if count is None:
             cores = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
             count = len(cores) if cores else (os.cpu_count() or 1)
-        try:
-            jax.config.update("jax_num_cpu_devices", count)
-        except RuntimeError:  # JAX has started: its devices are fixed
-            pass
+        jax.config.update("jax_num_cpu_devices", count)
+    if not started:
+        _free_shared_cpu_pool(_cpu_devices_to_come())
     return len(jax.devices("cpu"))
+
+
+def _jax_started() -> bool:
+    """Whether JAX has started its backends (its device count is then fixed): the device count
+    refuses a new value from then on."""
+    current = jax.config.jax_num_cpu_devices
+    try:
+        jax.config.update("jax_num_cpu_devices", current + 1 if current > 0 else 1)
+    except RuntimeError:
+        return True
+    jax.config.update("jax_num_cpu_devices", current)
+    return False
+
+
+def _cpu_devices_to_come() -> int:
+    """The CPU device count JAX will start with, from its config or `XLA_FLAGS`."""
+    if jax.config.jax_num_cpu_devices > 0:
+        return jax.config.jax_num_cpu_devices
+    flag = re.search(r"xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
+    return int(flag.group(1)) if flag else 1
+
+
+def _free_shared_cpu_pool(num_devices: int) -> None:
+    """Turn XLA:CPU's YNNPACK fusions off (`YNN_OFF` in `XLA_FLAGS`) in a process about to start
+    with several CPU devices, on the jaxlib versions of `YNN_JAXLIB`, unless `XLA_FLAGS` sets
+    that option already.
+
+    There, XLA computes f32 matrix products with YNNPACK, and each product queues a task on the
+    one thread pool every CPU device shares; a finished task leaves the queue only when an idle
+    pool thread looks at it. With a device per core, every pool thread runs a device's program,
+    so none looks until the programs end, and a program holds memory for every product it has
+    computed: a chunk of a 2-seed IQL run grew by about 20 MB per update. XLA's own kernels queue
+    nothing (and were faster there: benchmarks/RESULTS.md, offline memory). The option is left in
+    `XLA_FLAGS`, which JAX's compilation cache reads into its keys.
+    """
+    flags = os.environ.get("XLA_FLAGS", "")
+    if num_devices < 2 or "xla_cpu_experimental_ynn_fusion_type" in flags:
+        return
+    version = tuple(int(part) for part in re.findall(r"\d+", jaxlib.version.__version__)[:2])
+    if YNN_JAXLIB[0] <= version < YNN_JAXLIB[1]:
+        os.environ["XLA_FLAGS"] = f"{flags} {YNN_OFF}".strip()
 
 
 def per_device(fn: Callable, num_runs: int, in_specs: Any) -> Callable:

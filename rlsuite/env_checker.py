@@ -94,10 +94,8 @@ def _check_layer(env: Any, params: Any) -> None:
     obs, state = reset
     _check_obs(name, "reset_env", obs, obs_space)
 
-    action = jax.eval_shape(action_space.sample, key)
-
-    def step(key, state):
-        return env.step_env(key, state, jnp.zeros(action.shape, action.dtype), params)
+    def step(key, state):  # an action of the space's shape and dtype (its value is not used)
+        return env.step_env(key, state, jnp.zeros(action_space.shape, action_space.dtype), params)
 
     result = jax.eval_shape(step, key, state)
     if not isinstance(result, tuple) or len(result) != 6:

@@ -52,6 +52,84 @@ class MLP(nn.Module):
         return nn.Dense(self.out_size, kernel_init=nn.initializers.orthogonal(self.out_gain))(x)
 
 
+TORSOS = ("auto", "mlp", "minatar", "nature")
+NATURE_MIN_SIZE = 36  # the Nature CNN's three convolutions need 36 x 36 pixels at least
+
+
+def resolve_torso(torso: str, obs_shape: tuple[int, ...], owner: str = "config") -> str:
+    """The torso for observations of `obs_shape`: `torso` itself, or for `"auto"` an MLP for
+    vectors, the MinAtar convolution for images below 36 x 36 pixels ([H, W] or [H, W, C]) and
+    the Nature CNN for larger ones. A `ValueError` names the field and the allowed values."""
+    if torso not in TORSOS:
+        raise ValueError(f"{owner}.torso={torso!r} is not one of: {', '.join(TORSOS)}")
+    image = len(obs_shape) in (2, 3)
+    if torso == "auto":
+        if not image:
+            return "mlp"
+        return "minatar" if min(obs_shape[:2]) < NATURE_MIN_SIZE else "nature"
+    if torso != "mlp" and not image:
+        raise ValueError(
+            f"{owner}.torso={torso!r} needs image observations ([H, W] or [H, W, C]); these have "
+            f"shape {obs_shape}: use 'mlp' or 'auto'"
+        )
+    if torso == "nature" and min(obs_shape[:2]) < NATURE_MIN_SIZE:
+        raise ValueError(
+            f"{owner}.torso='nature' needs images of at least {NATURE_MIN_SIZE} x "
+            f"{NATURE_MIN_SIZE} pixels; these are {obs_shape[0]} x {obs_shape[1]}: use 'minatar' "
+            "or 'auto'"
+        )
+    return torso
+
+
+class Encoder(nn.Module):
+    """Observations `[..., *obs_shape]` to features `[..., F]` for the MLP heads.
+
+    `mlp`: the observation flattened (a vector passes unchanged); with `num_categories`, a
+    `Discrete` observation one-hot encoded. `minatar`: MinAtar's network (Young and Tian 2019,
+    arXiv:1903.03176): one 3x3 convolution of 16 channels, stride 1, then a dense layer of 128.
+    `nature`: the DQN Nature CNN (Mnih et al. 2015): 32 8x8 stride 4, 64 4x4 stride 2, 64 3x3
+    stride 1, then a dense layer of 512. ReLU throughout, orthogonal weights with gain sqrt(2).
+    An [H, W] image gets one channel.
+    """
+
+    torso: str
+    obs_ndim: int
+    num_categories: int | None = None
+
+    @nn.compact
+    def __call__(self, obs: jnp.ndarray) -> jnp.ndarray:
+        batch = obs.shape[: obs.ndim - self.obs_ndim]
+        if self.num_categories is not None:
+            return jax.nn.one_hot(obs, self.num_categories)
+        if self.torso == "mlp":
+            return obs.reshape(*batch, -1)
+        x = obs.astype(jnp.float32)
+        x = x[..., None] if self.obs_ndim == 2 else x
+        x = x.reshape(-1, *x.shape[-3:])
+        init = nn.initializers.orthogonal(np.sqrt(2))
+        if self.torso == "minatar":
+            layers, width = [(16, 3, 1)], 128
+        else:
+            layers, width = [(32, 8, 4), (64, 4, 2), (64, 3, 1)], 512
+        for channels, size, stride in layers:
+            padding = "SAME" if self.torso == "minatar" else "VALID"
+            conv = nn.Conv(channels, (size, size), (stride, stride), padding, kernel_init=init)
+            x = nn.relu(conv(x))
+        x = nn.relu(nn.Dense(width, kernel_init=init)(x.reshape(x.shape[0], -1)))
+        return x.reshape(*batch, width)
+
+
+def encoder(torso: str, obs_shape: tuple[int, ...], num_categories: int | None = None):
+    """The `Encoder` for a resolved torso, or None where observations need none (vectors)."""
+    if torso == "mlp" and len(obs_shape) == 1 and num_categories is None:
+        return None
+    return Encoder(torso, len(obs_shape), num_categories)
+
+
+def _encode(module: nn.Module | None, obs: jnp.ndarray) -> jnp.ndarray:
+    return obs if module is None else module(obs)
+
+
 class ActorCritic(nn.Module):
     """Separate actor and critic MLPs. `__call__(obs) -> (distribution, value)`. The critic has
     the actor's hidden sizes unless `critic_hidden_sizes` is given.
@@ -69,9 +147,11 @@ class ActorCritic(nn.Module):
     action_dim: int | None = None
     critic_hidden_sizes: Sequence[int] | None = None  # None: the actor's
     squash: bool = False
+    encoder: Encoder | None = None  # shared by the actor and the critic (images, categories)
 
     @nn.compact
     def __call__(self, obs: jnp.ndarray):
+        obs = _encode(self.encoder, obs)
         critic_sizes = self.critic_hidden_sizes
         if critic_sizes is None:
             critic_sizes = self.hidden_sizes
@@ -136,9 +216,11 @@ class SquashedGaussianActor(nn.Module):
     activation: str = "relu"
     log_std_min: float = -5.0
     log_std_max: float = 2.0
+    encoder: Encoder | None = None
 
     @nn.compact
     def __call__(self, obs: jnp.ndarray) -> distrax.Transformed:
+        obs = _encode(self.encoder, obs)
         out = MLP(self.hidden_sizes, 2 * self.action_dim, self.activation, 0.01)(obs)
         mean, raw = jnp.split(out, 2, axis=-1)
         span = self.log_std_max - self.log_std_min
@@ -152,9 +234,11 @@ class DeterministicActor(nn.Module):
     hidden_sizes: Sequence[int] = (256, 256)
     action_dim: int = 1
     activation: str = "relu"
+    encoder: Encoder | None = None
 
     @nn.compact
     def __call__(self, obs: jnp.ndarray) -> jnp.ndarray:
+        obs = _encode(self.encoder, obs)
         return jnp.tanh(MLP(self.hidden_sizes, self.action_dim, self.activation, 0.01)(obs))
 
 
@@ -167,10 +251,19 @@ class QEnsemble(nn.Module):
     hidden_sizes: Sequence[int] = (256, 256)
     num_critics: int = 2
     activation: str = "relu"
+    encoder: Encoder | None = None  # each critic its own copy (images)
 
     @nn.compact
     def __call__(self, obs: jnp.ndarray, action: jnp.ndarray) -> jnp.ndarray:
-        x = jnp.concatenate([obs, action], axis=-1)
-        return jnp.stack(
-            [MLP(self.hidden_sizes, 1, self.activation)(x)[..., 0] for _ in range(self.num_critics)]
-        )
+        if self.encoder is None:
+            x = jnp.concatenate([obs, action], axis=-1)
+            members = [
+                MLP(self.hidden_sizes, 1, self.activation)(x) for _ in range(self.num_critics)
+            ]
+        else:
+            members = []
+            for i in range(self.num_critics):
+                features = self.encoder.clone(parent=self, name=f"encoder_{i}")(obs)
+                x = jnp.concatenate([features, action], axis=-1)
+                members.append(MLP(self.hidden_sizes, 1, self.activation)(x))
+        return jnp.stack([q[..., 0] for q in members])

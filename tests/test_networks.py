@@ -285,3 +285,78 @@ def test_q_ensemble_shape_and_independent_members():
     assert not np.allclose(kernels[0], kernels[1]) and not np.allclose(kernels[1], kernels[2])
     q = np.asarray(q)
     assert np.abs(q[0] - q[1]).min() > 1e-4 and np.abs(q[1] - q[2]).min() > 1e-4
+
+
+def _count(params) -> int:
+    return sum(int(np.prod(x.shape)) for x in jax.tree.leaves(params))
+
+
+def test_resolve_torso_chooses_by_observation_shape_and_refuses_what_cannot_work():
+    from rlsuite.networks import resolve_torso
+
+    assert resolve_torso("auto", (4,)) == "mlp"
+    assert resolve_torso("auto", ()) == "mlp"  # a Discrete observation (one-hot)
+    assert resolve_torso("auto", (10, 10, 4)) == "minatar"  # MinAtar
+    assert resolve_torso("auto", (10, 5)) == "minatar"  # bsuite Catch, one channel
+    assert resolve_torso("auto", (84, 84, 4)) == "nature"  # Atari frames
+    assert resolve_torso("mlp", (10, 10, 4)) == "mlp"  # flattened, if asked
+    assert resolve_torso("minatar", (84, 84, 4)) == "minatar"
+    with pytest.raises(ValueError, match=r"PPOConfig.torso='cnn' is not one of: auto, mlp"):
+        resolve_torso("cnn", (4,), "PPOConfig")
+    with pytest.raises(ValueError, match="needs image observations"):
+        resolve_torso("minatar", (4,))
+    with pytest.raises(ValueError, match="at least 36 x 36 pixels; these are 10 x 10"):
+        resolve_torso("nature", (10, 10, 4))
+
+
+def test_encoders_by_hand_parameter_counts_and_feature_sizes():
+    from rlsuite.networks import Encoder
+
+    key = jax.random.key(0)
+    # MinAtar: a 3x3 conv 4 -> 16 channels (3*3*4*16 + 16), SAME padding keeps 10x10, then a
+    # dense layer from 10*10*16 to 128 (1600*128 + 128).
+    minatar = Encoder("minatar", 3)
+    params = minatar.init(key, jnp.zeros((1, 10, 10, 4)))
+    assert _count(params) == (3 * 3 * 4 * 16 + 16) + (1600 * 128 + 128)
+    assert minatar.apply(params, jnp.ones((2, 5, 10, 10, 4))).shape == (2, 5, 128)
+    # Nature CNN on 84x84x4: 8x8/4 -> 20x20x32, 4x4/2 -> 9x9x64, 3x3/1 -> 7x7x64 = 3136 -> 512.
+    nature = Encoder("nature", 3)
+    params = nature.init(key, jnp.zeros((1, 84, 84, 4)))
+    convs = (8 * 8 * 4 * 32 + 32) + (4 * 4 * 32 * 64 + 64) + (3 * 3 * 64 * 64 + 64)
+    assert _count(params) == convs + (3136 * 512 + 512)
+    assert nature.apply(params, jnp.ones((3, 84, 84, 4))).shape == (3, 512)
+    # An [H, W] image has one channel; a Discrete observation is one-hot.
+    one_channel = Encoder("minatar", 2)
+    params = one_channel.init(key, jnp.zeros((1, 10, 5)))
+    assert _count(params) == (3 * 3 * 1 * 16 + 16) + (10 * 5 * 16 * 128 + 128)
+    onehot = Encoder("mlp", 0, num_categories=4)
+    np.testing.assert_array_equal(onehot.apply({}, jnp.array([2, 0])), np.eye(4)[[2, 0]])
+
+
+def test_vector_observations_keep_the_networks_they_had():
+    """No encoder for vectors: PPO's, SAC's and TD3's parameters are what they were (same tree,
+    same initial values), so the feed-forward agents' results are unchanged."""
+    from rlsuite.networks import encoder
+
+    assert encoder("mlp", (4,)) is None
+    plain = ActorCritic((8,), num_actions=2).init(jax.random.key(0), jnp.zeros((1, 4)))
+    again = ActorCritic((8,), num_actions=2, encoder=encoder("mlp", (4,)))
+    assert_same(again.init(jax.random.key(0), jnp.zeros((1, 4))), plain)
+    assert "encoder" not in plain["params"]
+
+
+def test_image_actor_critic_and_q_ensemble_share_or_own_their_encoders():
+    from rlsuite.networks import Encoder
+
+    key = jax.random.key(0)
+    obs = jnp.zeros((2, 10, 10, 4))
+    net = ActorCritic((8,), num_actions=3, encoder=Encoder("minatar", 3))
+    params = net.init(key, obs)
+    assert "encoder" in params["params"]  # one torso, read by the actor and the critic
+    dist, value = net.apply(params, obs)
+    assert dist.logits.shape == (2, 3) and value.shape == (2,)
+    critic = QEnsemble((8,), num_critics=2, encoder=Encoder("minatar", 3))
+    params = critic.init(key, obs, jnp.zeros((2, 1)))
+    encoders = [k for k in params["params"] if k.startswith("encoder_")]
+    assert len(encoders) == 2  # independent critics: a torso each
+    assert critic.apply(params, obs, jnp.zeros((2, 1))).shape == (2, 2)

@@ -59,10 +59,10 @@ from rlsuite import batching, memory, running_stats
 from rlsuite.agent import Agent, check_config, check_hidden_sizes
 from rlsuite.buffers import BufferState, replay_buffer
 from rlsuite.environment import Environment
-from rlsuite.networks import activation_fn
+from rlsuite.networks import TORSOS, activation_fn, encoder, resolve_torso
 from rlsuite.returns import n_step_transitions
 from rlsuite.rollout import EnvBatch, reset_batch, rollout
-from rlsuite.spaces import Box
+from rlsuite.spaces import Box, Discrete
 from rlsuite.wrappers import EpisodeStatistics, RescaleAction, episode_metrics
 
 
@@ -96,9 +96,15 @@ class OffPolicyConfig:
     """reset the environments that finished this many at a time (rollout.step_batch); None:
     reset the whole batch and keep the finished ones' (pays where a reset costs per environment,
     as Brax ant's does)"""
+    torso: str = "auto"
+    """what reads the observations before the hidden layers of the actor and of each critic:
+    auto (mlp for vectors, minatar for images below 36x36, nature above), mlp, minatar or
+    nature (rlsuite.networks.Encoder)"""
 
     def __post_init__(self):
         name = type(self).__name__
+        if self.torso not in TORSOS:
+            raise ValueError(f"{name}.torso={self.torso!r} is not one of: {', '.join(TORSOS)}")
         check_config(self, ("num_envs", "buffer_size", "batch_size", "gradient_steps", "n_step"))
         check_config(self, ("total_timesteps",))
         if self.reset_slots is not None:
@@ -209,6 +215,14 @@ def gradient_steps(learner: Learner, learner_state, sample: Callable, keys: jax.
     return learner_state, jax.tree.map(lambda x: x.reshape(num_steps, *x.shape[2:]), metrics)
 
 
+def obs_encoder(config: Any, obs_shape: tuple[int, ...]):
+    """The `rlsuite.networks.Encoder` a learner's networks read `obs_shape` observations with
+    (None for vectors), from `config.torso` (configs without one: `"auto"`)."""
+    owner = type(config).__name__
+    torso = resolve_torso(getattr(config, "torso", "auto"), tuple(obs_shape), owner)
+    return encoder(torso, tuple(obs_shape))
+
+
 def adam_init(params):
     """Adam's state for `params`; the step size is applied by `adam_step`."""
     return optax.scale_by_adam().init(params)
@@ -244,18 +258,16 @@ def make_agent(
     act_dim = action_dim(env, env_params, name)
     env = EpisodeStatistics(RescaleAction(env))
     obs_space = env.observation_space(env_params)
-    if len(obs_space.shape) != 1:
-        raise TypeError(
-            f"{name} needs vector observations (wrap with FlattenObservation); got {obs_space!r}"
-        )
-    obs_dim = obs_space.shape[0]
+    if isinstance(obs_space, Discrete):
+        raise TypeError(f"{name} needs Box observations (vectors or images); got {obs_space!r}")
+    obs_shape = tuple(obs_space.shape)
     buffer = replay_buffer(config.buffer_size)
     item = {
-        "obs": jnp.zeros((obs_dim,)),
+        "obs": jnp.zeros(obs_shape),
         "action": jnp.zeros((act_dim,)),
         "reward": jnp.zeros(()),
         "discount": jnp.zeros(()),
-        "next_obs": jnp.zeros((obs_dim,)),
+        "next_obs": jnp.zeros(obs_shape),
         "terminated": jnp.zeros((), bool),
         "truncated": jnp.zeros((), bool),
     }
@@ -282,18 +294,18 @@ def make_agent(
     def init(key, hp) -> OffPolicyState:
         key, key_learner, key_env = jax.random.split(key, 3)
         pending = {
-            "obs": jnp.zeros((window, num_envs, obs_dim)),
+            "obs": jnp.zeros((window, num_envs, *obs_shape)),
             "action": jnp.zeros((window, num_envs, act_dim)),
             "reward": jnp.zeros((window, num_envs)),
             "terminated": jnp.zeros((window, num_envs), bool),
             "truncated": jnp.zeros((window, num_envs), bool),
-            "next_obs": jnp.zeros((window, num_envs, obs_dim)),
+            "next_obs": jnp.zeros((window, num_envs, *obs_shape)),
         }
         return OffPolicyState(
             learner=learner.init(key_learner, hp),
             buffer=buffer.init(item),
             pending=pending,
-            obs_stats=running_stats.init((obs_dim,)),
+            obs_stats=running_stats.init(obs_shape),
             env=reset_batch(env, env_params, key_env, num_envs),
             key=key,
             collect_step=jnp.zeros((), jnp.int32),

@@ -45,8 +45,11 @@ from rlsuite import losses, running_stats
 from rlsuite.agent import Agent, check_config, check_hidden_sizes
 from rlsuite.environment import Environment, positive, require
 from rlsuite.networks import (
+    TORSOS,
     ActorCritic,
     activation_fn,
+    encoder,
+    resolve_torso,
     squashed_entropy,
     squashed_log_prob,
     squashed_mode,
@@ -97,8 +100,14 @@ class PPOConfig:
     """reset the environments that finished this many at a time (rollout.step_batch); None:
     reset the whole batch and keep the finished ones' (pays where a reset costs per environment,
     as Brax ant's does)"""
+    torso: str = "auto"
+    """what reads the observations before the hidden layers: auto (mlp for vectors, minatar for
+    images below 36x36, nature above), mlp, minatar (3x3 conv, 16 channels, dense 128) or nature
+    (the DQN Nature CNN, dense 512); shared by the actor and the critic"""
 
     def __post_init__(self):
+        if self.torso not in TORSOS:
+            raise ValueError(f"PPOConfig.torso={self.torso!r} is not one of: {', '.join(TORSOS)}")
         check_config(self, ("num_envs", "num_steps", "num_minibatches", "update_epochs"))
         check_config(self, ("total_timesteps",))
         if self.reset_slots is not None:
@@ -191,8 +200,11 @@ def _optimizer(hp: PPOHparams) -> optax.GradientTransformation:
     )
 
 
-def actor_critic(config: PPOConfig, action_space, env_name: str = "env") -> ActorCritic:
-    """The actor-critic network PPO uses for `action_space` (`apply(params, obs)`)."""
+def actor_critic(
+    config: PPOConfig, action_space, env_name: str = "env", obs_space=None
+) -> ActorCritic:
+    """The actor-critic network PPO uses for `action_space` and `obs_space` (default: vector
+    observations) (`apply(params, obs)`)."""
     squash = config.distribution == "tanh_gaussian"
     if isinstance(action_space, Discrete) and not squash:
         head = {"num_actions": action_space.n}
@@ -204,10 +216,16 @@ def actor_critic(config: PPOConfig, action_space, env_name: str = "env") -> Acto
             f"ppo with distribution={config.distribution!r} handles {allowed} action spaces; "
             f"{env_name} has {action_space!r}"
         )
+    features = None
+    if obs_space is not None:
+        categories = obs_space.n if isinstance(obs_space, Discrete) else None
+        torso = resolve_torso(config.torso, obs_space.shape, "PPOConfig")
+        features = encoder(torso, obs_space.shape, categories)
     return ActorCritic(
         config.hidden_sizes,
         config.activation,
         critic_hidden_sizes=config.critic_hidden_sizes,
+        encoder=features,
         **head,
     )
 
@@ -224,15 +242,11 @@ def make(
         raise TypeError(f"ppo.make needs a PPOConfig, got {type(config).__name__}")
     env_params = env.check_params(env_params)
     space = env.action_space(env_params)
-    network = actor_critic(config, space, env.name)
+    obs_space = env.observation_space(env_params)
+    network = actor_critic(config, space, env.name, obs_space)
     squash = config.distribution == "tanh_gaussian"
     if isinstance(space, Box):
         env = RescaleAction(env) if squash else ClipAction(env)
-    obs_space = env.observation_space(env_params)
-    if len(obs_space.shape) != 1:
-        raise TypeError(
-            f"ppo needs vector observations (wrap with FlattenObservation); got {obs_space!r}"
-        )
     env = EpisodeStatistics(env)
     obs_shape = obs_space.shape
 

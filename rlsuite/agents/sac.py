@@ -35,6 +35,7 @@ from rlsuite.agents.off_policy import (
     adam_init,
     adam_step,
     make_agent,
+    obs_encoder,
 )
 from rlsuite.environment import Environment, positive, require
 from rlsuite.networks import QEnsemble, SquashedGaussianActor, squashed_mode
@@ -133,8 +134,9 @@ def learner(
     `q_fn(obs, action) -> q [K, ...]` are the critics being trained, `q_data` their values at the
     batch's actions, `policy(obs)` the current policy's distribution; its metrics join `learn`'s.
     """
-    actor = SquashedGaussianActor(config.hidden_sizes, dim, config.activation)
-    critic = QEnsemble(config.hidden_sizes, config.num_critics, config.activation)
+    features = obs_encoder(config, obs_shape)
+    actor = SquashedGaussianActor(config.hidden_sizes, dim, config.activation, encoder=features)
+    critic = QEnsemble(config.hidden_sizes, config.num_critics, config.activation, features)
 
     def init(key, hp: SACHparams) -> SACLearner:
         key_actor, key_critic = jax.random.split(key)

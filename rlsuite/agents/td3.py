@@ -36,6 +36,7 @@ from rlsuite.agents.off_policy import (
     adam_init,
     adam_step,
     make_agent,
+    obs_encoder,
 )
 from rlsuite.environment import Environment, positive, require
 from rlsuite.networks import DeterministicActor, QEnsemble
@@ -138,8 +139,9 @@ def learner(
     """TD3's networks and update rule for `obs_shape` observations and `dim` actions in
     `[-1, 1]`; `config` gives `hidden_sizes` and `activation`. `actor_loss(q [2, B], action,
     batch, hparams) -> loss` is the actor's objective (TD3+BC passes its own)."""
-    actor = DeterministicActor(config.hidden_sizes, dim, config.activation)
-    critic = QEnsemble(config.hidden_sizes, 2, config.activation)
+    features = obs_encoder(config, obs_shape)
+    actor = DeterministicActor(config.hidden_sizes, dim, config.activation, features)
+    critic = QEnsemble(config.hidden_sizes, 2, config.activation, features)
 
     def init(key, hp: TD3Hparams) -> TD3Learner:
         key_actor, key_critic = jax.random.split(key)

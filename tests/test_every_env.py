@@ -1,0 +1,41 @@
+"""Every registered environment trains from the command line: PPO (which takes discrete and
+continuous actions, vector, image and categorical observations) for a tiny budget on each name
+`envs.names()` lists, evaluated at the end. Brax's are slow on a CPU (MJX compiles for minutes):
+marked slow."""
+
+import json
+
+import pytest
+
+import envs
+from rlsuite import cli
+
+TINY = ["--total-timesteps", "256", "--num-envs", "4", "--num-steps", "32"]
+TINY += ["--num-minibatches", "2", "--update-epochs", "1", "--hidden-sizes", "8"]
+TINY += ["--eval-episodes", "1", "--chunks", "1", "--no-progress"]
+
+
+def _params():
+    for name in envs.names():
+        marks = [pytest.mark.slow, pytest.mark.timeout(1800)] if name.startswith("brax/") else []
+        yield pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("name", _params())
+def test_every_registered_environment_trains_with_ppo_from_the_cli(name, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli.main(["train", "ppo", "--env", name, *TINY, "--out", str(out)]) == 0
+    final = json.loads((out / "final.json").read_text())
+    assert final["env"] == name and final["env_steps"] == 256
+    assert len(final["eval_return_per_seed"]) == 1
+    assert f"ppo on {name}: 1 seeds x 256 env steps" in capsys.readouterr().out
+
+
+def test_the_enumeration_covers_every_kind_of_observation():
+    names = envs.names()
+    assert len(names) >= 47
+    kinds = set()
+    for name in (n for n in names if not n.startswith("brax/")):
+        env, params = envs.make(name)
+        kinds.add(len(env.observation_space(params).shape))
+    assert kinds == {0, 1, 2, 3}  # Discrete (FrozenLake), vectors, [H, W] and [H, W, C] images
