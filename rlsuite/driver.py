@@ -223,7 +223,7 @@ def _free_shared_cpu_pool(num_devices: int) -> None:
     pool thread looks at it. With a device per core, every pool thread runs a device's program,
     so none looks until the programs end, and a program holds memory for every product it has
     computed: a chunk of a 2-seed IQL run grew by about 20 MB per update. XLA's own kernels queue
-    nothing (and were faster there: benchmarks/RESULTS.md, offline memory). The option is left in
+    nothing and ran as fast there (benchmarks/RESULTS.md, offline memory). The option is left in
     `XLA_FLAGS`, which JAX's compilation cache reads into its keys.
     """
     flags = os.environ.get("XLA_FLAGS", "")
