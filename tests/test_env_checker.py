@@ -153,7 +153,10 @@ def test_the_check_runs_once_per_environment(monkeypatch):
     assert len(calls) == 1
 
 
-def test_register_and_make_by_name():
+def test_register_and_make_by_name(monkeypatch):
+    from envs import registry
+
+    monkeypatch.setattr(registry, "REGISTERED", {})  # other tests in this process list names
     envs.register("test/walk", Walk)
     env, params = envs.make("test/walk")
     assert "test/walk" in envs.names()

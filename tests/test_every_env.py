@@ -12,7 +12,7 @@ from rlsuite import cli
 
 TINY = ["--total-timesteps", "256", "--num-envs", "4", "--num-steps", "32"]
 TINY += ["--num-minibatches", "2", "--update-epochs", "1", "--hidden-sizes", "8"]
-TINY += ["--eval-episodes", "1", "--chunks", "1", "--no-progress"]
+TINY += ["--eval-episodes", "1", "--chunks", "1", "--no-progress", "--cpu-devices", "1"]
 
 
 def _params():
