@@ -117,7 +117,7 @@ class Environment:
             )
         else:
             self.validate_params(params)
-        if vars(self).get(_CHECKED) is None:
+        if vars(self).get(_CHECKED) is None and _one_concrete(params, default):
             vars(self)[_CHECKED] = False  # being checked: the check's own calls skip it
             try:
                 check_env(self, params)
@@ -146,6 +146,15 @@ class Environment:
                 f"{self.name}: a Box action must have a floating dtype, got {action.dtype}"
             )
         return action
+
+
+def _one_concrete(params: Any, default: Any) -> bool:
+    """Whether `params` are one environment's, concrete: the contract check runs on those only
+    (a batch of params for `vmap`, or traced ones, waits for a later call)."""
+    leaves, defaults = jax.tree.leaves(params), jax.tree.leaves(default)
+    if len(leaves) != len(defaults) or any(isinstance(x, jax.core.Tracer) for x in leaves):
+        return False
+    return all(np.shape(x) == np.shape(d) for x, d in zip(leaves, defaults, strict=True))
 
 
 def split_step_key(key: jax.Array) -> tuple[jax.Array, jax.Array]:

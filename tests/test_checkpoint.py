@@ -397,7 +397,14 @@ def test_sigkill_at_any_point_of_saving_leaves_only_complete_steps(tmp_path):
         )
         try:
             assert proc.stdout.readline().strip() == "ready"
-            time.sleep(0.3 + rng.random())
+            # Once a step of this process is complete (a loaded machine may take seconds), at
+            # a random moment of the saves that follow.
+            first = (seen_steps[-1] if seen_steps else 0) + 1
+            deadline = time.monotonic() + 120
+            while (checkpoint.latest_step(directory) or 0) < first:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.05)
+            time.sleep(rng.random())
         finally:
             proc.kill()
             proc.wait(timeout=60)

@@ -474,9 +474,10 @@ def test_a_record_from_before_log_interval_resumes_with_a_row_per_update(tmp_pat
     def fit(*args, logger_options, **kwargs):
         raise Stop(logger_options)
 
-    agent = types.SimpleNamespace(config=types.SimpleNamespace(num_updates=4))
+    config = types.SimpleNamespace(num_updates=4)
+    agent = types.SimpleNamespace(config=config, env_steps_per_update=8)
     record = {"seed": 0, "num_seeds": 1, "chunks": 2, "chunk_updates": 2, "env": "cartpole"}
-    record["eval_episodes"] = 1
+    record.update(eval_episodes=1, algo="ppo")
     for logging, expect in [
         ({"tensorboard": False, "wandb": False}, 1),
         ({"tensorboard": False, "wandb": False, "log_interval": 500}, 500),
