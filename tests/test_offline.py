@@ -11,9 +11,6 @@ from rlsuite.agents import bc, cql, iql, sac, td3_bc
 from rlsuite.datasets import DatasetInfo, episode_returns, normalized_score
 from rlsuite.tuned import tuned
 
-# The datasets are made once per module: keep its tests on one worker (`--dist loadgroup`).
-pytestmark = pytest.mark.xdist_group("offline")
-
 OFFLINE = {
     "bc": (bc.make, bc.BCConfig),
     "td3_bc": (td3_bc.make, td3_bc.TD3BCConfig),

@@ -18,9 +18,6 @@ from rlsuite.networks import MLP, QEnsemble
 from rlsuite.rollout import reset_batch, rollout
 from tests.trees import leaves_equal
 
-# The datasets are made once per module: keep its tests on one worker (`--dist loadgroup`).
-pytestmark = pytest.mark.xdist_group("offline_agents")
-
 PROBE = "probe/action_reward"  # one-step episodes, obs 0, reward -(a - 0.5)^2, a in [-1, 1]
 train_jit = jax.jit(driver.train, static_argnums=(0, 3))
 OBS = jnp.zeros((1, 1))
