@@ -37,6 +37,7 @@ brax is imported lazily, inside the functions that need it, so `import envs` sta
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 from typing import Any
 
@@ -76,10 +77,23 @@ def brax_envs():
     return envs
 
 
+def unusable() -> dict[str, str]:
+    """brax environments that cannot step with the installed JAX, and why (left out of
+    `brax_names` and refused by name)."""
+    if "a_min" in inspect.signature(jnp.clip).parameters:
+        return {}
+    return {
+        "swimmer": "its only backend, brax's generalized, calls jnp.clip(a_min=...) in its "
+        "fluid model, and this JAX's jnp.clip takes min= and max= only",
+    }
+
+
 def brax_names() -> list[str]:
-    """Names of the environments registered with brax (`brax.envs.register_environment`)."""
+    """Names of the environments registered with brax (`brax.envs.register_environment`), less
+    those that cannot step with the installed JAX (`unusable`)."""
     # brax has no public listing function; `_envs` is the registry `get_environment` reads.
-    return sorted(brax_envs()._envs)
+    broken = unusable()
+    return sorted(name for name in brax_envs()._envs if name not in broken)
 
 
 class BraxEnv(Environment):
@@ -103,6 +117,9 @@ class BraxEnv(Environment):
             backend = ONLY_BACKEND.get(name, "mjx")
         if backend not in BACKENDS:
             raise ValueError(f"unknown brax backend {backend!r}; allowed: {', '.join(BACKENDS)}")
+        broken = unusable()
+        if name in broken:
+            raise ValueError(f"brax environment {name!r} cannot run here: {broken[name]}")
         names = brax_names()
         if name not in names:
             raise ValueError(f"unknown brax environment {name!r}; allowed: {', '.join(names)}")

@@ -17,7 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from envs.brax_adapter import BACKENDS, BraxEnv, BraxParams, brax_names
+import envs
+from envs.brax_adapter import BACKENDS, BraxEnv, BraxParams, brax_names, unusable
 from rlsuite.spaces import Box
 from rlsuite.wrappers import TimeLimit
 
@@ -284,3 +285,18 @@ def test_importing_brax_prints_no_warp_notice():
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines() == ["done"]
     assert "warp" not in proc.stderr.lower()
+
+
+def test_an_environment_that_cannot_step_with_this_jax_is_left_out_and_refused_by_name():
+    # brax's swimmer has only the generalized backend, whose fluid model passes a_min= to
+    # jnp.clip: JAX versions whose clip takes min=/max= only fail inside its first step.
+    import inspect
+
+    expected = set() if "a_min" in inspect.signature(jnp.clip).parameters else {"swimmer"}
+    assert set(unusable()) == expected
+    for name in expected:
+        assert name not in brax_names() and f"brax/{name}" not in envs.names()
+        with pytest.raises(ValueError, match=f"brax environment '{name}' cannot run here: its"):
+            envs.make(f"brax/{name}")
+        with pytest.raises(ValueError, match="takes min= and max= only"):
+            BraxEnv(name, backend="mjx")
