@@ -7,6 +7,13 @@
 
 Static values (network sizes, `num_envs`, `num_steps`) live in the config and are closed over;
 numeric hyperparameters are an argument, so seeds and hyperparameter batches are both `vmap` axes.
+
+The contract grows by declared extras, in the manner of optax's `GradientTransformationExtraArgs`,
+never by counting arguments: an agent with memory sets `initial_carry`, and its `act` then takes
+and returns the carry; an agent that learns from inputs other than its state (an offline agent's
+dataset, `data`) names them in `extra_args`, and `init` and `update` take them as keyword
+arguments. `policy(agent, state, deterministic)` and `extra_args(agent, ...)` are how the loop
+calls any agent, with or without them.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from typing import Any, NamedTuple
 
 import jax
 
+from rlsuite.rollout import RecurrentPolicy, recurrent
+
 
 class Agent(NamedTuple):
     """An algorithm bound to one environment.
@@ -28,9 +37,14 @@ class Agent(NamedTuple):
     default_hparams: the hyperparameters used when none are given.
     init: `(key, hparams) -> state`, the whole learner state as one pytree.
     update: `(state, hparams) -> (state, metrics)`, one iteration; metrics are scalars.
-    act: `(state, obs, key, deterministic) -> action` for one observation or a batch.
+    act: `(state, obs, key, deterministic) -> action` for one observation or a batch; with a
+        carry, `(state, obs, key, deterministic, carry) -> (action, carry)` for a batch.
     check_hparams: raises a `ValueError` naming the field for invalid concrete hparams.
     env_steps_per_update: environment steps one `update` takes (all parallel envs).
+    initial_carry: None for a feed-forward agent; for an agent with memory, `(state, num_envs) ->
+        carry`, the carry of fresh episodes (leaves `[num_envs, ...]`).
+    extra_args: the keyword arguments `init` and `update` require besides their own (`("data",)`
+        for an offline agent: `init(key, hparams, data=...)`, `update(state, hparams, data=...)`).
     """
 
     name: str
@@ -43,6 +57,8 @@ class Agent(NamedTuple):
     act: Callable[[Any, Any, jax.Array, bool], jax.Array]
     check_hparams: Callable[[Any], None]
     env_steps_per_update: int
+    initial_carry: Callable[[Any, int], Any] | None = None
+    extra_args: tuple[str, ...] = ()
 
     # `jax.jit` takes the agent as a static argument, so it must hash; its `env_params` are data
     # (arrays: gymnax's Acrobot torques, a goal task's bounds) and cannot. An agent is the same
@@ -56,6 +72,36 @@ class Agent(NamedTuple):
 
     def __ne__(self, other) -> bool:
         return self is not other
+
+
+def policy(agent: Agent, state: Any, deterministic: bool) -> RecurrentPolicy:
+    """The policy `agent` acts with from `state`, for `rlsuite.rollout` and `evaluate`: with the
+    agent's carry when it has one, else the carry `()`."""
+    if agent.initial_carry is None:
+        return recurrent(lambda key, obs: (agent.act(state, obs, key, deterministic), {}))
+
+    def apply(key, obs, carry):
+        action, carry = agent.act(state, obs, key, deterministic, carry)
+        return action, {}, carry
+
+    return RecurrentPolicy(apply, lambda num_envs: agent.initial_carry(state, num_envs))
+
+
+def extra_args(agent: Agent, **given: Any) -> dict[str, Any]:
+    """The keyword arguments to call `agent.init` and `agent.update` with: those of `given` the
+    agent declares in `extra_args`. A declared one that is missing (None), or one given that the
+    agent does not take, is a `ValueError` naming it."""
+    missing = [name for name in agent.extra_args if given.get(name) is None]
+    if missing:
+        raise ValueError(f"{agent.name} needs {', '.join(missing)} (its extra_args)")
+    unused = [name for name, value in given.items() if value is not None]
+    unused = [name for name in unused if name not in agent.extra_args]
+    if unused:
+        raise ValueError(
+            f"{agent.name} takes no {', '.join(unused)}: its extra_args are "
+            f"{agent.extra_args or 'none'}"
+        )
+    return {name: given[name] for name in agent.extra_args}
 
 
 def check_config(config: Any, positive_ints: tuple[str, ...]) -> None:

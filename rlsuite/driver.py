@@ -7,7 +7,8 @@ hyperparameters, and a host loop that runs it in chunks with checkpoints, logs a
 
 Offline agents learn from a dataset: pass it as `data=` (a pytree of arrays, shared by every run
 and never copied per run or into checkpoints); the driver then calls `agent.init(key, hparams,
-data)` and `agent.update(state, hparams, data)`. The data is a traced argument, not a closure, so a
+data=data)` and `agent.update(state, hparams, data=data)`, as the agent declares in its
+`extra_args` (`rlsuite.agent.extra_args`). The data is a traced argument, not a closure, so a
 large dataset is not baked into the compiled program.
 
 `hparams_axis=None` shares one set of hyperparameters across the runs (a seed sweep);
@@ -37,7 +38,7 @@ import jaxlib.version
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from rlsuite.agent import Agent
+from rlsuite.agent import Agent, extra_args, policy
 from rlsuite.evaluation import EvalResult, evaluate
 
 RUNS = "runs"  # the mesh axis the runs are placed on
@@ -46,11 +47,11 @@ YNN_JAXLIB = ((0, 10), (0, 12))  # jaxlib versions it is set on (measured: 0.10.
 
 
 def _init(agent: Agent, key, hparams, data):
-    return agent.init(key, hparams) if data is None else agent.init(key, hparams, data)
+    return agent.init(key, hparams, **extra_args(agent, data=data))
 
 
 def _update(agent: Agent, state, hparams, data):
-    return agent.update(state, hparams) if data is None else agent.update(state, hparams, data)
+    return agent.update(state, hparams, **extra_args(agent, data=data))
 
 
 def run(
@@ -145,10 +146,8 @@ def evaluate_batch(
         max_steps = getattr(agent.env, "max_episode_steps", None) or EVAL_STEP_CAP
 
     def one(state, key):
-        def policy(key, obs):
-            return agent.act(state, obs, key, deterministic), {}
-
-        return evaluate(agent.env, agent.env_params, policy, key, num_episodes, max_steps)
+        acting = policy(agent, state, deterministic)
+        return evaluate(agent.env, agent.env_params, acting, key, num_episodes, max_steps)
 
     num_runs = jax.tree.leaves(states)[0].shape[0]
     keys = jax.random.split(key, num_runs)

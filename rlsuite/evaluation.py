@@ -7,7 +7,9 @@ auto-resetting step gives, bitwise), and an episode that has ended keeps its las
 others go on. A fresh start state per step, computed and thrown away, is what a batched
 auto-reset would cost here (a full MJX `forward` per step for Brax). Works under `jax.vmap` over
 seeds (or over policy parameters closed over by the policy). Whether the policy is deterministic
-is the policy's business: pass e.g. `lambda key, obs: (agent.act(state, obs, key, True), {})`.
+is the policy's business: pass e.g. `lambda key, obs: (agent.act(state, obs, key, True), {})`, or
+`rlsuite.agent.policy(agent, state, True)`. A `RecurrentPolicy` starts every episode from its
+fresh carry and keeps it through the episode (no episode is reset here).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from rlsuite.environment import Environment, select, split_step_key
-from rlsuite.rollout import Policy, reset_batch
+from rlsuite.rollout import Policy, RecurrentPolicy, recurrent, reset_batch
 
 
 class EvalResult(NamedTuple):
@@ -32,13 +34,14 @@ class EvalResult(NamedTuple):
 def evaluate(
     env: Environment,
     env_params: Any,
-    policy: Policy,
+    policy: Policy | RecurrentPolicy,
     key: jax.Array,
     num_episodes: int,
     max_steps: int | None = None,
     params_axis: int | None = None,
 ) -> EvalResult:
-    """Run `policy` (`(key, obs_batch) -> (action_batch, extras)`) for `num_episodes` episodes.
+    """Run `policy` (`(key, obs_batch) -> (action_batch, extras)`, or a `RecurrentPolicy`) for
+    `num_episodes` episodes.
 
     `max_steps` defaults to the environment's `max_episode_steps` (set by `TimeLimit`).
     """
@@ -51,8 +54,10 @@ def evaluate(
     if int(num_episodes) < 1:
         raise ValueError(f"evaluate: num_episodes must be >= 1, got {num_episodes}")
     env_params = env.check_params(env_params)
+    policy = recurrent(policy)
     key, key_reset = jax.random.split(key)
     batch = reset_batch(env, env_params, key_reset, num_episodes, params_axis)
+    batch = batch._replace(carry=policy.initial(num_episodes))
 
     def step_or_stay(key, state, obs, action, params, running):
         new_obs, new_state, reward, terminated, truncated, _ = env.step_without_reset(
@@ -66,14 +71,14 @@ def evaluate(
     running = jnp.ones((num_episodes,), bool)
     lengths = jnp.zeros((num_episodes,), jnp.int32)
 
-    def cond(carry):
-        _, _, running, _, _, t = carry
+    def cond(loop):
+        _, _, running, _, _, t = loop
         return jnp.any(running) & (t < max_steps)
 
-    def body(carry):
-        batch, key, running, returns, lengths, t = carry
+    def body(loop):
+        batch, key, running, returns, lengths, t = loop
         key, key_policy, key_env = jax.random.split(key, 3)
-        action, _ = policy(key_policy, batch.obs)
+        action, _, carry = policy.apply(key_policy, batch.obs, batch.carry)
         keys = jax.random.split(key_env, num_episodes)
         state, obs, reward, terminated, truncated = step(
             keys, batch.state, batch.obs, action, env_params, running
@@ -81,8 +86,9 @@ def evaluate(
         returns = returns + jnp.where(running, reward, 0.0)
         lengths = lengths + running.astype(jnp.int32)
         running = running & ~(terminated | truncated)
-        return type(batch)(state, obs), key, running, returns, lengths, t + 1
+        batch = batch._replace(state=state, obs=obs, carry=carry)
+        return batch, key, running, returns, lengths, t + 1
 
-    carry = (batch, key, running, zeros, lengths, jnp.zeros((), jnp.int32))
-    _, _, running, returns, lengths, _ = jax.lax.while_loop(cond, body, carry)
+    loop = (batch, key, running, zeros, lengths, jnp.zeros((), jnp.int32))
+    _, _, running, returns, lengths, _ = jax.lax.while_loop(cond, body, loop)
     return EvalResult(returns, lengths, ~running)

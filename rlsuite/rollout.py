@@ -5,6 +5,17 @@ A policy maps `(key, obs)` for the whole batch (`obs` has a leading axis `[num_e
 (log-probabilities, values, ...). It is usually a closure over network parameters made inside the
 jitted update, e.g. `policy = lambda key, obs: agent_policy(params, key, obs)`.
 
+A policy with memory is a `RecurrentPolicy`: `apply(key, obs, carry) -> (action, extras, carry)`
+and `initial(num_envs)`, the carry of fresh episodes. The batch keeps the carry (`EnvBatch.carry`)
+and every step replaces it, per environment, by a fresh one where the episode ended
+(`terminated | truncated`), or, for an environment whose `info` reports `TRIAL_END` (meta-RL: a
+trial of several episodes on one task), where the trial ended. A feed-forward policy is lifted by
+`recurrent` to the carry `()`, which has no leaves: its program is the one it was without a carry.
+
+A batch may hold its own environment parameters (`EnvBatch.params`, leading axis `[num_envs]`:
+tasks, levels): its rollouts step each environment with its own, and an agent that keeps the batch
+in its learner state changes them between updates (`reset_each`).
+
 A batch steps with `step_batch`: the outputs of `jax.vmap(env.step)`, but the resets are computed
 only on steps where some environment finished (and, with `reset_slots`, only for those
 environments). `Environment.step` resets one environment with a select, which under `vmap`
@@ -28,13 +39,53 @@ from rlsuite.environment import Environment, StepResult, auto_reset, select, spl
 from rlsuite.transition import Transition
 
 Policy = Callable[[jax.Array, Any], tuple[jax.Array, dict]]
+TRIAL_END = "trial_end"  # an `info` key: where true, a recurrent policy's carry is reset
+
+
+class RecurrentPolicy(NamedTuple):
+    """A policy with memory, over a batch of environments.
+
+    apply: `(key, obs, carry) -> (action, extras, carry)`; `obs` and the carry's leaves have a
+        leading axis `[num_envs]`.
+    initial: `num_envs -> carry`, the carry of fresh episodes.
+    """
+
+    apply: Callable[[jax.Array, Any, Any], tuple[jax.Array, dict, Any]]
+    initial: Callable[[int], Any]
+
+
+def _no_carry(num_envs: int) -> tuple:
+    return ()
+
+
+def recurrent(policy: Policy | RecurrentPolicy) -> RecurrentPolicy:
+    """`policy` as a `RecurrentPolicy`: a feed-forward one gets the carry `()`."""
+    if isinstance(policy, RecurrentPolicy):
+        return policy
+
+    def apply(key, obs, carry):
+        action, extras = policy(key, obs)
+        return action, extras, carry
+
+    return RecurrentPolicy(apply, _no_carry)
+
+
+def reset_carry(policy: RecurrentPolicy, carry: Any, done: jax.Array) -> Any:
+    """`carry` with the environments where `done` (`[num_envs]`) given a fresh carry."""
+    if not jax.tree.leaves(carry):
+        return carry
+    return jax.vmap(select)(done, policy.initial(done.shape[0]), carry)
 
 
 class EnvBatch(NamedTuple):
-    """The carry of a rollout: the batch of environment states and their current observations."""
+    """The carry of a rollout: the batch of environment states and their current observations,
+    the policy's carry (`()` for a feed-forward policy) and, optionally, per-environment params
+    (`None`: every environment steps with the `env_params` the rollout is given)."""
 
     state: Any
     obs: Any
+    carry: Any = ()
+    params: Any = None
 
 
 def reset_batch(
@@ -48,6 +99,20 @@ def reset_batch(
     keys = jax.random.split(key, num_envs)
     obs, state = jax.vmap(env.reset, in_axes=(0, params_axis))(keys, env_params)
     return EnvBatch(state, obs)
+
+
+def reset_each(
+    env: Environment, params: Any, key: jax.Array, policy: Policy | RecurrentPolicy | None = None
+) -> EnvBatch:
+    """A batch that holds `params` (leading axis `[num_envs]`, one set per environment: tasks,
+    levels), reset onto them, with `policy`'s fresh carry (none without a policy).
+
+    Its rollouts step each environment with its own params, whatever `env_params` they are given.
+    """
+    num_envs = jax.tree.leaves(params)[0].shape[0]
+    batch = reset_batch(env, params, key, num_envs, params_axis=0)
+    carry = () if policy is None else recurrent(policy).initial(num_envs)
+    return batch._replace(carry=carry, params=params)
 
 
 def step_batch(
@@ -114,7 +179,7 @@ def step_batch(
 def rollout(
     env: Environment,
     env_params: Any,
-    policy: Policy,
+    policy: Policy | RecurrentPolicy,
     key: jax.Array,
     batch: EnvBatch,
     num_steps: int,
@@ -125,12 +190,17 @@ def rollout(
 
     Every leaf of the returned `Transition` has shape `[num_steps, num_envs, ...]`. Environments
     auto-reset: `next_obs` is the pre-reset observation, and the carry's `obs` the post-reset one.
+    A recurrent policy's carry is reset where an episode (or a reported trial) ended. A batch
+    that holds params (`EnvBatch.params`) steps with them, on axis 0, in place of `env_params`.
     `reset_slots` is `step_batch`'s.
     """
+    policy = recurrent(policy)
+    if batch.params is not None:
+        env_params, params_axis = batch.params, 0
 
     def one_step(batch: EnvBatch, key_t: jax.Array) -> tuple[EnvBatch, Transition]:
         key_policy, key_env = jax.random.split(key_t)
-        action, extras = policy(key_policy, batch.obs)
+        action, extras, carry = policy.apply(key_policy, batch.obs, batch.carry)
         num_envs = jax.tree.leaves(batch.obs)[0].shape[0]
         keys = jax.random.split(key_env, num_envs)
         obs, state, reward, terminated, truncated, info = step_batch(
@@ -141,6 +211,7 @@ def rollout(
         transition = Transition(
             batch.obs, action, reward, terminated, truncated, next_obs, info, extras
         )
-        return EnvBatch(state, obs), transition
+        carry = reset_carry(policy, carry, info.get(TRIAL_END, terminated | truncated))
+        return EnvBatch(state, obs, carry, batch.params), transition
 
     return jax.lax.scan(one_step, batch, jax.random.split(key, num_steps))

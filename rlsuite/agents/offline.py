@@ -35,7 +35,7 @@ from flax import struct
 
 from rlsuite import running_stats
 from rlsuite.agent import Agent, check_config, check_hidden_sizes
-from rlsuite.agents.off_policy import Learner, action_dim, gradient_steps, learner_act
+from rlsuite.agents.learner import Learner, action_dim, gradient_steps, learner_act
 from rlsuite.datasets import Dataset, sample
 from rlsuite.environment import Environment
 from rlsuite.networks import activation_fn
@@ -113,7 +113,7 @@ def make_agent(
             return standardize(obs_stats, obs)
         return obs
 
-    def init(key, hp, data: Dataset) -> OfflineState:
+    def init(key, hp, *, data: Dataset) -> OfflineState:
         key, key_learner = jax.random.split(key)
         stats = running_stats.init(obs_shape)
         if config.normalize_observations:
@@ -139,7 +139,7 @@ def make_agent(
             batch["discount"] = hp.gamma * (1.0 - raw["terminals"].astype(jnp.float32))
         return batch
 
-    def update(state: OfflineState, hp, data: Dataset):
+    def update(state: OfflineState, hp, *, data: Dataset):
         def sample(key):
             return batch_from(data, state.obs_stats, key, hp)
 
@@ -165,4 +165,5 @@ def make_agent(
         act=act,
         check_hparams=check_hparams,
         env_steps_per_update=config.gradient_steps,
+        extra_args=("data",),
     )

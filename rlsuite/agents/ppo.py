@@ -34,7 +34,9 @@ Deviations and choices, written down:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -57,6 +59,7 @@ from rlsuite.networks import (
 from rlsuite.returns import gae
 from rlsuite.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.spaces import Box, Discrete
+from rlsuite.transition import Transition
 from rlsuite.wrappers import ClipAction, EpisodeStatistics, RescaleAction, episode_metrics
 
 DISTRIBUTIONS = ("gaussian", "tanh_gaussian")
@@ -230,182 +233,268 @@ def actor_critic(
     )
 
 
+def shuffled_steps(key: jax.Array, batch: dict, num_minibatches: int) -> dict:
+    """PPO's minibatches: the rollout's steps (`[num_steps, num_envs, ...]` leaves) flattened,
+    shuffled and split into `num_minibatches` (leaves `[num_minibatches, size, ...]`).
+
+    A variant slices otherwise, e.g. whole sequences split along the environments for a recurrent
+    policy; it keeps the leading `[num_minibatches]` axis that `learn` scans over."""
+    flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batch)
+    order = jax.random.permutation(key, jax.tree.leaves(flat)[0].shape[0])
+    return jax.tree.map(lambda x: x[order].reshape(num_minibatches, -1, *x.shape[1:]), flat)
+
+
+class PPOSetup(NamedTuple):
+    """What PPO's steps read besides the learner state: fixed by `make`, closed over by the agent.
+
+    network: `apply(params, obs) -> (distribution, value)` (`actor_critic`).
+    env, env_params: the environment as PPO steps it (wrapped) and its shared params (a batch
+        that holds its own, `EnvBatch.params`, steps with those).
+    policy_loss: `(log_prob, old_log_prob, advantages, clip_eps) -> (loss, metrics)`.
+    minibatches: `(key, batch, num_minibatches) -> minibatches` (`shuffled_steps`).
+    """
+
+    config: PPOConfig
+    network: Any
+    env: Environment
+    env_params: Any
+    policy_loss: Callable
+    minibatches: Callable
+
+    @property
+    def squash(self) -> bool:
+        return self.config.distribution == "tanh_gaussian"
+
+
+def apply(setup: PPOSetup, params, obs_stats, obs):
+    """`(distribution, value)` for `obs`, normalised with `obs_stats` when the config says so."""
+    if setup.config.normalize_observations:
+        obs = running_stats.normalize(obs_stats, obs, clip=10.0)
+    return setup.network.apply(params, obs)
+
+
+def init(setup: PPOSetup, key: jax.Array, hp: PPOHparams) -> PPOState:
+    config = setup.config
+    key, key_net, key_env = jax.random.split(key, 3)
+    obs_shape = setup.env.observation_space(setup.env_params).shape
+    params = setup.network.init(key_net, jnp.zeros((1, *obs_shape)))
+    return PPOState(
+        params=params,
+        opt_state=_optimizer(hp).init(params),
+        obs_stats=running_stats.init(obs_shape),
+        return_stats=running_stats.init(()),
+        discounted_return=jnp.zeros((config.num_envs,)),
+        env=reset_batch(setup.env, setup.env_params, key_env, config.num_envs),
+        key=key,
+        update_step=jnp.zeros((), jnp.int32),
+    )
+
+
+def collect(setup: PPOSetup, state: PPOState, key: jax.Array) -> tuple[EnvBatch, Transition]:
+    """A rollout of `config.num_steps` steps of every environment with the current policy; the
+    extras keep each step's log-probability and value (and, squashed, the pre-tanh sample)."""
+
+    def policy(key, obs):
+        dist, value = apply(setup, state.params, state.obs_stats, obs)
+        if setup.squash:  # keep the pre-squash sample: log-probabilities are taken at it
+            raw = dist.distribution.sample(seed=key)
+            extras = {"log_prob": squashed_log_prob(dist, raw), "value": value, "raw": raw}
+            return jnp.tanh(raw), extras
+        action = dist.sample(seed=key)
+        return action, {"log_prob": dist.log_prob(action), "value": value}
+
+    config = setup.config
+    return rollout(
+        setup.env, setup.env_params, policy, key, state.env, config.num_steps, None,
+        config.reset_slots,
+    )  # fmt: skip
+
+
+def scale_rewards(setup: PPOSetup, state: PPOState, tr: Transition, hp: PPOHparams):
+    """The rewards PPO learns from, `[num_steps, num_envs]`, and the updated return statistics
+    and running discounted returns (see the module docstring)."""
+    reward = tr.reward * hp.reward_scale
+    if not setup.config.scale_rewards:
+        return reward, state.return_stats, state.discounted_return
+
+    def accumulate(ret, xs):
+        reward, done = xs
+        ret = ret * hp.gamma + reward
+        return jnp.where(done, 0.0, ret), ret
+
+    last, returns = jax.lax.scan(accumulate, state.discounted_return, (reward, tr.done))
+    stats = running_stats.update(state.return_stats, returns)
+    return reward / jnp.sqrt(stats.var + 1e-8), stats, last
+
+
+def advantages(setup: PPOSetup, state: PPOState, tr: Transition, rewards, hp: PPOHparams):
+    """GAE advantages `[num_steps, num_envs]`, bootstrapping from `V(next_obs)` (truncation
+    aware: `rlsuite.returns.gae`)."""
+    _, next_values = apply(setup, state.params, state.obs_stats, tr.next_obs)
+    values = tr.extras["value"]
+    return gae(rewards, values, next_values, tr.terminated, tr.truncated, hp.gamma, hp.gae_lambda)
+
+
+def learning_batch(setup: PPOSetup, tr: Transition, advantages: jax.Array) -> dict:
+    """What the epochs learn from, time-major (`[num_steps, num_envs, ...]` leaves)."""
+    values = tr.extras["value"]
+    return {
+        "obs": tr.obs,
+        "action": tr.extras["raw"] if setup.squash else tr.action,
+        "log_prob": tr.extras["log_prob"],
+        "value": values,
+        "advantages": advantages,
+        "targets": advantages + values,
+    }
+
+
+def loss(setup: PPOSetup, params, obs_stats, minibatch: dict, key, hp: PPOHparams):
+    """`(total loss, metrics)` of one minibatch: clipped surrogate (`setup.policy_loss`), value
+    loss (clipped around the rollout's values when the config says so) and entropy bonus."""
+    config = setup.config
+    dist, value = apply(setup, params, obs_stats, minibatch["obs"])
+    if setup.squash:
+        log_prob = squashed_log_prob(dist, minibatch["action"])
+        entropy = squashed_entropy(dist, key).mean()
+    else:
+        log_prob = dist.log_prob(minibatch["action"])
+        entropy = dist.entropy().mean()
+    adv = minibatch["advantages"]
+    if config.normalize_advantages:
+        adv = losses.normalize_advantages(adv)
+    pi_loss, pi_metrics = setup.policy_loss(log_prob, minibatch["log_prob"], adv, hp.clip_eps)
+    if config.clip_value_loss:
+        v_loss = losses.clipped_value_loss(
+            value, minibatch["value"], minibatch["targets"], hp.vf_clip_eps
+        )
+    else:
+        v_loss = losses.value_loss(value, minibatch["targets"])
+    total = pi_loss + hp.vf_coef * v_loss - hp.ent_coef * entropy
+    metrics = {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": entropy, **pi_metrics}
+    return total, metrics
+
+
+def learning_rate(setup: PPOSetup, state: PPOState, hp: PPOHparams):
+    """This update's step size: annealed linearly to 0 over the run when the config says so."""
+    config = setup.config
+    if not config.anneal_lr:
+        return jnp.asarray(hp.learning_rate, jnp.float32)
+    return hp.learning_rate * jnp.maximum(1.0 - state.update_step / config.num_updates, 0.0)
+
+
+def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams):
+    """`config.update_epochs` epochs over `batch`, each a scan of gradient steps over the
+    minibatches `setup.minibatches` slices; returns params, optimizer state, mean metrics."""
+    config, squash = setup.config, setup.squash
+    tx = _optimizer(hp)
+
+    def minibatch_step(carry, xs):
+        params, opt_state = carry
+        minibatch, key = xs
+        grads, metrics = jax.grad(functools.partial(loss, setup), has_aux=True)(
+            params, state.obs_stats, minibatch, key, hp
+        )
+        updates, opt_state = tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
+        return (params, opt_state), metrics
+
+    def epoch(carry, key):
+        # Keys for the squashed policy's entropy samples only: the other policies shuffle with
+        # the epoch's key itself.
+        key, key_entropy = jax.random.split(key) if squash else (key, None)
+        minibatches = setup.minibatches(key, batch, config.num_minibatches)
+        keys = jax.random.split(key_entropy, config.num_minibatches) if squash else None
+        return jax.lax.scan(minibatch_step, carry, (minibatches, keys))
+
+    keys = jax.random.split(key, config.update_epochs)
+    (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
+    return params, opt_state, jax.tree.map(jnp.mean, metrics)
+
+
+def update(setup: PPOSetup, state: PPOState, hp: PPOHparams) -> tuple[PPOState, dict]:
+    """One PPO iteration: collect -> rewards -> advantages -> epochs of minibatches."""
+    key, key_collect, key_learn = jax.random.split(state.key, 3)
+    env_batch, tr = collect(setup, state, key_collect)
+    rewards, return_stats, discounted_return = scale_rewards(setup, state, tr, hp)
+    adv = advantages(setup, state, tr, rewards, hp)
+    lr = learning_rate(setup, state, hp)
+    params, opt_state, metrics = learn(
+        setup, state, learning_batch(setup, tr, adv), key_learn, lr, hp
+    )
+    obs_stats = state.obs_stats
+    if setup.config.normalize_observations:
+        obs_stats = running_stats.update(obs_stats, tr.obs)
+    state = PPOState(
+        params=params,
+        opt_state=opt_state,
+        obs_stats=obs_stats,
+        return_stats=return_stats,
+        discounted_return=discounted_return,
+        env=env_batch,
+        key=key,
+        update_step=state.update_step + 1,
+    )
+    metrics = {f"losses/{k}": v for k, v in metrics.items()}
+    metrics.update(episode_metrics(tr.info))
+    metrics["charts/learning_rate"] = lr
+    return state, metrics
+
+
+def act(setup: PPOSetup, state: PPOState, obs, key, deterministic: bool = False):
+    dist, _ = apply(setup, state.params, state.obs_stats, obs)
+    if deterministic:
+        return squashed_mode(dist) if setup.squash else dist.mode()
+    return dist.sample(seed=key)
+
+
 def make(
     config: PPOConfig,
     env: Environment,
     env_params=None,
     policy_loss: Callable = losses.ppo_policy_loss,
+    minibatches: Callable = shuffled_steps,
 ) -> Agent:
-    """Bind PPO to `env`. `policy_loss(log_prob, old_log_prob, advantages, clip_eps) ->
-    (loss, metrics)` may be replaced by a research variant."""
+    """Bind PPO to `env`. A research variant passes its own step: `policy_loss(log_prob,
+    old_log_prob, advantages, clip_eps) -> (loss, metrics)`, or `minibatches(key, batch,
+    num_minibatches)` (`shuffled_steps`)."""
     if not isinstance(config, PPOConfig):
         raise TypeError(f"ppo.make needs a PPOConfig, got {type(config).__name__}")
     env_params = env.check_params(env_params)
     space = env.action_space(env_params)
     obs_space = env.observation_space(env_params)
     network = actor_critic(config, space, env.name, obs_space)
-    squash = config.distribution == "tanh_gaussian"
     if isinstance(space, Box):
-        env = RescaleAction(env) if squash else ClipAction(env)
+        env = RescaleAction(env) if config.distribution == "tanh_gaussian" else ClipAction(env)
     env = EpisodeStatistics(env)
-    obs_shape = obs_space.shape
-
-    def apply(params, obs_stats, obs):
-        if config.normalize_observations:
-            obs = running_stats.normalize(obs_stats, obs, clip=10.0)
-        return network.apply(params, obs)
-
-    def init(key, hp: PPOHparams) -> PPOState:
-        key, key_net, key_env = jax.random.split(key, 3)
-        params = network.init(key_net, jnp.zeros((1, *obs_shape)))
-        return PPOState(
-            params=params,
-            opt_state=_optimizer(hp).init(params),
-            obs_stats=running_stats.init(obs_shape),
-            return_stats=running_stats.init(()),
-            discounted_return=jnp.zeros((config.num_envs,)),
-            env=reset_batch(env, env_params, key_env, config.num_envs),
-            key=key,
-            update_step=jnp.zeros((), jnp.int32),
-        )
-
-    def collect(state: PPOState, key):
-        def policy(key, obs):
-            dist, value = apply(state.params, state.obs_stats, obs)
-            if squash:  # keep the pre-squash sample: log-probabilities are taken at it
-                raw = dist.distribution.sample(seed=key)
-                extras = {"log_prob": squashed_log_prob(dist, raw), "value": value, "raw": raw}
-                return jnp.tanh(raw), extras
-            action = dist.sample(seed=key)
-            return action, {"log_prob": dist.log_prob(action), "value": value}
-
-        return rollout(
-            env, env_params, policy, key, state.env, config.num_steps, None, config.reset_slots
-        )
-
-    def scale_rewards(state: PPOState, tr, hp):
-        reward = tr.reward * hp.reward_scale
-        if not config.scale_rewards:
-            return reward, state.return_stats, state.discounted_return
-
-        def accumulate(ret, xs):
-            reward, done = xs
-            ret = ret * hp.gamma + reward
-            return jnp.where(done, 0.0, ret), ret
-
-        last, returns = jax.lax.scan(accumulate, state.discounted_return, (reward, tr.done))
-        stats = running_stats.update(state.return_stats, returns)
-        return reward / jnp.sqrt(stats.var + 1e-8), stats, last
-
-    def loss_fn(params, obs_stats, batch, key, hp):
-        dist, value = apply(params, obs_stats, batch["obs"])
-        if squash:
-            log_prob = squashed_log_prob(dist, batch["action"])
-            entropy = squashed_entropy(dist, key).mean()
-        else:
-            log_prob = dist.log_prob(batch["action"])
-            entropy = dist.entropy().mean()
-        advantages = batch["advantages"]
-        if config.normalize_advantages:
-            advantages = losses.normalize_advantages(advantages)
-        pi_loss, pi_metrics = policy_loss(log_prob, batch["log_prob"], advantages, hp.clip_eps)
-        if config.clip_value_loss:
-            v_loss = losses.clipped_value_loss(
-                value, batch["value"], batch["targets"], hp.vf_clip_eps
-            )
-        else:
-            v_loss = losses.value_loss(value, batch["targets"])
-        total = pi_loss + hp.vf_coef * v_loss - hp.ent_coef * entropy
-        metrics = {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": entropy, **pi_metrics}
-        return total, metrics
-
-    def learning_rate(state: PPOState, hp: PPOHparams):
-        if not config.anneal_lr:
-            return jnp.asarray(hp.learning_rate, jnp.float32)
-        return hp.learning_rate * jnp.maximum(1.0 - state.update_step / config.num_updates, 0.0)
-
-    def learn(state: PPOState, batch, key, lr, hp):
-        tx = _optimizer(hp)
-        batch_size = config.num_envs * config.num_steps
-
-        def minibatch_step(carry, xs):
-            params, opt_state = carry
-            minibatch, key = xs
-            grads, metrics = jax.grad(loss_fn, has_aux=True)(
-                params, state.obs_stats, minibatch, key, hp
-            )
-            updates, opt_state = tx.update(grads, opt_state, params)
-            params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
-            return (params, opt_state), metrics
-
-        def epoch(carry, key):
-            # Keys for the squashed policy's entropy samples only: the other policies shuffle
-            # with the epoch's key itself.
-            key, key_entropy = jax.random.split(key) if squash else (key, None)
-            order = jax.random.permutation(key, batch_size)
-            shuffled = jax.tree.map(
-                lambda x: x[order].reshape(config.num_minibatches, -1, *x.shape[1:]), batch
-            )
-            keys = jax.random.split(key_entropy, config.num_minibatches) if squash else None
-            return jax.lax.scan(minibatch_step, carry, (shuffled, keys))
-
-        keys = jax.random.split(key, config.update_epochs)
-        (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
-        return params, opt_state, jax.tree.map(jnp.mean, metrics)
-
-    def update(state: PPOState, hp: PPOHparams):
-        key, key_collect, key_learn = jax.random.split(state.key, 3)
-        env_batch, tr = collect(state, key_collect)
-        rewards, return_stats, discounted_return = scale_rewards(state, tr, hp)
-        _, next_values = apply(state.params, state.obs_stats, tr.next_obs)
-        values = tr.extras["value"]
-        advantages = gae(
-            rewards, values, next_values, tr.terminated, tr.truncated, hp.gamma, hp.gae_lambda
-        )
-        batch = {
-            "obs": tr.obs,
-            "action": tr.extras["raw"] if squash else tr.action,
-            "log_prob": tr.extras["log_prob"],
-            "value": values,
-            "advantages": advantages,
-            "targets": advantages + values,
-        }
-        batch = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batch)
-        lr = learning_rate(state, hp)
-        params, opt_state, metrics = learn(state, batch, key_learn, lr, hp)
-        obs_stats = state.obs_stats
-        if config.normalize_observations:
-            obs_stats = running_stats.update(obs_stats, tr.obs)
-        state = PPOState(
-            params=params,
-            opt_state=opt_state,
-            obs_stats=obs_stats,
-            return_stats=return_stats,
-            discounted_return=discounted_return,
-            env=env_batch,
-            key=key,
-            update_step=state.update_step + 1,
-        )
-        metrics = {f"losses/{k}": v for k, v in metrics.items()}
-        metrics.update(episode_metrics(tr.info))
-        metrics["charts/learning_rate"] = lr
-        return state, metrics
-
-    def act(state: PPOState, obs, key, deterministic: bool = False):
-        dist, _ = apply(state.params, state.obs_stats, obs)
-        if deterministic:
-            return squashed_mode(dist) if squash else dist.mode()
-        return dist.sample(seed=key)
-
+    setup = PPOSetup(config, network, env, env_params, policy_loss, minibatches)
     return Agent(
         name="ppo",
         config=config,
         env=env,
         env_params=env_params,
         default_hparams=PPOHparams(),
-        init=init,
-        update=update,
-        act=act,
+        init=functools.partial(init, setup),
+        update=functools.partial(update, setup),
+        act=functools.partial(act, setup),
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.num_steps,
     )
+
+
+def _algorithm():
+    """This family's record in the algorithm registry (`rlsuite train ppo`)."""
+    from rlsuite.agents import registry
+
+    return registry.register(
+        registry.Algorithm(
+            name="ppo",
+            make=make,
+            config_cls=PPOConfig,
+            hparams_cls=PPOHparams,
+            offline=False,
+            default_env="cartpole",
+        )
+    )
+
+
+ALGORITHM = _algorithm()
