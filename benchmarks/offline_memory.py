@@ -81,7 +81,8 @@ class Args:
 def make_dataset(path: Path, size: int) -> None:
     """`size` Pendulum transitions of uniformly random actions, written as a D4RL file."""
     import envs
-    from rlsuite.datasets import DatasetInfo, from_transitions, save_d4rl
+    from rlsuite.dataset_files import save_d4rl
+    from rlsuite.datasets import DatasetInfo, from_transitions
     from rlsuite.rollout import reset_batch, rollout
 
     env, params = envs.make("pendulum")
@@ -117,7 +118,7 @@ def child(spec: dict) -> None:
     import envs
     from rlsuite import driver
     from rlsuite.agents import bc, cql, iql, td3_bc
-    from rlsuite.datasets import load_d4rl
+    from rlsuite.dataset_files import load_d4rl
 
     makers = {
         "bc": (bc.make, bc.BCConfig),

@@ -35,7 +35,8 @@ import envs
 from rlsuite import collect, driver, runner, tuned
 from rlsuite.agents import bc, cql, iql, sac, td3_bc
 from rlsuite.cli import run_script
-from rlsuite.datasets import normalized_score, save_d4rl
+from rlsuite.dataset_files import save_d4rl
+from rlsuite.datasets import normalized_score
 
 ALGOS = {
     "bc": (bc.make, bc.BCConfig),

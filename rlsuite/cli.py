@@ -178,7 +178,7 @@ def _load_dataset(path: str, env=None, env_params=None):
     """The dataset in `path` and the SHA-256 of the file."""
     import hashlib
 
-    from rlsuite.datasets import load_d4rl
+    from rlsuite.dataset_files import load_d4rl
 
     file = pathlib.Path(path)
     if not file.is_file():
@@ -189,7 +189,7 @@ def _load_dataset(path: str, env=None, env_params=None):
 
 def _offline_env(name: str, argv: list[str]) -> str:
     """The environment of an offline run: the one its dataset was made in."""
-    from rlsuite.datasets import load_d4rl
+    from rlsuite.dataset_files import load_d4rl
 
     path = flag_value(argv, "--dataset")
     if name not in OFFLINE:
@@ -502,7 +502,7 @@ class CollectArgs:
 
 def dataset(argv: list[str]) -> dict:
     from rlsuite.collect import QUALITIES, collect
-    from rlsuite.datasets import save_d4rl
+    from rlsuite.dataset_files import save_d4rl
     from rlsuite.runner import check_new_file
 
     if not argv or argv[0] != "collect":

@@ -15,6 +15,7 @@ import pytest
 
 import envs
 from rlsuite import datasets, memory
+from rlsuite.dataset_files import load_d4rl, load_minari, save_d4rl
 from rlsuite.datasets import Dataset, DatasetInfo
 from rlsuite.rollout import reset_batch, rollout
 from rlsuite.transition import Transition
@@ -70,11 +71,11 @@ def _assert_bitwise(dataset, arrays):
 
 def test_d4rl_round_trip_is_bitwise_with_metadata(tmp_path):
     dataset = _dataset()
-    path = datasets.save_d4rl(tmp_path / "pendulum-medium.hdf5", dataset)
+    path = save_d4rl(tmp_path / "pendulum-medium.hdf5", dataset)
     with h5py.File(path, "r") as f:  # D4RL's keys and dtypes
         assert {k for k in f} == set(datasets.KEYS)
         assert f["observations"].dtype == np.float32 and f["terminals"].dtype == np.bool_
-    loaded = datasets.load_d4rl(path)
+    loaded = load_d4rl(path)
     _assert_bitwise(loaded, {k: getattr(dataset, k) for k in datasets.KEYS})
     assert loaded.info == INFO and hash(loaded.info) == hash(INFO)
     assert loaded.info.extra["nested"]["sizes"] == [64, 64]
@@ -82,21 +83,21 @@ def test_d4rl_round_trip_is_bitwise_with_metadata(tmp_path):
 
 
 def test_save_refuses_to_overwrite_and_overwrite_true_replaces(tmp_path):
-    path = datasets.save_d4rl(tmp_path / "d.hdf5", _dataset())
+    path = save_d4rl(tmp_path / "d.hdf5", _dataset())
     before = path.read_bytes()
     other = _dataset(seed=1)
     with pytest.raises(FileExistsError, match="overwrite=True"):
-        datasets.save_d4rl(path, other)
+        save_d4rl(path, other)
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["d.hdf5"]  # no temporary file left behind
-    datasets.save_d4rl(path, other, overwrite=True)
+    save_d4rl(path, other, overwrite=True)
     assert path.read_bytes() != before
-    _assert_bitwise(datasets.load_d4rl(path), _arrays(seed=1))
+    _assert_bitwise(load_d4rl(path), _arrays(seed=1))
     assert os.listdir(tmp_path) == ["d.hdf5"]
 
 
 def test_interrupted_save_leaves_the_old_file(tmp_path, monkeypatch):
-    path = datasets.save_d4rl(tmp_path / "d.hdf5", _dataset())
+    path = save_d4rl(tmp_path / "d.hdf5", _dataset())
     before = path.read_bytes()
 
     def fail(*args):
@@ -104,7 +105,7 @@ def test_interrupted_save_leaves_the_old_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(os, "replace", fail)  # interrupted just before the rename
     with pytest.raises(KeyboardInterrupt):
-        datasets.save_d4rl(path, _dataset(seed=1), overwrite=True)
+        save_d4rl(path, _dataset(seed=1), overwrite=True)
     assert path.read_bytes() == before and os.listdir(tmp_path) == ["d.hdf5"]
 
 
@@ -118,7 +119,7 @@ def test_save_never_clobbers_a_file_that_appears_during_the_write(tmp_path, monk
 
     monkeypatch.setattr(tempfile, "mkstemp", racing)
     with pytest.raises(FileExistsError, match="d.hdf5 exists"):
-        datasets.save_d4rl(path, _dataset())
+        save_d4rl(path, _dataset())
     assert path.read_bytes() == b"another writer" and os.listdir(tmp_path) == ["d.hdf5"]
 
 
@@ -160,7 +161,7 @@ def _corrupt(arrays, case):
 def test_load_d4rl_refuses_corrupt_files_naming_file_and_key(tmp_path, case, key, what):
     path = _write(tmp_path / f"{case}.hdf5", _corrupt(_arrays(), case))
     with pytest.raises(ValueError) as error:
-        datasets.load_d4rl(path)
+        load_d4rl(path)
     message = str(error.value)
     assert message.startswith(f"D4RL file {path}:") and f"'{key}'" in message
     assert re.search(what, message), message
@@ -168,34 +169,34 @@ def test_load_d4rl_refuses_corrupt_files_naming_file_and_key(tmp_path, case, key
 
 def test_load_d4rl_refuses_missing_file_and_non_hdf5(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.hdf5"):
-        datasets.load_d4rl(tmp_path / "nope.hdf5")
+        load_d4rl(tmp_path / "nope.hdf5")
     (tmp_path / "text.hdf5").write_text("not hdf5")
     with pytest.raises(ValueError, match="text.hdf5: not a readable HDF5 file"):
-        datasets.load_d4rl(tmp_path / "text.hdf5")
+        load_d4rl(tmp_path / "text.hdf5")
     path = _write(tmp_path / "meta.hdf5", _arrays())
     with h5py.File(path, "a") as f:
         f.attrs["rlsuite_info"] = "{not json"
     with pytest.raises(ValueError, match="meta.hdf5: attribute 'rlsuite_info' is corrupt"):
-        datasets.load_d4rl(path)
+        load_d4rl(path)
 
 
 def test_save_refuses_a_dataset_with_nan_and_writes_nothing(tmp_path):
     dataset = _dataset()
     dataset = dataset.replace(rewards=dataset.rewards.at[3].set(jnp.nan))
     with pytest.raises(ValueError, match=r"bad.hdf5: key 'rewards' contains NaN .* row 3"):
-        datasets.save_d4rl(tmp_path / "bad.hdf5", dataset)
+        save_d4rl(tmp_path / "bad.hdf5", dataset)
     assert os.listdir(tmp_path) == []
 
 
 def test_d4rl_style_file_without_metadata_and_with_infos_loads(tmp_path):
     arrays = _arrays(n=12)
     path = _write(tmp_path / "hopper-medium-v2.hdf5", arrays, infos=True)
-    dataset = datasets.load_d4rl(path)
+    dataset = load_d4rl(path)
     _assert_bitwise(dataset, arrays)
     assert dataset.info.env == "hopper-medium-v2" and dataset.info.quality is None
     # float64 arrays and 0/1 float flags (as some files have) are converted.
     arrays64 = {k: v.astype(np.float64) for k, v in arrays.items()}
-    loaded = datasets.load_d4rl(_write(tmp_path / "f64.hdf5", arrays64), info=INFO)
+    loaded = load_d4rl(_write(tmp_path / "f64.hdf5", arrays64), info=INFO)
     _assert_bitwise(loaded, arrays)
     assert loaded.info == INFO
 
@@ -212,8 +213,8 @@ def test_d4rl_file_without_next_observations_is_refused_or_rebuilt(tmp_path):
     }
     path = _write(tmp_path / "d4rl.hdf5", arrays, infos=True)
     with pytest.raises(ValueError, match="'next_observations'.*rebuild_next_observations=True"):
-        datasets.load_d4rl(path)
-    dataset = datasets.load_d4rl(path, rebuild_next_observations=True)
+        load_d4rl(path)
+    dataset = load_d4rl(path, rebuild_next_observations=True)
     # Row 4 (timeout: its next observation is unknown) and row 6 (last, not terminal) are
     # dropped; row 3 becomes the timeout; the terminal row 2 keeps its own observation.
     np.testing.assert_array_equal(dataset.observations[:, 0], [0, 1, 2, 3, 5])
@@ -227,26 +228,26 @@ def test_d4rl_file_without_next_observations_is_refused_or_rebuilt(tmp_path):
 def test_load_d4rl_checks_the_environment_spaces(tmp_path):
     env, params = envs.make("pendulum")  # observation (3,), action (1,)
     good = _write(tmp_path / "good.hdf5", _arrays(act_dim=1))
-    assert len(datasets.load_d4rl(good, env=env, env_params=params)) == 40
+    assert len(load_d4rl(good, env=env, env_params=params)) == 40
     bad = _write(tmp_path / "bad.hdf5", _arrays(act_dim=2))
     with pytest.raises(ValueError, match=r"bad.hdf5: key 'actions' has rows of shape \(2,\)"):
-        datasets.load_d4rl(bad, env=env, env_params=params)
+        load_d4rl(bad, env=env, env_params=params)
     # Integer actions for a continuous env would train on int32 actions: refused.
     ints = _write(tmp_path / "ints.hdf5", {**_arrays(act_dim=1), "actions": np.ones((40, 1), int)})
     with pytest.raises(ValueError, match="'actions' is int64, Pendulum has continuous actions"):
-        datasets.load_d4rl(ints, env=env, env_params=params)
-    assert datasets.load_d4rl(ints).actions.dtype == jnp.int32  # no env: nothing to check against
+        load_d4rl(ints, env=env, env_params=params)
+    assert load_d4rl(ints).actions.dtype == jnp.int32  # no env: nothing to check against
 
 
 def test_discrete_actions_out_of_range_are_refused(tmp_path):
     env, params = envs.make("cartpole")  # Discrete(2); an index of 7 would be clamped silently
     arrays = {**_arrays(obs_dim=4, act_dim=1), "actions": np.zeros(40, np.int64)}
-    good = datasets.load_d4rl(_write(tmp_path / "good.hdf5", arrays), env=env, env_params=params)
+    good = load_d4rl(_write(tmp_path / "good.hdf5", arrays), env=env, env_params=params)
     assert good.actions.dtype == jnp.int32
     arrays["actions"][9] = 7
     path = _write(tmp_path / "bad.hdf5", arrays)
     with pytest.raises(ValueError, match=r"'actions' holds 7 at row 9; the actions of .* 0 to 1"):
-        datasets.load_d4rl(path, env=env, env_params=params)
+        load_d4rl(path, env=env, env_params=params)
     episodes = _episodes()
     for e in episodes.values():
         e["observations"] = np.zeros((len(e["actions"]) + 1, 4))
@@ -254,15 +255,15 @@ def test_discrete_actions_out_of_range_are_refused(tmp_path):
     episodes[2]["actions"][0] = -1
     root = _write_minari(tmp_path / "ds", episodes)
     with pytest.raises(ValueError, match="'actions' holds -1 at row 5"):
-        datasets.load_minari(root, env=env, env_params=params)
+        load_minari(root, env=env, env_params=params)
 
 
 def test_a_file_of_a_newer_format_is_refused(tmp_path):
-    path = datasets.save_d4rl(tmp_path / "d.hdf5", _dataset())
+    path = save_d4rl(tmp_path / "d.hdf5", _dataset())
     with h5py.File(path, "a") as f:
         f.attrs["rlsuite_format"] = 2
     with pytest.raises(ValueError, match="'rlsuite_format' is 2; this rlsuite reads format 1"):
-        datasets.load_d4rl(path)
+        load_d4rl(path)
 
 
 def test_loading_refuses_a_dataset_too_large_before_reading_it(tmp_path, monkeypatch):
@@ -275,11 +276,11 @@ def test_loading_refuses_a_dataset_too_large_before_reading_it(tmp_path, monkeyp
     with pytest.raises(
         MemoryError, match=r"big.hdf5 needs 380 bytes, more than 90% of the 400 bytes"
     ):
-        datasets.load_d4rl(path)
+        load_d4rl(path)
     minari_dir = _write_minari(tmp_path / "minari", _episodes())
     monkeypatch.setattr(memory, "available_bytes", lambda device=None: 10)
     with pytest.raises(MemoryError, match="main_data.hdf5 needs"):
-        datasets.load_minari(minari_dir)
+        load_minari(minari_dir)
 
 
 # ----------------------------------------------------------------------------- Minari layout
@@ -321,7 +322,7 @@ def _write_minari(root, episodes, metadata=None):
 def test_minari_layout_loads_episodes_in_id_order(tmp_path):
     episodes = _episodes()
     meta = {"dataset_id": "pointmass/medium-v0", "ref_min_score": -5.0, "ref_max_score": 7.5}
-    dataset = datasets.load_minari(_write_minari(tmp_path / "ds", episodes, meta))
+    dataset = load_minari(_write_minari(tmp_path / "ds", episodes, meta))
     order = [episodes[i] for i in (0, 1, 2, 10)]
     want = {
         "observations": np.concatenate([e["observations"][:-1] for e in order]),
@@ -340,7 +341,7 @@ def test_minari_layout_loads_episodes_in_id_order(tmp_path):
     info = dataset.info
     assert (info.env, info.random_return, info.expert_return) == ("pointmass/medium-v0", -5, 7.5)
     # Without metadata the directory names the dataset.
-    plain = datasets.load_minari(_write_minari(tmp_path / "plain", episodes))
+    plain = load_minari(_write_minari(tmp_path / "plain", episodes))
     assert plain.info.env == "plain" and plain.info.random_return is None
 
 
@@ -359,7 +360,7 @@ def test_minari_refuses_corrupt_episodes_naming_episode_and_key(tmp_path, change
     change(episodes[1])
     root = _write_minari(tmp_path / "ds", episodes)
     with pytest.raises(ValueError, match=f"main_data.hdf5 episode 'episode_1': .*{what}"):
-        datasets.load_minari(root)
+        load_minari(root)
 
 
 def test_minari_dataset_written_by_minari_itself_loads_as_minari_reads_it(tmp_path, monkeypatch):
@@ -389,7 +390,7 @@ def test_minari_dataset_written_by_minari_itself_loads_as_minari_reads_it(tmp_pa
     episodes = list(written.iterate_episodes())
     ends = [(bool(e.terminations[-1]), bool(e.truncations[-1])) for e in episodes]
     assert (True, False) in ends and (False, True) in ends  # both kinds of episode end
-    dataset = datasets.load_minari(tmp_path / "cartpole" / "random-v0", *envs.make("cartpole"))
+    dataset = load_minari(tmp_path / "cartpole" / "random-v0", *envs.make("cartpole"))
     want = {
         "observations": np.concatenate([e.observations[:-1] for e in episodes]),
         "next_observations": np.concatenate([e.observations[1:] for e in episodes]),
@@ -407,15 +408,15 @@ def test_minari_dataset_written_by_minari_itself_loads_as_minari_reads_it(tmp_pa
 
 def test_minari_refuses_missing_directory_and_empty_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="main_data.hdf5"):
-        datasets.load_minari(tmp_path / "none")
+        load_minari(tmp_path / "none")
     (tmp_path / "empty" / "data").mkdir(parents=True)
     h5py.File(tmp_path / "empty" / "data" / "main_data.hdf5", "w").close()
     with pytest.raises(ValueError, match="no 'episode_<id>' groups"):
-        datasets.load_minari(tmp_path / "empty")
+        load_minari(tmp_path / "empty")
     (tmp_path / "arrow" / "data" / "episode_0").mkdir(parents=True)
     (tmp_path / "arrow" / "data" / "metadata.json").write_text('{"data_format": "arrow"}')
     with pytest.raises(ValueError, match="minari's Arrow format; only its HDF5 format"):
-        datasets.load_minari(tmp_path / "arrow")
+        load_minari(tmp_path / "arrow")
 
 
 # ----------------------------------------------------------------------------- from_transitions
@@ -474,12 +475,12 @@ def test_from_transitions_keeps_episodes_contiguous_and_returns_match(cartpole_r
 def test_cartpole_dataset_round_trip_and_env_check(cartpole_rollout, tmp_path):
     env, params, tr = cartpole_rollout
     dataset = datasets.from_transitions(tr, DatasetInfo(env="cartpole"))
-    path = datasets.save_d4rl(tmp_path / "cartpole.hdf5", dataset)
-    loaded = datasets.load_d4rl(path, env=env, env_params=params)
+    path = save_d4rl(tmp_path / "cartpole.hdf5", dataset)
+    loaded = load_d4rl(path, env=env, env_params=params)
     _assert_bitwise(loaded, {k: getattr(dataset, k) for k in datasets.KEYS})
     pendulum, pendulum_params = envs.make("pendulum")
     with pytest.raises(ValueError, match=r"key 'observations' has rows of shape \(4,\)"):
-        datasets.load_d4rl(path, env=pendulum, env_params=pendulum_params)
+        load_d4rl(path, env=pendulum, env_params=pendulum_params)
 
 
 def test_from_transitions_refuses_wrong_shapes():
