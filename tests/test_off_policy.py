@@ -10,7 +10,8 @@ import pytest
 
 import envs
 from rlsuite import checkpoint, driver, runner
-from rlsuite.agents import off_policy, sac, td3
+from rlsuite.agents import sac, td3
+from rlsuite.agents.learner import Learner, gradient_steps
 from rlsuite.networks import QEnsemble
 from rlsuite.tuned import tuned
 from rlsuite.wrappers import TimeLimit
@@ -270,15 +271,13 @@ def test_gradient_steps_give_each_step_its_static_phase_in_whole_cycles():
         seen.append(phase)  # at trace time: a Python int
         return state + batch, {"phase": jnp.asarray(phase)}
 
-    learner = off_policy.Learner(init=None, explore=None, greedy=None, learn=learn, period=3)
+    learner = Learner(init=None, explore=None, greedy=None, learn=learn, period=3)
     keys = jax.random.split(jax.random.key(0), 6)
-    state, metrics = off_policy.gradient_steps(
-        learner, jnp.zeros(()), lambda key: jnp.ones(()), keys, None
-    )
+    state, metrics = gradient_steps(learner, jnp.zeros(()), lambda key: jnp.ones(()), keys, None)
     assert seen == [0, 1, 2] and float(state) == 6.0
     np.testing.assert_array_equal(metrics["phase"], [0, 1, 2, 0, 1, 2])
     with pytest.raises(ValueError, match="4 gradient steps are not whole cycles of 3"):
-        off_policy.gradient_steps(learner, jnp.zeros(()), lambda key: jnp.ones(()), keys[:4], None)
+        gradient_steps(learner, jnp.zeros(()), lambda key: jnp.ones(()), keys[:4], None)
 
 
 @pytest.mark.parametrize(

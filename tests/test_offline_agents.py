@@ -12,7 +12,7 @@ import pytest
 import envs
 from rlsuite import driver, losses
 from rlsuite.agents import cql, iql, offline, td3_bc
-from rlsuite.agents.off_policy import adam_init, adam_step
+from rlsuite.agents.learner import adam_init, adam_step
 from rlsuite.datasets import DatasetInfo, from_transitions
 from rlsuite.networks import MLP, QEnsemble
 from rlsuite.rollout import reset_batch, rollout

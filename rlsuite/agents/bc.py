@@ -19,7 +19,7 @@ from flax import struct
 
 from rlsuite import losses
 from rlsuite.agent import Agent
-from rlsuite.agents.off_policy import Learner, action_dim, adam_init, adam_step
+from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
 from rlsuite.agents.offline import OfflineConfig, make_agent
 from rlsuite.environment import Environment, positive
 from rlsuite.networks import DeterministicActor

@@ -56,7 +56,7 @@ from flax import struct
 from rlsuite import losses
 from rlsuite.agent import Agent, check_config
 from rlsuite.agents import sac
-from rlsuite.agents.off_policy import Learner, action_dim, adam_init, adam_step
+from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
 from rlsuite.agents.offline import OfflineConfig, make_agent
 from rlsuite.environment import Environment, positive, require
 

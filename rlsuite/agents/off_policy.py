@@ -1,19 +1,23 @@
 """The loop SAC and TD3 share: parallel environments feeding a replay buffer that lives in the
 learner state, and a number of gradient steps per environment step.
 
-An algorithm is a `Learner`, four pure functions over its own state (networks, target networks,
-optimizer states); `make_agent` binds one to an environment and returns an `Agent`. One
-`update` reads top-down:
+An algorithm is a `rlsuite.agents.learner.Learner`, four pure functions over its own state
+(networks, target networks, optimizer states); `make_agent` binds one to an environment and a
+replay buffer and returns an `Agent`. One `update` reads top-down:
 
     collections_per_update x (act (uniformly random during the warm-up) -> step every env once
-    -> n-step replay items -> buffer)
-    -> collections_per_update * gradient_steps x (sample a batch -> learner.learn)
+    -> n-step replay items -> buffer.add)
+    -> collections_per_update * gradient_steps x (buffer.sample -> relabel, if given
+    -> learner.learn)
 
 where `collections_per_update` is 1 unless the learner has a cycle (below).
 
 Choices, written down:
 - Actions live in `[-1, 1]^d`: the environment is wrapped in `RescaleAction`, so the networks and
   the warm-up never see the environment's own bounds.
+- The buffer is passed in (`make_agent`'s `buffer`, any `rlsuite.buffers.ReplayBuffer`-shaped
+  tuple of pure functions; by default the uniform one of `buffer_size` items), and so is an
+  optional `relabel` of each sampled batch; the n-step window stays in the loop.
 - Replay items are `(obs, action, reward, discount, next_obs, terminated, truncated)` with n-step
   `reward` and `discount = gamma^m (1 - terminated)` (`rlsuite.returns.n_step_transitions`); a
   truncated episode bootstraps from its true last observation, a terminated one does not. The
@@ -27,8 +31,8 @@ Choices, written down:
   and the buffer holds a batch; before that, updates only collect (and log NaN losses). The gate
   is a `rlsuite.batching.cond`: the runs of a driver batch pass it on the same update, so under
   the seed `vmap` the warm-up skips learning instead of computing it and selecting it away.
-- The buffer's memory (`buffer_size` items) is checked against the device before anything is
-  allocated: `make_agent` refuses one that would not fit, stating the bytes it needs.
+- The buffer's memory (its state for these items) is checked against the device before anything
+  is allocated: `make_agent` refuses one that would not fit, stating the bytes it needs.
 - A learner may work in a fixed cycle of `period` gradient steps (TD3: `policy_delay` critic
   steps, the last with the actor and target updates). Its phase in the cycle is a static Python
   int passed to `learn`, not a counter in the learner state: under the seed `vmap`, a
@@ -48,21 +52,21 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
-import optax
 from flax import struct
 
 from rlsuite import batching, memory, running_stats
 from rlsuite.agent import Agent, check_config, check_hidden_sizes
-from rlsuite.buffers import BufferState, replay_buffer
+from rlsuite.agents.learner import Learner, action_dim, gradient_steps, learner_act
+from rlsuite.buffers import ReplayBuffer, replay_buffer
 from rlsuite.environment import Environment
-from rlsuite.networks import TORSOS, activation_fn, encoder, resolve_torso
+from rlsuite.networks import TORSOS, activation_fn
 from rlsuite.returns import n_step_transitions
 from rlsuite.rollout import EnvBatch, reset_batch, rollout
-from rlsuite.spaces import Box, Discrete
+from rlsuite.spaces import Discrete
 from rlsuite.wrappers import EpisodeStatistics, RescaleAction, episode_metrics
 
 
@@ -139,30 +143,10 @@ class OffPolicyConfig:
         return max(1, self.total_timesteps // (self.num_envs * self.collections_per_update))
 
 
-class Learner(NamedTuple):
-    """An off-policy algorithm's networks and learning rule, as pure functions.
-
-    init: `(key, hparams) -> learner state`.
-    explore: `(learner, obs [E, o], key) -> action [E, a]` in `[-1, 1]`, the behaviour policy.
-    greedy: `(learner, obs [..., o]) -> action`, the deterministic policy for evaluation.
-    learn: `(learner, batch, key, hparams) -> (learner, metrics)`, one gradient step on a batch
-      `{"obs", "action", "reward", "discount", "next_obs"}` (observations already normalised).
-      With `period > 1` it also takes the keyword `phase`, the step's position in the cycle,
-      `0 .. period - 1`, a static Python int.
-    period: gradient steps in the learner's fixed cycle (1: none).
-    """
-
-    init: Callable[[jax.Array, Any], Any]
-    explore: Callable[[Any, jax.Array, jax.Array], jax.Array]
-    greedy: Callable[[Any, jax.Array], jax.Array]
-    learn: Callable[..., tuple[Any, dict]]
-    period: int = 1
-
-
 @struct.dataclass
 class OffPolicyState:
     learner: Any
-    buffer: BufferState
+    buffer: Any  # the replay buffer's state (rlsuite.buffers.BufferState by default)
     pending: dict  # the last n_step - 1 steps of every env, [n_step - 1, num_envs, ...]
     obs_stats: running_stats.RunningStats
     env: EnvBatch
@@ -170,79 +154,31 @@ class OffPolicyState:
     collect_step: jax.Array  # env steps per env so far (collections; an update has one or more)
 
 
-def learner_act(learner: Learner, learner_state, obs, key, deterministic: bool):
-    """`learner`'s action for one observation `[o]` or a batch `[B, o]` (already normalised)."""
-    if deterministic:
-        return learner.greedy(learner_state, obs)
-    if obs.ndim == 1:
-        return learner.explore(learner_state, obs[None], key)[0]
-    return learner.explore(learner_state, obs, key)
-
-
-def gradient_steps(learner: Learner, learner_state, sample: Callable, keys: jax.Array, hp):
-    """One gradient step of `learner` per key of `keys` `[n]`, each on the batch `sample(key)`:
-    `(learner_state, metrics)` with metrics stacked `[n]`. Each step splits its key into the
-    sampling and the learning key.
-
-    The online and offline loops both learn through this, in a `lax.scan`; for a learner with a
-    cycle (`period > 1`; `n` must then be a multiple of it) the scan runs over cycles, each
-    unrolled so that every step gets its static `phase`.
-    """
-    period = learner.period
-
-    def one(state, key, phase):
-        key_sample, key_learn = jax.random.split(key)
-        batch = sample(key_sample)
-        if period == 1:
-            return learner.learn(state, batch, key_learn, hp)
-        return learner.learn(state, batch, key_learn, hp, phase=phase)
-
-    if period == 1:
-        return jax.lax.scan(lambda state, key: one(state, key, 0), learner_state, keys)
-    num_steps = keys.shape[0]
-    if num_steps % period:
-        raise ValueError(f"{num_steps} gradient steps are not whole cycles of {period}")
-
-    def cycle(state, cycle_keys):
-        metrics = []
-        for phase in range(period):
-            state, step_metrics = one(state, cycle_keys[phase], phase)
-            metrics.append(step_metrics)
-        return state, jax.tree.map(lambda *x: jnp.stack(x), *metrics)
-
-    cycles = keys.reshape(num_steps // period, period, *keys.shape[1:])  # raw keys: [n, 2]
-    learner_state, metrics = jax.lax.scan(cycle, learner_state, cycles)
-    return learner_state, jax.tree.map(lambda x: x.reshape(num_steps, *x.shape[2:]), metrics)
-
-
-def obs_encoder(config: Any, obs_shape: tuple[int, ...]):
-    """The `rlsuite.networks.Encoder` a learner's networks read `obs_shape` observations with
-    (None for vectors), from `config.torso` (configs without one: `"auto"`)."""
-    owner = type(config).__name__
-    torso = resolve_torso(getattr(config, "torso", "auto"), tuple(obs_shape), owner)
-    return encoder(torso, tuple(obs_shape))
-
-
-def adam_init(params):
-    """Adam's state for `params`; the step size is applied by `adam_step`."""
-    return optax.scale_by_adam().init(params)
-
-
-def adam_step(params, grads, opt_state, learning_rate):
-    """One Adam step with a (traced) `learning_rate`: `(params, opt_state)`."""
-    updates, opt_state = optax.scale_by_adam().update(grads, opt_state, params)
-    step = jax.tree.map(lambda u: -learning_rate * u, updates)
-    return optax.apply_updates(params, step), opt_state
-
-
-def action_dim(env: Environment, env_params, algo: str) -> int:
-    """The size of a 1-D bounded Box action space; a `TypeError` for anything else."""
-    space = env.action_space(env_params)
-    if isinstance(space, Box) and len(space.shape) == 1 and space.bounded:
-        return space.shape[0]
-    raise TypeError(
-        f"{algo} handles bounded 1-D Box (continuous) action spaces; {env.name} has {space!r}"
-    )
+def replay(name: str, config: OffPolicyConfig, item, buffer=None, relabel=None) -> ReplayBuffer:
+    """`make_agent`'s replay buffer: `buffer` once checked to be buffer-shaped (a `TypeError`
+    otherwise, as for a `relabel` that is not a function), or the uniform one of
+    `config.buffer_size`. Its state for `item`s must fit in the device's memory (`MemoryError`)."""
+    if buffer is None:
+        buffer = replay_buffer(config.buffer_size)
+        what, hint = f"a replay buffer of {config.buffer_size:,} transitions", "lower buffer_size"
+    else:
+        missing = [f for f in ReplayBuffer._fields if not callable(getattr(buffer, f, None))]
+        if missing:
+            raise TypeError(
+                f"{name}: buffer must be a replay buffer, a tuple of pure functions "
+                f"{', '.join(ReplayBuffer._fields)} (rlsuite.buffers.ReplayBuffer, e.g. "
+                f"rlsuite.buffers.replay_buffer(capacity)); got {type(buffer).__name__} "
+                f"without {', '.join(missing)}"
+            )
+        what, hint = "the replay buffer passed in", "pass a smaller buffer"
+    if relabel is not None and not callable(relabel):
+        raise TypeError(
+            f"{name}: relabel must be a function (key, batch) -> batch or None, "
+            f"got {type(relabel).__name__}"
+        )
+    need = memory.tree_bytes(jax.eval_shape(buffer.init, item))
+    memory.check_fits(need, f"{name}: {what}", hint=hint)
+    return buffer
 
 
 def make_agent(
@@ -253,15 +189,35 @@ def make_agent(
     learner: Learner,
     default_hparams,
     check_hparams: Callable,
+    buffer: ReplayBuffer | None = None,
+    relabel: Callable | None = None,
 ) -> Agent:
-    """Bind `learner` to `env` as an `Agent` running the shared off-policy loop above."""
+    """Bind `learner` to `env` as an `Agent` running the shared off-policy loop above.
+
+    `buffer` (default: `rlsuite.buffers.replay_buffer(config.buffer_size)`; a buffer passed in
+    brings its own capacity) is any tuple of pure functions shaped like
+    `rlsuite.buffers.ReplayBuffer`, over a state pytree that lives in `OffPolicyState.buffer`:
+    - `init(item) -> state`, with the example item `{"obs" [o], "action" [a], "reward" [],
+      "discount" [], "next_obs" [o], "terminated" [] bool, "truncated" [] bool}` (n-step reward
+      and discount, raw observations and rewards: see above);
+    - `add(state, items, valid) -> state`, once per env step with that step's items, every leaf
+      `[num_envs, ...]` in env order, and `valid` `[num_envs]` bool (False while the n-step
+      window of the first `n_step - 1` steps fills: those items are not real);
+    - `sample(state, key, batch_size) -> batch`, every leaf `[batch_size, ...]`, holding at least
+      the keys the learner reads (`obs`, `action`, `reward`, `discount`, `next_obs`);
+    - `can_sample(state, batch_size) -> bool []`, whether learning may start.
+    A `size` field of the state, if it has one, is logged as `charts/buffer_size`.
+
+    `relabel(key, batch) -> batch`, if given, rewrites every sampled batch (raw observations and
+    rewards, e.g. new goals and the rewards they give) before the reward scale, the observation
+    normalisation and the learner; it gets its own key, split from the sampling key.
+    """
     act_dim = action_dim(env, env_params, name)
     env = EpisodeStatistics(RescaleAction(env))
     obs_space = env.observation_space(env_params)
     if isinstance(obs_space, Discrete):
         raise TypeError(f"{name} needs Box observations (vectors or images); got {obs_space!r}")
     obs_shape = tuple(obs_space.shape)
-    buffer = replay_buffer(config.buffer_size)
     item = {
         "obs": jnp.zeros(obs_shape),
         "action": jnp.zeros((act_dim,)),
@@ -271,12 +227,7 @@ def make_agent(
         "terminated": jnp.zeros((), bool),
         "truncated": jnp.zeros((), bool),
     }
-    need = memory.tree_bytes(jax.eval_shape(buffer.init, item))
-    memory.check_fits(
-        need,
-        f"{name}: a replay buffer of {config.buffer_size:,} transitions",
-        hint="lower buffer_size",
-    )
+    buffer = replay(name, config, item, buffer, relabel)
     window = config.n_step - 1
     num_envs = config.num_envs
     if learner.period != config.learn_period:
@@ -369,7 +320,12 @@ def make_agent(
 
     def learn(learner_state, buffer_state, obs_stats, key, hp):
         def sample(key):
-            batch = dict(buffer.sample(buffer_state, key, config.batch_size))
+            if relabel is None:
+                batch = dict(buffer.sample(buffer_state, key, config.batch_size))
+            else:
+                key, key_relabel = jax.random.split(key)
+                batch = buffer.sample(buffer_state, key, config.batch_size)
+                batch = dict(relabel(key_relabel, batch))
             batch["reward"] = batch["reward"] * hp.reward_scale
             batch["obs"] = normalize(obs_stats, batch["obs"])
             batch["next_obs"] = normalize(obs_stats, batch["next_obs"])
@@ -402,7 +358,8 @@ def make_agent(
         state = state.replace(learner=learner_state, key=key)
         metrics = {f"losses/{k}": jnp.nanmean(v) for k, v in losses.items()}
         metrics.update(episode_metrics(info))
-        metrics["charts/buffer_size"] = state.buffer.size
+        if hasattr(state.buffer, "size"):
+            metrics["charts/buffer_size"] = state.buffer.size
         return state, metrics
 
     def act(state: OffPolicyState, obs, key, deterministic: bool = False):

@@ -29,15 +29,9 @@ from flax import struct
 
 from rlsuite import losses
 from rlsuite.agent import Agent, check_config
-from rlsuite.agents.off_policy import (
-    Learner,
-    OffPolicyConfig,
-    action_dim,
-    adam_init,
-    adam_step,
-    make_agent,
-    obs_encoder,
-)
+from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, obs_encoder
+from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
+from rlsuite.buffers import ReplayBuffer
 from rlsuite.environment import Environment, positive, require
 from rlsuite.networks import DeterministicActor, QEnsemble
 
@@ -116,16 +110,24 @@ def make(
     env: Environment,
     env_params=None,
     critic_target: Callable = losses.td_target,
+    *,
+    buffer: ReplayBuffer | None = None,
+    relabel: Callable | None = None,
 ) -> Agent:
     """Bind TD3 to `env` (a bounded 1-D Box action space). `critic_target(reward, discount,
-    next_q [2, B]) -> y [B]` may be replaced by a research variant."""
+    next_q [2, B]) -> y [B]` may be replaced by a research variant; so may the replay `buffer`
+    (default: uniform, `config.buffer_size` items) and a `relabel(key, batch) -> batch` of
+    every sampled batch (`rlsuite.agents.off_policy.make_agent` says what they receive and
+    return)."""
     if not isinstance(config, TD3Config):
         raise TypeError(f"td3.make needs a TD3Config, got {type(config).__name__}")
     env_params = env.check_params(env_params)
     dim = action_dim(env, env_params, "td3")
     obs_shape = env.observation_space(env_params).shape
     algo = learner(config, obs_shape, dim, config.policy_delay, critic_target)
-    return make_agent("td3", config, env, env_params, algo, TD3Hparams(), check_hparams)
+    return make_agent(
+        "td3", config, env, env_params, algo, TD3Hparams(), check_hparams, buffer, relabel
+    )
 
 
 def learner(

@@ -18,7 +18,7 @@ from flax import struct
 from rlsuite import losses
 from rlsuite.agent import Agent, check_config
 from rlsuite.agents import td3
-from rlsuite.agents.off_policy import action_dim
+from rlsuite.agents.learner import action_dim
 from rlsuite.agents.offline import OfflineConfig, make_agent
 from rlsuite.environment import Environment, require
 

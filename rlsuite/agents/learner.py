@@ -1,0 +1,115 @@
+"""What an off-policy algorithm is, apart from any loop: a `Learner` (its networks and learning
+rule as pure functions), and the helpers every learner and loop shares: acting, a scan of gradient
+steps, the observation encoder, Adam with a traced step size, the action-space check.
+
+The online loop (`rlsuite.agents.off_policy`) and the offline one (`rlsuite.agents.offline`) both
+drive a `Learner` through `gradient_steps`; SAC, TD3, CQL, IQL, BC and TD3+BC are `Learner`s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from rlsuite.environment import Environment
+from rlsuite.networks import encoder, resolve_torso
+from rlsuite.spaces import Box
+
+
+class Learner(NamedTuple):
+    """An off-policy algorithm's networks and learning rule, as pure functions.
+
+    init: `(key, hparams) -> learner state`.
+    explore: `(learner, obs [E, o], key) -> action [E, a]` in `[-1, 1]`, the behaviour policy.
+    greedy: `(learner, obs [..., o]) -> action`, the deterministic policy for evaluation.
+    learn: `(learner, batch, key, hparams) -> (learner, metrics)`, one gradient step on a batch
+      `{"obs", "action", "reward", "discount", "next_obs"}` (observations already normalised).
+      With `period > 1` it also takes the keyword `phase`, the step's position in the cycle,
+      `0 .. period - 1`, a static Python int.
+    period: gradient steps in the learner's fixed cycle (1: none).
+    """
+
+    init: Callable[[jax.Array, Any], Any]
+    explore: Callable[[Any, jax.Array, jax.Array], jax.Array]
+    greedy: Callable[[Any, jax.Array], jax.Array]
+    learn: Callable[..., tuple[Any, dict]]
+    period: int = 1
+
+
+def learner_act(learner: Learner, learner_state, obs, key, deterministic: bool):
+    """`learner`'s action for one observation `[o]` or a batch `[B, o]` (already normalised)."""
+    if deterministic:
+        return learner.greedy(learner_state, obs)
+    if obs.ndim == 1:
+        return learner.explore(learner_state, obs[None], key)[0]
+    return learner.explore(learner_state, obs, key)
+
+
+def gradient_steps(learner: Learner, learner_state, sample: Callable, keys: jax.Array, hp):
+    """One gradient step of `learner` per key of `keys` `[n]`, each on the batch `sample(key)`:
+    `(learner_state, metrics)` with metrics stacked `[n]`. Each step splits its key into the
+    sampling and the learning key.
+
+    The online and offline loops both learn through this, in a `lax.scan`; for a learner with a
+    cycle (`period > 1`; `n` must then be a multiple of it) the scan runs over cycles, each
+    unrolled so that every step gets its static `phase`.
+    """
+    period = learner.period
+
+    def one(state, key, phase):
+        key_sample, key_learn = jax.random.split(key)
+        batch = sample(key_sample)
+        if period == 1:
+            return learner.learn(state, batch, key_learn, hp)
+        return learner.learn(state, batch, key_learn, hp, phase=phase)
+
+    if period == 1:
+        return jax.lax.scan(lambda state, key: one(state, key, 0), learner_state, keys)
+    num_steps = keys.shape[0]
+    if num_steps % period:
+        raise ValueError(f"{num_steps} gradient steps are not whole cycles of {period}")
+
+    def cycle(state, cycle_keys):
+        metrics = []
+        for phase in range(period):
+            state, step_metrics = one(state, cycle_keys[phase], phase)
+            metrics.append(step_metrics)
+        return state, jax.tree.map(lambda *x: jnp.stack(x), *metrics)
+
+    cycles = keys.reshape(num_steps // period, period, *keys.shape[1:])  # raw keys: [n, 2]
+    learner_state, metrics = jax.lax.scan(cycle, learner_state, cycles)
+    return learner_state, jax.tree.map(lambda x: x.reshape(num_steps, *x.shape[2:]), metrics)
+
+
+def obs_encoder(config: Any, obs_shape: tuple[int, ...]):
+    """The `rlsuite.networks.Encoder` a learner's networks read `obs_shape` observations with
+    (None for vectors), from `config.torso` (configs without one: `"auto"`)."""
+    owner = type(config).__name__
+    torso = resolve_torso(getattr(config, "torso", "auto"), tuple(obs_shape), owner)
+    return encoder(torso, tuple(obs_shape))
+
+
+def adam_init(params):
+    """Adam's state for `params`; the step size is applied by `adam_step`."""
+    return optax.scale_by_adam().init(params)
+
+
+def adam_step(params, grads, opt_state, learning_rate):
+    """One Adam step with a (traced) `learning_rate`: `(params, opt_state)`."""
+    updates, opt_state = optax.scale_by_adam().update(grads, opt_state, params)
+    step = jax.tree.map(lambda u: -learning_rate * u, updates)
+    return optax.apply_updates(params, step), opt_state
+
+
+def action_dim(env: Environment, env_params, algo: str) -> int:
+    """The size of a 1-D bounded Box action space; a `TypeError` for anything else."""
+    space = env.action_space(env_params)
+    if isinstance(space, Box) and len(space.shape) == 1 and space.bounded:
+        return space.shape[0]
+    raise TypeError(
+        f"{algo} handles bounded 1-D Box (continuous) action spaces; {env.name} has {space!r}"
+    )
