@@ -1,11 +1,11 @@
 """The loop the offline agents (BC, TD3+BC, CQL, IQL) share: minibatches sampled on the device
 from a fixed dataset, a number of gradient steps per update, evaluation in the environment.
 
-An algorithm is an off-policy `Learner` (`rlsuite.agents.off_policy.Learner`: `init`, `explore`,
+An algorithm is an off-policy `Learner` (`rlsuite.agents.learner.Learner`: `init`, `explore`,
 `greedy`, `learn` over batches `{"obs", "action", "reward", "discount", "next_obs"}`);
 `make_agent` binds one to an environment (used for evaluation only) and returns an `Agent` whose
-`init` and `update` take the dataset as a third argument, which `rlsuite.driver` passes
-(`data=`), shared by every run and never copied into a checkpoint:
+`init` and `update` take the dataset as `data` (declared in its `extra_args`), which
+`rlsuite.driver` passes, shared by every run and never copied into a checkpoint:
 
     agent = iql.make(IQLConfig(), env, env_params)
     state, metrics = driver.train(agent, key, hparams, num_updates, data=dataset)
@@ -113,7 +113,7 @@ def make_agent(
             return standardize(obs_stats, obs)
         return obs
 
-    def init(key, hp, *, data: Dataset) -> OfflineState:
+    def init(key, hp, data: Dataset) -> OfflineState:
         key, key_learner = jax.random.split(key)
         stats = running_stats.init(obs_shape)
         if config.normalize_observations:
@@ -139,7 +139,7 @@ def make_agent(
             batch["discount"] = hp.gamma * (1.0 - raw["terminals"].astype(jnp.float32))
         return batch
 
-    def update(state: OfflineState, hp, *, data: Dataset):
+    def update(state: OfflineState, hp, data: Dataset):
         def sample(key):
             return batch_from(data, state.obs_stats, key, hp)
 

@@ -447,31 +447,46 @@ def act(setup: PPOSetup, state: PPOState, obs, key, deterministic: bool = False)
     return dist.sample(seed=key)
 
 
+def prepare(
+    config: PPOConfig,
+    env: Environment,
+    env_params=None,
+    policy_loss: Callable = losses.ppo_policy_loss,
+    minibatches: Callable = shuffled_steps,
+    network: Any = None,
+) -> PPOSetup:
+    """The `PPOSetup` of PPO on `env`: the environment wrapped as PPO steps it and the network
+    (default `actor_critic`); `make` binds the steps to it."""
+    if not isinstance(config, PPOConfig):
+        raise TypeError(f"ppo.make needs a PPOConfig, got {type(config).__name__}")
+    env_params = env.check_params(env_params)
+    space = env.action_space(env_params)
+    if network is None:
+        network = actor_critic(config, space, env.name, env.observation_space(env_params))
+    if isinstance(space, Box):
+        env = RescaleAction(env) if config.distribution == "tanh_gaussian" else ClipAction(env)
+    env = EpisodeStatistics(env)
+    return PPOSetup(config, network, env, env_params, policy_loss, minibatches)
+
+
 def make(
     config: PPOConfig,
     env: Environment,
     env_params=None,
     policy_loss: Callable = losses.ppo_policy_loss,
     minibatches: Callable = shuffled_steps,
+    network: Any = None,
 ) -> Agent:
     """Bind PPO to `env`. A research variant passes its own step: `policy_loss(log_prob,
-    old_log_prob, advantages, clip_eps) -> (loss, metrics)`, or `minibatches(key, batch,
-    num_minibatches)` (`shuffled_steps`)."""
-    if not isinstance(config, PPOConfig):
-        raise TypeError(f"ppo.make needs a PPOConfig, got {type(config).__name__}")
-    env_params = env.check_params(env_params)
-    space = env.action_space(env_params)
-    obs_space = env.observation_space(env_params)
-    network = actor_critic(config, space, env.name, obs_space)
-    if isinstance(space, Box):
-        env = RescaleAction(env) if config.distribution == "tanh_gaussian" else ClipAction(env)
-    env = EpisodeStatistics(env)
-    setup = PPOSetup(config, network, env, env_params, policy_loss, minibatches)
+    old_log_prob, advantages, clip_eps) -> (loss, metrics)`, `minibatches(key, batch,
+    num_minibatches)` (`shuffled_steps`), or a `network` with `init` and `apply(params, obs) ->
+    (distribution, value)` (`actor_critic`)."""
+    setup = prepare(config, env, env_params, policy_loss, minibatches, network)
     return Agent(
         name="ppo",
         config=config,
-        env=env,
-        env_params=env_params,
+        env=setup.env,
+        env_params=setup.env_params,
         default_hparams=PPOHparams(),
         init=functools.partial(init, setup),
         update=functools.partial(update, setup),
