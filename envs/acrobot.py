@@ -16,8 +16,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from rlsuite.environment import Environment, positive, require
+from rlsuite.environment import Environment
 from rlsuite.spaces import Box, Discrete
+from rlsuite.validators import check_field, check_positive
 
 
 @struct.dataclass
@@ -88,7 +89,7 @@ class Acrobot(Environment):
         return Discrete(3)
 
     def validate_params(self, params: AcrobotParams) -> None:
-        positive(
+        check_positive(
             params,
             "dt",
             "link_length_1",
@@ -100,9 +101,9 @@ class Acrobot(Environment):
             "max_vel_1",
             "max_vel_2",
             "gravity",
-            env=self.name,
+            owner=self.name,
         )
-        require(params, "torque_noise_max", lambda v: v >= 0, "a value >= 0", self.name)
+        check_field(params, "torque_noise_max", lambda v: v >= 0, "a value >= 0", self.name)
 
 
 def _dsdt(s: jax.Array, torque: jax.Array, p: AcrobotParams) -> jax.Array:

@@ -14,8 +14,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from rlsuite.environment import Environment, param_fields, positive
+from rlsuite.environment import Environment, param_fields
 from rlsuite.spaces import Box, Discrete
+from rlsuite.validators import check_positive
 
 
 @struct.dataclass
@@ -86,4 +87,4 @@ class CartPole(Environment):
         return Discrete(2)
 
     def validate_params(self, params: CartPoleParams) -> None:
-        positive(params, *param_fields(params), env=self.name)
+        check_positive(params, *param_fields(params), owner=self.name)

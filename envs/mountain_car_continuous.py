@@ -17,8 +17,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from rlsuite.environment import Environment, positive
+from rlsuite.environment import Environment
 from rlsuite.spaces import Box
+from rlsuite.validators import check_positive
 
 
 @struct.dataclass
@@ -79,4 +80,4 @@ class MountainCarContinuous(Environment):
         return Box(self.MIN_ACTION, self.MAX_ACTION, (1,))
 
     def validate_params(self, params: MountainCarContinuousParams) -> None:
-        positive(params, "max_speed", "power", "gravity", env=self.name)
+        check_positive(params, "max_speed", "power", "gravity", owner=self.name)

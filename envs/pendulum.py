@@ -17,8 +17,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from rlsuite.environment import Environment, param_fields, positive
+from rlsuite.environment import Environment, param_fields
 from rlsuite.spaces import Box
+from rlsuite.validators import check_positive
 
 
 @struct.dataclass
@@ -75,7 +76,7 @@ class Pendulum(Environment):
         return Box(-self.MAX_TORQUE, self.MAX_TORQUE, (1,))
 
     def validate_params(self, params: PendulumParams) -> None:
-        positive(params, *param_fields(params), env=self.name)
+        check_positive(params, *param_fields(params), owner=self.name)
 
 
 def _angle_normalize(x: jax.Array) -> jax.Array:

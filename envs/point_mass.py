@@ -21,8 +21,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from rlsuite.environment import Environment, positive, require
+from rlsuite.environment import Environment
 from rlsuite.spaces import Box
+from rlsuite.validators import check_field, check_positive
 
 
 @struct.dataclass
@@ -54,18 +55,22 @@ class PointMass(Environment):
         return PointMassParams()
 
     def validate_params(self, params: PointMassParams) -> None:
-        positive(params, "dt", "max_accel", "max_speed", "arena_size", "goal_radius", env=self.name)
-        require(params, "damping", lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", self.name)
-        require(params, "start_range", lambda v: v >= 0, "a value >= 0", self.name)
-        require(params, "distance_cost", lambda v: v >= 0, "a value >= 0", self.name)
+        check_positive(
+            params, "dt", "max_accel", "max_speed", "arena_size", "goal_radius", owner=self.name
+        )
+        check_field(
+            params, "damping", lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", self.name
+        )
+        check_field(params, "start_range", lambda v: v >= 0, "a value >= 0", self.name)
+        check_field(params, "distance_cost", lambda v: v >= 0, "a value >= 0", self.name)
         for field in ("goal_low", "goal_high"):
-            require(
+            check_field(
                 params, field, lambda v: v.shape[-1:] == (2,), "an array of shape (2,)", self.name
             )
         if not isinstance(params.goal_low, jax.core.Tracer):  # (require skips a traced goal_high)
             # NumPy on both sides: inside a trace a jnp comparison of constants is traced too.
             low = np.asarray(params.goal_low)
-            require(params, "goal_high", lambda v: v >= low, ">= goal_low", self.name)
+            check_field(params, "goal_high", lambda v: v >= low, ">= goal_low", self.name)
 
     def reset_env(self, key: jax.Array, params: PointMassParams):
         key_start, key_goal = jax.random.split(key)

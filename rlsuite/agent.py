@@ -19,7 +19,6 @@ calls any agent, with or without them.
 from __future__ import annotations
 
 import dataclasses
-import numbers
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -102,33 +101,6 @@ def extra_args(agent: Agent, **given: Any) -> dict[str, Any]:
             f"{agent.extra_args or 'none'}"
         )
     return {name: given[name] for name in agent.extra_args}
-
-
-def check_config(config: Any, positive_ints: tuple[str, ...]) -> None:
-    """Raise a `ValueError` naming the field when a config's integer field is not >= 1."""
-    for name in positive_ints:
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(
-                f"{type(config).__name__}.{name} must be an integer >= 1, got {value!r}"
-            )
-
-
-def check_hidden_sizes(config: Any, field: str = "hidden_sizes") -> None:
-    """Raise a `ValueError` unless `config.<field>` is a non-empty sequence of integers >= 1;
-    store it as a tuple (a list would leave the frozen config unhashable, and `jax.jit` takes
-    the agent, config included, as a static argument)."""
-    sizes = getattr(config, field)
-    valid = isinstance(sizes, (tuple, list)) and len(sizes) > 0
-    valid = valid and all(
-        isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1 for h in sizes
-    )
-    if not valid:
-        raise ValueError(
-            f"{type(config).__name__}.{field} must be a non-empty sequence of integers >= 1, "
-            f"got {sizes!r}"
-        )
-    object.__setattr__(config, field, tuple(int(h) for h in sizes))
 
 
 def config_dict(config: Any) -> dict:

@@ -188,42 +188,6 @@ def select(pred: jax.Array, on_true: Any, on_false: Any) -> Any:
     return jax.tree.map(lambda a, b: jnp.where(pred, a, b), on_true, on_false)
 
 
-def require(
-    params: Any,
-    field: str,
-    check: Callable[[np.ndarray], np.ndarray],
-    allowed: str,
-    env: str = "",
-    kind: str = "params",
-) -> None:
-    """Raise a `ValueError` naming `field` and `allowed` when a concrete value fails `check`.
-
-    `env` names the owner in the message and `kind` the pytree (`params`, `hparams`, ...).
-
-    Traced values (inside `jit` or `vmap`) cannot be inspected and are skipped; validate a batch of
-    params before mapping over it by calling `env.check_params(batch)` outside the transformation.
-    """
-    value = getattr(params, field)
-    if isinstance(value, jax.core.Tracer):
-        return
-    where = f"{env}: " if env else ""
-    # A string, None or a bool is not a number; a list is a pytree node, not a leaf.
-    array = None if isinstance(value, list | tuple) else np.asarray(value)
-    if array is None or array.dtype.kind not in "iuf":
-        raise ValueError(
-            f"{where}invalid {kind}.{field}={value!r}; allowed: a number or an array of numbers, "
-            f"{allowed}"
-        )
-    if not np.all(check(array)):
-        raise ValueError(f"{where}invalid {kind}.{field}={array.tolist()!r}; allowed: {allowed}")
-
-
-def positive(params: Any, *fields: str, env: str = "", kind: str = "params") -> None:
-    """`require` every named field to be > 0."""
-    for field in fields:
-        require(params, field, lambda v: v > 0, "a value > 0", env, kind)
-
-
 def param_fields(params: Any) -> list[str]:
     """Names of the fields of a params dataclass."""
     return [f.name for f in dataclasses.fields(params)]

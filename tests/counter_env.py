@@ -9,8 +9,9 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from rlsuite.environment import Environment, require
+from rlsuite.environment import Environment
 from rlsuite.spaces import Box
+from rlsuite.validators import check_field
 
 
 @struct.dataclass
@@ -33,7 +34,7 @@ class Counter(Environment):
         return CounterParams()
 
     def validate_params(self, params):
-        require(params, "terminate_at", lambda v: v >= 0, "an integer >= 0", self.name)
+        check_field(params, "terminate_at", lambda v: v >= 0, "an integer >= 0", self.name)
 
     def reset_env(self, key, params):
         start = jax.random.randint(key, (), 0, 1000) if self.random_start else jnp.zeros((), int)

@@ -21,8 +21,9 @@ from rlsuite import losses
 from rlsuite.agent import Agent
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
 from rlsuite.agents.offline import OfflineConfig, make_agent
-from rlsuite.environment import Environment, positive
+from rlsuite.environment import Environment
 from rlsuite.networks import DeterministicActor
+from rlsuite.validators import check_positive
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,7 +49,7 @@ def check_hparams(hp: BCHparams) -> None:
     """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
     if not isinstance(hp, BCHparams):
         raise TypeError(f"bc: hparams must be a BCHparams, got {type(hp).__name__}")
-    positive(hp, "learning_rate", env="bc", kind="hparams")
+    check_positive(hp, "learning_rate", owner="bc", kind="hparams")
 
 
 def make(config: BCConfig, env: Environment, env_params=None) -> Agent:
@@ -82,3 +83,22 @@ def make(config: BCConfig, env: Environment, env_params=None) -> Agent:
 
     learner = Learner(init=init, explore=explore, greedy=greedy, learn=learn)
     return make_agent("bc", config, env, env_params, learner, BCHparams(), check_hparams)
+
+
+def _algorithm():
+    """This family's record in the algorithm registry (`rlsuite train bc`)."""
+    from rlsuite.agents import registry
+
+    return registry.register(
+        registry.Algorithm(
+            name="bc",
+            make=make,
+            config_cls=BCConfig,
+            hparams_cls=BCHparams,
+            offline=True,
+            default_env="pendulum",
+        )
+    )
+
+
+ALGORITHM = _algorithm()

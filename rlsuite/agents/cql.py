@@ -54,11 +54,12 @@ import optax
 from flax import struct
 
 from rlsuite import losses
-from rlsuite.agent import Agent, check_config
+from rlsuite.agent import Agent
 from rlsuite.agents import sac
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
 from rlsuite.agents.offline import OfflineConfig, make_agent
-from rlsuite.environment import Environment, positive, require
+from rlsuite.environment import Environment
+from rlsuite.validators import check_field, check_positive, check_positive_ints
 
 MAX_ALPHA_PRIME = 1e6
 
@@ -78,7 +79,7 @@ class CQLConfig(OfflineConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        check_config(self, ("num_critics", "num_sampled_actions"))
+        check_positive_ints(self, ("num_critics", "num_sampled_actions"))
 
 
 @struct.dataclass
@@ -107,14 +108,14 @@ def check_hparams(hp: CQLHparams, lagrange: bool = False) -> None:
     if not isinstance(hp, CQLHparams):
         raise TypeError(f"cql: hparams must be a CQLHparams, got {type(hp).__name__}")
     rates = ("actor_lr", "critic_lr", "alpha_lr", "alpha", "alpha_prime_lr")
-    positive(hp, *rates, env="cql", kind="hparams")
+    check_positive(hp, *rates, owner="cql", kind="hparams")
     for field in ("gamma", "tau"):
-        require(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "cql", "hparams")
+        check_field(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "cql", "hparams")
     for field in ("target_entropy_scale", "target_action_gap"):
-        require(hp, field, lambda v: v == v, "a number", "cql", "hparams")
+        check_field(hp, field, lambda v: v == v, "a number", "cql", "hparams")
     if lagrange:  # alpha' starts at alpha_cql
-        positive(hp, "alpha_cql", env="cql", kind="hparams")
-    require(hp, "alpha_cql", lambda v: v >= 0, "a value >= 0", "cql", "hparams")
+        check_positive(hp, "alpha_cql", owner="cql", kind="hparams")
+    check_field(hp, "alpha_cql", lambda v: v >= 0, "a value >= 0", "cql", "hparams")
 
 
 def make(
@@ -185,3 +186,22 @@ def make(
     learner = Learner(init=init, explore=explore, greedy=greedy, learn=learn)
     check = functools.partial(check_hparams, lagrange=config.lagrange)
     return make_agent("cql", config, env, env_params, learner, CQLHparams(), check)
+
+
+def _algorithm():
+    """This family's record in the algorithm registry (`rlsuite train cql`)."""
+    from rlsuite.agents import registry
+
+    return registry.register(
+        registry.Algorithm(
+            name="cql",
+            make=make,
+            config_cls=CQLConfig,
+            hparams_cls=CQLHparams,
+            offline=True,
+            default_env="pendulum",
+        )
+    )
+
+
+ALGORITHM = _algorithm()

@@ -41,8 +41,9 @@ from rlsuite import losses
 from rlsuite.agent import Agent
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
 from rlsuite.agents.offline import OfflineConfig, make_agent
-from rlsuite.environment import Environment, positive, require
+from rlsuite.environment import Environment
 from rlsuite.networks import MLP, QEnsemble
+from rlsuite.validators import check_field, check_positive
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,11 +112,13 @@ def check_hparams(hp: IQLHparams) -> None:
     """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
     if not isinstance(hp, IQLHparams):
         raise TypeError(f"iql: hparams must be an IQLHparams, got {type(hp).__name__}")
-    positive(hp, "actor_lr", "critic_lr", "value_lr", "max_weight", env="iql", kind="hparams")
+    check_positive(
+        hp, "actor_lr", "critic_lr", "value_lr", "max_weight", owner="iql", kind="hparams"
+    )
     for field in ("gamma", "tau"):
-        require(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "iql", "hparams")
-    require(hp, "expectile", lambda v: (v > 0) & (v < 1), "a value in (0, 1)", "iql", "hparams")
-    require(hp, "beta", lambda v: v >= 0, "a value >= 0", "iql", "hparams")
+        check_field(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "iql", "hparams")
+    check_field(hp, "expectile", lambda v: (v > 0) & (v < 1), "a value in (0, 1)", "iql", "hparams")
+    check_field(hp, "beta", lambda v: v >= 0, "a value >= 0", "iql", "hparams")
 
 
 def make(config: IQLConfig, env: Environment, env_params=None) -> Agent:
@@ -209,3 +212,22 @@ def make(config: IQLConfig, env: Environment, env_params=None) -> Agent:
 
     learner = Learner(init=init, explore=explore, greedy=greedy, learn=learn)
     return make_agent("iql", config, env, env_params, learner, IQLHparams(), check_hparams)
+
+
+def _algorithm():
+    """This family's record in the algorithm registry (`rlsuite train iql`)."""
+    from rlsuite.agents import registry
+
+    return registry.register(
+        registry.Algorithm(
+            name="iql",
+            make=make,
+            config_cls=IQLConfig,
+            hparams_cls=IQLHparams,
+            offline=True,
+            default_env="pendulum",
+        )
+    )
+
+
+ALGORITHM = _algorithm()

@@ -59,7 +59,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from rlsuite import batching, memory, running_stats
-from rlsuite.agent import Agent, check_config, check_hidden_sizes
+from rlsuite.agent import Agent
 from rlsuite.agents.learner import Learner, action_dim, gradient_steps, learner_act
 from rlsuite.buffers import ReplayBuffer, replay_buffer
 from rlsuite.environment import Environment
@@ -67,6 +67,7 @@ from rlsuite.networks import TORSOS, activation_fn
 from rlsuite.returns import n_step_transitions
 from rlsuite.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.spaces import Discrete
+from rlsuite.validators import check_hidden_sizes, check_positive_ints
 from rlsuite.wrappers import EpisodeStatistics, RescaleAction, episode_metrics
 
 
@@ -109,10 +110,12 @@ class OffPolicyConfig:
         name = type(self).__name__
         if self.torso not in TORSOS:
             raise ValueError(f"{name}.torso={self.torso!r} is not one of: {', '.join(TORSOS)}")
-        check_config(self, ("num_envs", "buffer_size", "batch_size", "gradient_steps", "n_step"))
-        check_config(self, ("total_timesteps",))
+        check_positive_ints(
+            self, ("num_envs", "buffer_size", "batch_size", "gradient_steps", "n_step")
+        )
+        check_positive_ints(self, ("total_timesteps",))
         if self.reset_slots is not None:
-            check_config(self, ("reset_slots",))
+            check_positive_ints(self, ("reset_slots",))
         if isinstance(self.learning_starts, bool) or not isinstance(self.learning_starts, int):
             raise ValueError(f"{name}.learning_starts must be an integer >= 0")
         if self.learning_starts < 0:

@@ -34,11 +34,12 @@ import jax.numpy as jnp
 from flax import struct
 
 from rlsuite import running_stats
-from rlsuite.agent import Agent, check_config, check_hidden_sizes
+from rlsuite.agent import Agent
 from rlsuite.agents.learner import Learner, action_dim, gradient_steps, learner_act
 from rlsuite.datasets import Dataset, sample
 from rlsuite.environment import Environment
 from rlsuite.networks import activation_fn
+from rlsuite.validators import check_hidden_sizes, check_positive_ints
 from rlsuite.wrappers import RescaleAction
 
 STD_FLOOR = 1e-3  # the smallest divisor of the observation normalisation (TD3+BC: std + 1e-3)
@@ -67,7 +68,7 @@ class OfflineConfig:
     """standardise observations with the dataset's mean and standard deviation"""
 
     def __post_init__(self):
-        check_config(self, ("num_updates", "gradient_steps", "batch_size"))
+        check_positive_ints(self, ("num_updates", "gradient_steps", "batch_size"))
         check_hidden_sizes(self)
         activation_fn(self.activation)
 

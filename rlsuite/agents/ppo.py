@@ -44,8 +44,8 @@ import optax
 from flax import struct
 
 from rlsuite import losses, running_stats
-from rlsuite.agent import Agent, check_config, check_hidden_sizes
-from rlsuite.environment import Environment, positive, require
+from rlsuite.agent import Agent
+from rlsuite.environment import Environment
 from rlsuite.networks import (
     TORSOS,
     ActorCritic,
@@ -60,6 +60,7 @@ from rlsuite.returns import gae
 from rlsuite.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.spaces import Box, Discrete
 from rlsuite.transition import Transition
+from rlsuite.validators import check_field, check_hidden_sizes, check_positive, check_positive_ints
 from rlsuite.wrappers import ClipAction, EpisodeStatistics, RescaleAction, episode_metrics
 
 DISTRIBUTIONS = ("gaussian", "tanh_gaussian")
@@ -111,10 +112,10 @@ class PPOConfig:
     def __post_init__(self):
         if self.torso not in TORSOS:
             raise ValueError(f"PPOConfig.torso={self.torso!r} is not one of: {', '.join(TORSOS)}")
-        check_config(self, ("num_envs", "num_steps", "num_minibatches", "update_epochs"))
-        check_config(self, ("total_timesteps",))
+        check_positive_ints(self, ("num_envs", "num_steps", "num_minibatches", "update_epochs"))
+        check_positive_ints(self, ("total_timesteps",))
         if self.reset_slots is not None:
-            check_config(self, ("reset_slots",))
+            check_positive_ints(self, ("reset_slots",))
         batch = self.num_envs * self.num_steps
         if batch % self.num_minibatches:
             raise ValueError(
@@ -188,11 +189,11 @@ def check_hparams(hp: PPOHparams) -> None:
         "adam_eps",
         "reward_scale",
     )
-    positive(hp, *fields, env="ppo", kind="hparams")
+    check_positive(hp, *fields, owner="ppo", kind="hparams")
     for field in ("gamma", "gae_lambda"):
-        require(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "ppo", "hparams")
+        check_field(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "ppo", "hparams")
     for field in ("vf_coef", "ent_coef"):
-        require(hp, field, lambda v: v >= 0, "a value >= 0", "ppo", "hparams")
+        check_field(hp, field, lambda v: v >= 0, "a value >= 0", "ppo", "hparams")
 
 
 def _optimizer(hp: PPOHparams) -> optax.GradientTransformation:

@@ -27,12 +27,13 @@ import optax
 from flax import struct
 
 from rlsuite import losses
-from rlsuite.agent import Agent, check_config
+from rlsuite.agent import Agent
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, obs_encoder
 from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
 from rlsuite.buffers import ReplayBuffer
-from rlsuite.environment import Environment, positive, require
+from rlsuite.environment import Environment
 from rlsuite.networks import QEnsemble, SquashedGaussianActor, squashed_mode
+from rlsuite.validators import check_field, check_positive, check_positive_ints
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +47,7 @@ class SACConfig(OffPolicyConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        check_config(self, ("num_critics",))
+        check_positive_ints(self, ("num_critics",))
 
 
 @struct.dataclass
@@ -87,12 +88,19 @@ def check_hparams(hp: SACHparams) -> None:
     """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
     if not isinstance(hp, SACHparams):
         raise TypeError(f"sac: hparams must be a SACHparams, got {type(hp).__name__}")
-    positive(
-        hp, "actor_lr", "critic_lr", "alpha_lr", "alpha", "reward_scale", env="sac", kind="hparams"
+    check_positive(
+        hp,
+        "actor_lr",
+        "critic_lr",
+        "alpha_lr",
+        "alpha",
+        "reward_scale",
+        owner="sac",
+        kind="hparams",
     )
     for field in ("gamma", "tau"):
-        require(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "sac", "hparams")
-    require(hp, "target_entropy_scale", lambda v: v == v, "a number", "sac", "hparams")
+        check_field(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "sac", "hparams")
+    check_field(hp, "target_entropy_scale", lambda v: v == v, "a number", "sac", "hparams")
 
 
 def make(
@@ -231,3 +239,22 @@ def learner(
         return learner, metrics
 
     return Learner(init=init, explore=explore, greedy=greedy, learn=learn)
+
+
+def _algorithm():
+    """This family's record in the algorithm registry (`rlsuite train sac`)."""
+    from rlsuite.agents import registry
+
+    return registry.register(
+        registry.Algorithm(
+            name="sac",
+            make=make,
+            config_cls=SACConfig,
+            hparams_cls=SACHparams,
+            offline=False,
+            default_env="pendulum",
+        )
+    )
+
+
+ALGORITHM = _algorithm()

@@ -28,12 +28,13 @@ import optax
 from flax import struct
 
 from rlsuite import losses
-from rlsuite.agent import Agent, check_config
+from rlsuite.agent import Agent
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, obs_encoder
 from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
 from rlsuite.buffers import ReplayBuffer
-from rlsuite.environment import Environment, positive, require
+from rlsuite.environment import Environment
 from rlsuite.networks import DeterministicActor, QEnsemble
+from rlsuite.validators import check_field, check_positive, check_positive_ints
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +46,7 @@ class TD3Config(OffPolicyConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        check_config(self, ("policy_delay",))
+        check_positive_ints(self, ("policy_delay",))
 
     @property
     def learn_period(self) -> int:
@@ -91,11 +92,11 @@ def check_hparams(hp: TD3Hparams) -> None:
     """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
     if not isinstance(hp, TD3Hparams):
         raise TypeError(f"td3: hparams must be a TD3Hparams, got {type(hp).__name__}")
-    positive(hp, "actor_lr", "critic_lr", "reward_scale", env="td3", kind="hparams")
+    check_positive(hp, "actor_lr", "critic_lr", "reward_scale", owner="td3", kind="hparams")
     for field in ("gamma", "tau"):
-        require(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "td3", "hparams")
+        check_field(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "td3", "hparams")
     for field in ("exploration_noise", "policy_noise", "noise_clip"):
-        require(hp, field, lambda v: v >= 0, "a value >= 0", "td3", "hparams")
+        check_field(hp, field, lambda v: v >= 0, "a value >= 0", "td3", "hparams")
 
 
 def actor_objective(q, action, batch, hp):
@@ -220,3 +221,22 @@ def learner(
         return learner, {"critic_loss": q_loss, "actor_loss": pi_loss, "q_mean": q_mean}
 
     return Learner(init=init, explore=explore, greedy=greedy, learn=learn, period=policy_delay)
+
+
+def _algorithm():
+    """This family's record in the algorithm registry (`rlsuite train td3`)."""
+    from rlsuite.agents import registry
+
+    return registry.register(
+        registry.Algorithm(
+            name="td3",
+            make=make,
+            config_cls=TD3Config,
+            hparams_cls=TD3Hparams,
+            offline=False,
+            default_env="pendulum",
+        )
+    )
+
+
+ALGORITHM = _algorithm()

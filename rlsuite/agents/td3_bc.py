@@ -16,11 +16,12 @@ import dataclasses
 from flax import struct
 
 from rlsuite import losses
-from rlsuite.agent import Agent, check_config
+from rlsuite.agent import Agent
 from rlsuite.agents import td3
 from rlsuite.agents.learner import action_dim
 from rlsuite.agents.offline import OfflineConfig, make_agent
-from rlsuite.environment import Environment, require
+from rlsuite.environment import Environment
+from rlsuite.validators import check_field, check_positive_ints
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,7 +35,7 @@ class TD3BCConfig(OfflineConfig):
 
     def __post_init__(self):
         super().__post_init__()
-        check_config(self, ("policy_delay",))
+        check_positive_ints(self, ("policy_delay",))
 
 
 @struct.dataclass
@@ -50,7 +51,7 @@ def check_hparams(hp: TD3BCHparams) -> None:
     if not isinstance(hp, TD3BCHparams):
         raise TypeError(f"td3_bc: hparams must be a TD3BCHparams, got {type(hp).__name__}")
     td3.check_hparams(hp)
-    require(hp, "alpha", lambda v: v >= 0, "a value >= 0", "td3_bc", "hparams")
+    check_field(hp, "alpha", lambda v: v >= 0, "a value >= 0", "td3_bc", "hparams")
 
 
 def actor_objective(q, action, batch, hp: TD3BCHparams):
@@ -67,3 +68,22 @@ def make(config: TD3BCConfig, env: Environment, env_params=None) -> Agent:
     obs_shape = env.observation_space(env_params).shape
     learner = td3.learner(config, obs_shape, dim, config.policy_delay, actor_loss=actor_objective)
     return make_agent("td3_bc", config, env, env_params, learner, TD3BCHparams(), check_hparams)
+
+
+def _algorithm():
+    """This family's record in the algorithm registry (`rlsuite train td3_bc`)."""
+    from rlsuite.agents import registry
+
+    return registry.register(
+        registry.Algorithm(
+            name="td3_bc",
+            make=make,
+            config_cls=TD3BCConfig,
+            hparams_cls=TD3BCHparams,
+            offline=True,
+            default_env="pendulum",
+        )
+    )
+
+
+ALGORITHM = _algorithm()
