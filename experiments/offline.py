@@ -33,17 +33,11 @@ from rich.table import Table
 
 import envs
 from rlsuite import collect, driver, runner, tuned
-from rlsuite.agents import bc, cql, iql, sac, td3_bc
+from rlsuite.agents import cql, registry, sac
 from rlsuite.cli import run_script
 from rlsuite.dataset_files import save_d4rl
 from rlsuite.datasets import normalized_score
 
-ALGOS = {
-    "bc": (bc.make, bc.BCConfig),
-    "td3_bc": (td3_bc.make, td3_bc.TD3BCConfig),
-    "cql": (cql.make, cql.CQLConfig),
-    "iql": (iql.make, iql.IQLConfig),
-}
 # Defaults otherwise. CQL: a target entropy of 0 instead of SAC's -1, which on Pendulum's narrow
 # datasets keeps the policy from saturating at the wrong end of the action range (cql.py).
 HPARAMS = {"cql": cql.CQLHparams(target_entropy_scale=0.0)}
@@ -58,8 +52,8 @@ class Args:
         default_factory=lambda: ["medium", "medium-replay", "medium-expert", "expert"]
     )
     """dataset qualities (random, medium, expert, medium-replay, medium-expert)"""
-    algos: list[str] = dataclasses.field(default_factory=lambda: list(ALGOS))
-    """offline algorithms to train"""
+    algos: list[str] = dataclasses.field(default_factory=registry.offline)
+    """offline algorithms to train (default: every one in `rlsuite.agents.registry`)"""
     size: int = 20_000
     """transitions per dataset (medium-replay: the whole medium run)"""
     num_updates: int = 100
@@ -93,8 +87,7 @@ def make_env(args: Args, name: str):
 
 
 def offline_config(algo: str, args: Args):
-    _, Config = ALGOS[algo]
-    return Config(
+    return registry.get(algo).config_cls(
         num_updates=args.num_updates,
         gradient_steps=args.gradient_steps,
         hidden_sizes=args.hidden_sizes,
@@ -129,8 +122,9 @@ def check(args: Args) -> None:
         if quality not in collect.QUALITIES:
             raise ValueError(f"unknown quality {quality!r}; allowed: {collect.QUALITIES}")
     for algo in args.algos:
-        if algo not in ALGOS:
-            raise ValueError(f"unknown algorithm {algo!r}; allowed: {', '.join(ALGOS)}")
+        if algo not in registry.offline():
+            allowed = ", ".join(registry.offline())
+            raise ValueError(f"unknown offline algorithm {algo!r}; allowed: {allowed}")
         offline_config(algo, args)
     paths = [] if args.out is None else [args.out]
     if args.save_dir is not None:
@@ -164,7 +158,7 @@ def main(argv: list[str]) -> dict:
     for quality in args.qualities:
         collect.check(behaviour_agent, quality, args.size, args.record_envs)
     hparams = sac.SACHparams(**defaults["hparams"])
-    agents = {a: ALGOS[a][0](offline_config(a, args), env, env_params) for a in args.algos}
+    agents = {a: registry.get(a).make(offline_config(a, args), env, env_params) for a in args.algos}
     key_behaviour, key_data, key_train = jax.random.split(jax.random.key(args.seed), 3)
     report = {
         "partial": True,

@@ -22,7 +22,7 @@ import envs
 from rlsuite import driver, losses, runner
 from rlsuite.agents import ppo
 from rlsuite.cli import run_script
-from rlsuite.tuned import env_from_argv, tuned
+from rlsuite.tuned import default_env, env_from_argv, tuned
 
 
 def clip_free_policy_loss(log_prob, old_log_prob, advantages, clip_eps):
@@ -43,7 +43,7 @@ POLICY_LOSSES = {"ppo-clip": losses.ppo_policy_loss, "clip-free": clip_free_poli
 class Args:
     config: Annotated[ppo.PPOConfig, tyro.conf.OmitArgPrefixes]
     hparams: Annotated[ppo.PPOHparams, tyro.conf.OmitArgPrefixes]
-    env: str = "cartpole"
+    env: str
     """environment name (`envs.names()`)"""
     num_seeds: int = 4
     """independent runs, vmapped"""
@@ -60,7 +60,7 @@ class Args:
 
 
 def main(argv: list[str]) -> dict:
-    env_name = env_from_argv(argv)
+    env_name = env_from_argv(argv, default_env("ppo"))
     defaults = tuned("ppo", env_name)
     default = Args(
         config=ppo.PPOConfig(**defaults["config"]),

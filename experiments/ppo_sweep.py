@@ -30,11 +30,12 @@ from rlsuite import driver, runner
 from rlsuite.agent import Agent
 from rlsuite.agents import ppo
 from rlsuite.cli import run_script
+from rlsuite.tuned import default_env
 
 
 @dataclasses.dataclass
 class Args:
-    env: str = "cartpole"
+    env: str = dataclasses.field(default_factory=lambda: default_env("ppo"))
     """environment name (`envs.names()`), e.g. cartpole, acrobot, pendulum"""
     learning_rates: tuple[float, ...] = (2.5e-4, 1e-3)
     """learning rates of the grid (annealed linearly to 0 over the run)"""

@@ -21,7 +21,7 @@ import envs
 from rlsuite import driver, losses, runner
 from rlsuite.agents import sac
 from rlsuite.cli import run_script
-from rlsuite.tuned import env_from_argv, tuned
+from rlsuite.tuned import default_env, env_from_argv, tuned
 
 
 def mean_of_critics_target(reward, discount, next_q, next_log_prob, alpha):
@@ -41,7 +41,7 @@ CRITIC_TARGETS = {
 class Args:
     config: Annotated[sac.SACConfig, tyro.conf.OmitArgPrefixes]
     hparams: Annotated[sac.SACHparams, tyro.conf.OmitArgPrefixes]
-    env: str = "pendulum"
+    env: str
     """environment name (`envs.names()`); it needs a bounded continuous action space"""
     num_seeds: int = 4
     """independent runs, vmapped"""
@@ -58,7 +58,7 @@ class Args:
 
 
 def main(argv: list[str]) -> dict:
-    env_name = env_from_argv(argv, default="pendulum")
+    env_name = env_from_argv(argv, default_env("sac"))
     defaults = tuned("sac", env_name)
     default = Args(
         config=sac.SACConfig(**defaults["config"]),

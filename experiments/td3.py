@@ -22,7 +22,7 @@ import envs
 from rlsuite import driver, losses, runner
 from rlsuite.agents import td3
 from rlsuite.cli import run_script
-from rlsuite.tuned import env_from_argv, tuned
+from rlsuite.tuned import default_env, env_from_argv, tuned
 
 
 def single_critic_target(reward, discount, next_q):
@@ -38,7 +38,7 @@ CRITIC_TARGETS = {"clipped-double-q": losses.td_target, "single-critic": single_
 class Args:
     config: Annotated[td3.TD3Config, tyro.conf.OmitArgPrefixes]
     hparams: Annotated[td3.TD3Hparams, tyro.conf.OmitArgPrefixes]
-    env: str = "pendulum"
+    env: str
     """environment name (`envs.names()`); it needs a bounded continuous action space"""
     num_seeds: int = 4
     """independent runs, vmapped"""
@@ -55,7 +55,7 @@ class Args:
 
 
 def main(argv: list[str]) -> dict:
-    env_name = env_from_argv(argv, default="pendulum")
+    env_name = env_from_argv(argv, default_env("td3"))
     defaults = tuned("td3", env_name)
     default = Args(
         config=td3.TD3Config(**defaults["config"]),

@@ -10,10 +10,11 @@
 `train` starts from the tuned defaults for the environment (`rlsuite.tuned`); every config and
 hyperparameter field is a flag (`rlsuite train ppo --help`). It writes `config.json`,
 `metrics.jsonl`, `metrics.csv`, `checkpoints/` and `final.json` under `--out`. Offline algorithms
-(bc, td3_bc, iql, cql) learn from `--dataset FILE` (D4RL layout) and take their environment from
-it; their `final.json` adds D4RL's normalised scores. `dataset collect` makes a dataset with our
-own SAC or TD3 (`rlsuite.collect`). This module is the one place in `rlsuite` that imports `envs`
-(to resolve environment names).
+learn from `--dataset FILE` (D4RL layout) and take their environment from it; their `final.json`
+adds D4RL's normalised scores. `dataset collect` makes a dataset with our own SAC or TD3
+(`rlsuite.collect`). The algorithms are those of `rlsuite.agents.registry` (listed below): a
+family registered there trains, resumes and evaluates here with no change to this module. This
+module is the one place in `rlsuite` that imports `envs` (to resolve environment names).
 """
 
 import dataclasses
@@ -24,35 +25,17 @@ import pathlib
 import sys
 import time
 import traceback
-from typing import Annotated, Any, NamedTuple
+from typing import Annotated
 
 import jax
 import numpy as np
 import tyro
 
 from rlsuite import checkpoint
-from rlsuite.agents import bc, cql, iql, ppo, sac, td3, td3_bc
+from rlsuite.agents import registry
 from rlsuite.loggers import CSV, DEFAULT_LOG_INTERVAL, JSONL, check_backends
 from rlsuite.tuned import behaviour, env_from_argv, flag_value, tuned
 
-
-class Algo(NamedTuple):
-    make: Any
-    config_cls: type
-    hparams_cls: type
-
-
-ALGOS = {
-    "ppo": Algo(ppo.make, ppo.PPOConfig, ppo.PPOHparams),
-    "sac": Algo(sac.make, sac.SACConfig, sac.SACHparams),
-    "td3": Algo(td3.make, td3.TD3Config, td3.TD3Hparams),
-    "bc": Algo(bc.make, bc.BCConfig, bc.BCHparams),
-    "td3_bc": Algo(td3_bc.make, td3_bc.TD3BCConfig, td3_bc.TD3BCHparams),
-    "iql": Algo(iql.make, iql.IQLConfig, iql.IQLHparams),
-    "cql": Algo(cql.make, cql.CQLConfig, cql.CQLHparams),
-}
-OFFLINE = ("bc", "td3_bc", "iql", "cql")
-DEFAULT_ENV = {"sac": "pendulum", "td3": "pendulum"}  # continuous actions; others: cartpole
 COMMANDS = ("train", "eval", "plot", "dataset")
 
 
@@ -60,7 +43,7 @@ class UsageError(ValueError):
     """A bad command line: reported as `error: ...` with exit status 2."""
 
 
-def _train_args(algo: Algo):
+def _train_args(algo: registry.Algorithm):
     @dataclasses.dataclass
     class TrainArgs:
         config: Annotated[algo.config_cls, tyro.conf.OmitArgPrefixes]
@@ -121,7 +104,7 @@ def _read_record(out: pathlib.Path, what: str = "run") -> dict:
         raise UsageError(
             f"{path} lacks {', '.join(missing)}: it is not a config.json that rlsuite train wrote"
         )
-    _choose("algorithm", record["algo"], ALGOS)
+    _choose("algorithm", record["algo"], registry.names())
     return record
 
 
@@ -157,7 +140,7 @@ def _build(record: dict):
     """Agent, hparams and dataset (None for online algorithms) from a `config.json` record."""
     import envs
 
-    algo = ALGOS[record["algo"]]
+    algo = registry.get(record["algo"])
     config = algo.config_cls(
         **{k: tuple(v) if isinstance(v, list) else v for k, v in record["config"].items()}
     )
@@ -187,19 +170,20 @@ def _load_dataset(path: str, env=None, env_params=None):
     return load_d4rl(file, env=env, env_params=env_params), sha
 
 
-def _offline_env(name: str, argv: list[str]) -> str:
-    """The environment of an offline run: the one its dataset was made in."""
+def _env_name(algo: registry.Algorithm, argv: list[str]) -> str:
+    """The environment of a new run: `--env` or the algorithm's default for an online one; for an
+    offline one, the environment its dataset was made in."""
     from rlsuite.dataset_files import load_d4rl
 
-    path = flag_value(argv, "--dataset")
-    if name not in OFFLINE:
+    name, path = algo.name, flag_value(argv, "--dataset")
+    if not algo.offline:
         if path is not None:
             raise UsageError(
-                f"{name} is an online algorithm; --dataset is for {', '.join(OFFLINE)}"
+                f"{name} is an online algorithm; --dataset is for {', '.join(registry.offline())}"
             )
-        return env_from_argv(argv, DEFAULT_ENV.get(name, "cartpole"))
+        return env_from_argv(argv, algo.default_env)
     if path is None and ("--help" in argv or "-h" in argv):
-        return env_from_argv(argv, "pendulum")  # the flags, before there is a dataset
+        return env_from_argv(argv, algo.default_env)  # the flags, before there is a dataset
     if path is None:
         raise UsageError(f"{name} is an offline algorithm: give --dataset FILE")
     if not pathlib.Path(path).is_file():
@@ -218,12 +202,13 @@ def train(argv: list[str]) -> dict:
         return _resume(argv)
     if not argv or argv[0].startswith("-"):
         raise UsageError(
-            f"train needs an algorithm first: rlsuite train ALGO (one of {', '.join(ALGOS)})"
+            "train needs an algorithm first: rlsuite train ALGO "
+            f"(one of {', '.join(registry.names())})"
         )
     name, argv = argv[0], argv[1:]
-    _choose("algorithm", name, ALGOS)
-    algo = ALGOS[name]
-    env_name = _offline_env(name, argv)
+    _choose("algorithm", name, registry.names())
+    algo = registry.get(name)
+    env_name = _env_name(algo, argv)
     import envs
 
     env, env_params = envs.make(env_name)  # an unknown name fails here, before any parsing
@@ -514,7 +499,7 @@ def dataset(argv: list[str]) -> dict:
     import envs
 
     env, env_params = envs.make(args.env)
-    algo = ALGOS[args.algo]
+    algo = registry.get(args.algo)
     defaults = behaviour(args.algo, args.env)
     config = {**defaults["config"]}
     if args.total_timesteps is not None:
@@ -625,10 +610,18 @@ def run_script(main, *args):
         raise SystemExit(2) from None
 
 
+def _help() -> str:
+    """The module's docstring and the registered algorithms."""
+    return (
+        f"{__doc__}\nalgorithms: {', '.join(registry.online())} (online); "
+        f"{', '.join(registry.offline())} (offline: --dataset FILE)\n"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__)
+        print(_help())
         return 0 if argv else 2
     command, rest = argv[0], argv[1:]
     try:

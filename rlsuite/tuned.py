@@ -7,6 +7,8 @@ algorithm's own defaults, with where it comes from and what it reached on the CI
 
 from __future__ import annotations
 
+from rlsuite.agents import registry
+
 TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # PureJaxRL's published CartPole configuration (= PPOConfig / PPOHparams defaults) with its
     # 512-step batch collected as 8 envs x 64 steps instead of 4 x 128: the same updates and
@@ -103,6 +105,15 @@ def behaviour(algo: str, env: str) -> dict[str, dict]:
     if entry["config"] or entry["hparams"] or not env.startswith("brax/"):
         return entry
     return tuned(algo, "brax/hopper")
+
+
+def default_env(algo: str) -> str:
+    """The environment `algo` runs on without `--env`: its registry record's `default_env`
+    (`rlsuite.agents.registry`); an unknown name is a `ValueError` listing the registered ones.
+
+        env_name = env_from_argv(argv, default_env("sac"))   # an experiment script's first line
+    """
+    return registry.get(algo).default_env
 
 
 def env_from_argv(argv: list[str], default: str = "cartpole") -> str:

@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 import envs
-from rlsuite.cli import ALGOS
+from rlsuite.agents.registry import ALGORITHMS as ALGOS
 from rlsuite.tuned import TUNED, behaviour, tuned
 
 
