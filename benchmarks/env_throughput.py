@@ -21,18 +21,14 @@ Compile time is measured separately (`jit(...).lower(...).compile()`); the step 
 `num_envs * steps / best wall time` over `--repeats` runs after one warm-up, each ended with
 `block_until_ready`.
 
-    python benchmarks/env_throughput.py          # defaults: a few minutes on 2 CPU cores
+    python benchmarks/env_throughput.py          # defaults
     python benchmarks/env_throughput.py --batch-sizes 1 64 --steps 200 --brax-envs inverted_pendulum
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import importlib.metadata
 import json
-import os
-import platform
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -41,8 +37,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import tyro
+from report import check_args, machine_info, print_tables, progress
 from rich.console import Console
-from rich.table import Table
 
 from rlsuite.wrappers import TimeLimit
 
@@ -180,7 +176,7 @@ def bench_classic(args: Args) -> list[dict]:
             row.update(measure(runs, key, args.repeats, num_envs * args.steps))
             row["ratio"] = row["ours"]["steps_per_s"] / row["gymnax"]["steps_per_s"]
             rows.append(row)
-            _progress(
+            progress(
                 f"{name:9s} n={num_envs:5d}  ours {row['ours']['steps_per_s']:.3g}/s  "
                 f"gymnax {row['gymnax']['steps_per_s']:.3g}/s  ratio {row['ratio']:.2f}"
             )
@@ -311,7 +307,7 @@ def bench_brax(args: Args) -> list[dict]:
         }
         results = measure(runs, key, args.repeats, n * steps)
         for variant, r in results.items():
-            _progress(
+            progress(
                 f"{name:18s} {variant:52s} {r['steps_per_s']:.3g}/s (compile {r['compile_s']:.1f}s)"
             )
         ours, raw, wrapped = (results[v]["best_s"] for v in (_OURS, _RAW, _WRAPPED))
@@ -338,56 +334,6 @@ _WRAPPED = "brax training wrappers"
 
 
 # ------------------------------------------------------------------------------------------- report
-def check_args(args, may_be_zero: tuple[str, ...] = (), choices: dict | None = None) -> None:
-    """Refuse bad flags before anything runs, naming the flag: a count below 1 (every int flag
-    but `seed` and `may_be_zero`, and every entry of a list of ints) and a name that is not in
-    `choices[field]`."""
-    for field in dataclasses.fields(args):
-        value, flag = getattr(args, field.name), "--" + field.name.replace("_", "-")
-        if field.name in ("seed", *may_be_zero) or isinstance(value, bool) or value is None:
-            continue
-        values = value if isinstance(value, list | tuple) else [value]
-        for v in values:
-            if isinstance(v, int) and not isinstance(v, bool) and v < 1:
-                raise ValueError(f"{flag} must be >= 1, got {value}")
-    for name, allowed in (choices or {}).items():
-        value = getattr(args, name)
-        for v in value if isinstance(value, list | tuple) else [value]:
-            if v not in allowed:
-                flag = "--" + name.replace("_", "-")
-                raise ValueError(f"{flag}: unknown {v!r}; allowed: {', '.join(allowed)}")
-
-
-def machine_info() -> dict:
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    versions = {}
-    for package in ("jax", "jaxlib", "brax", "mujoco", "mujoco-mjx", "gymnax", "flax"):
-        try:
-            versions[package] = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
-            versions[package] = None
-    return {
-        "cpu": cpu,
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
-        "jax_backend": jax.default_backend(),
-        "devices": [str(d.device_kind) for d in jax.devices()],
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "versions": versions,
-        "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-    }
-
-
 def classic_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     header = ["env", "num_envs", "ours steps/s", "gymnax steps/s", "ours/gymnax"]
     header += ["compile ours (s)", "compile gymnax (s)"]
@@ -426,26 +372,6 @@ def brax_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     return header, body
 
 
-def print_table(console: Console, title: str, header: list[str], body: list[list[str]]) -> None:
-    table = Table(title=title)
-    for column in header:
-        table.add_column(column, justify="left" if column in ("env", "variant") else "right")
-    for row in body:
-        table.add_row(*row)
-    console.print(table)
-
-
-def markdown(header: list[str], body: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |"]
-    lines.append("|" + "|".join("---" if h in ("env", "variant") else "---:" for h in header) + "|")
-    lines += ["| " + " | ".join(row) + " |" for row in body]
-    return "\n".join(lines)
-
-
-def _progress(message: str) -> None:
-    print(message, flush=True)
-
-
 def main(args: Args) -> dict:
     check_args(args, may_be_zero=("brax_reset_slots",), choices={"classic_envs": CLASSIC})
     console = Console(width=200)
@@ -475,11 +401,7 @@ def main(args: Args) -> dict:
             "(time = wall time per step; + is slower)"
         )
         tables.append((title, *brax_table(brax_rows)))
-    for title, header, body in tables:
-        print_table(console, title, header, body)
-    if args.markdown:
-        for title, header, body in tables:
-            print(f"\n**{title}**\n\n{markdown(header, body)}")
+    print_tables(console, tables, args.markdown)
     console.print(f"wrote {args.out}")
     return result
 

@@ -102,14 +102,15 @@ whole training runs, learning included, and wall time to a return threshold):
    and `SACHparams(actor_lr=6e-4, critic_lr=6e-4, alpha_lr=3e-4, gamma=0.997, tau=0.005,
    alpha=1, target_entropy_scale=0.5, reward_scale=30)`: an update steps the 128 envs once and
    takes 64 gradient steps on batches of 512 with rewards scaled by 30, as a brax training step
-   does. Evaluation and clock as in `benchmarks/ppo.py`'s Ant comparison (`train_with_evals`,
-   `brax_with_evals`): both sides evaluate every `--hopper-eval-every` env steps per seed
-   (32,768, i.e. 256 updates; brax: num_evals set to match, since its published 20 evaluate about
-   every 330,000 steps, more than a budget of a minute or two trains) with
-   `--hopper-eval-episodes` (128) stochastic episodes per seed; ours evaluates at k x 32,768 env
-   steps, brax (whose count includes its prefill) at 8,192 + k x 32,768 and also before
-   prefilling. A side stops at its first evaluation past the budget, or once every seed has
-   reached `--hopper-threshold` (none by default). Differences that remain: those of part 2
+   does. Evaluation and clock as in `benchmarks/ppo.py`'s Ant comparison
+   (`side_by_side.train_with_evals`, `side_by_side.brax_with_evals`): both sides evaluate every
+   `--hopper-eval-every` env steps per seed (32,768, i.e. 256 updates; brax: num_evals set to
+   match, since its published 20 evaluate about every 330,000 steps, more than a budget of a
+   minute or two trains) with `--hopper-eval-episodes` (128) stochastic episodes per seed; ours
+   evaluates at k x 32,768 env steps, brax (whose count includes its prefill) at 8,192 + k x
+   32,768 and also before prefilling. A side stops at its first evaluation past the budget, or
+   once every seed has reached `--hopper-threshold` (none by default). Differences that remain:
+   those of part 2
    (prefill policy, cached start states, truncated steps, update order, std parametrisation,
    initialisation), and ours clips normalised observations to [-10, 10] (brax does not clip).
 
@@ -122,10 +123,11 @@ The benchmark-side env wrapper for rejax (no rejax or gymnax file is modified): 
 written for gymnax < 1.0, whose `step` returned five values; gymnax 1.0 returns six. The wrapper
 returns `done = terminated | truncated` (what gymnax < 1.0 returned, so rejax runs as published)
 and keeps, per env, the running episode return and the sum and count of finished episodes' returns,
-which the replacement eval callback reads. brax.training 0.14 needs the `jax.device_put_replicated`
-shim of `benchmarks/ppo.py`.
+which the replacement eval callback reads. The harness shared with `benchmarks/ppo.py` (timing,
+evaluation, brax.training's runs and its compatibility shim, tables, JSON) is
+`benchmarks/side_by_side.py`. Readings: benchmarks/RESULTS.md.
 
-    python benchmarks/off_policy.py          # defaults: 36 min on 2 busy CPU cores (load 5-6)
+    python benchmarks/off_policy.py          # defaults, on a CPU
     python benchmarks/off_policy.py --seeds 1 8 64 --brax-seeds 1 8 64   # on a GPU
     python benchmarks/off_policy.py --no-brax --algos sac --seeds 1      # SAC on Pendulum only
     python benchmarks/off_policy.py --algos --no-brax --hopper-seeds 1   # hopper, on a GPU
@@ -136,8 +138,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.metadata
-import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -145,34 +145,19 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import side_by_side
 import tyro
-from env_throughput import check_args, machine_info, markdown, print_table
 from flax import struct
-from ppo import (
-    _progress,
-    comparison_table,
-    curve_table,
-    git_info,
-    hparams_dict,
-    install_brax_shim,
-    ratios,
-    side_by_side,
-    summarise,
-    time_to_threshold,
-    timed,
-)
-from rich.console import Console
+from report import check_args
 
 import envs
-from rlsuite import driver
 from rlsuite.agent import config_dict
-from rlsuite.evaluation import evaluate
 
 ALGOS = ("sac", "td3")
 
 
 @dataclasses.dataclass
-class Args:
+class Args(side_by_side.SideBySideArgs):
     """Flags of the off-policy benchmark."""
 
     algos: list[str] = dataclasses.field(default_factory=lambda: ["sac", "td3"])
@@ -204,16 +189,6 @@ class Args:
     repeats: int = 1
     """Compile-free timed calls of each side after the first; the best is kept. Brax's runs are
     not repeated (each one compiles anew or loads from the persistent cache)."""
-    eval_episodes: int = 10
-    """Deterministic evaluation episodes per seed (every side, our evaluator on our env)."""
-    brax: bool = True
-    """Run the comparison with brax.training's SAC."""
-    brax_seeds: list[int] = dataclasses.field(default_factory=lambda: [1, 8])
-    """Numbers of seeds for the Brax comparison (ours vmapped, brax sequential)."""
-    brax_env: str = "inverted_pendulum"
-    """Brax environment (ours: envs.make("brax/<env>"))."""
-    brax_backend: str = "mjx"
-    """Brax physics backend."""
     brax_num_envs: int = 8
     """Parallel envs per seed."""
     brax_grad_updates_per_step: int = 8
@@ -231,17 +206,10 @@ class Args:
     """Hidden layers of the actor and of each critic, relu, on both sides."""
     brax_learning_rate: float = 1e-3
     """Adam step size of actor and critics (the temperature's is 3e-4 on both sides)."""
-    brax_max_devices: int | None = 1
-    """brax.training's `max_devices_per_host` (the devices its `pmap` splits the envs over;
-    None: all): 1 by default, as on a CPU whose cores are devices (`--cpu-devices`) brax's PPO
-    ran 2-3x slower pmapped over two of them than on one."""
     brax_discounting: float = 0.99
     """Discount factor."""
     brax_tau: float = 0.005
     """Polyak step of the target critics."""
-    brax_epochs: int = 4
-    """Brax training epochs per run (its host loop); >= 2 so that epochs after the compiling
-    first one give the compile-free rate."""
     brax_eval_envs: int = 1
     """Envs of brax's own evaluator, which runs before the first epoch and after every epoch and
     cannot be turned off; its time is subtracted from brax's wall time."""
@@ -287,17 +255,8 @@ class Args:
     """Evaluate the deterministic policy (brax's default, as in its published runs: stochastic)."""
     hopper_episode_length: int = 1000
     """Time limit of training and evaluation episodes (brax: episode_length)."""
-    cpu_devices: int | None = None
-    """CPU cores made JAX devices before anything runs (`driver.use_cpu_cores`; None: every
-    core, as `rlsuite train` does). Ours splits its seeds over them; the vmapped anchors
-    (`jit(vmap(train))`) run on one device, as their READMEs do; brax.training's `train` splits
-    its envs over all local devices (its `pmap`). 1: every side on one device."""
-    seed: int = 0
-    """Base seed; each N gets its own keys."""
     out: Path = Path("benchmarks/results/off_policy.json")
     """Where to write the JSON results."""
-    markdown: bool = True
-    """Also print the tables as Markdown (for benchmarks/RESULTS.md)."""
 
 
 # ------------------------------------------------------------------------------------ anchor shims
@@ -439,7 +398,7 @@ def pendulum_agents(args: Args, algo: str):
     updates_per_point = rejax_kwargs["eval_freq"] // agent.env_steps_per_update
     mapping = {
         "ours_config": config_dict(config),
-        "ours_hparams": hparams_dict(hp),
+        "ours_hparams": side_by_side.hparams_dict(hp),
         "rejax_create_kwargs": rejax_kwargs,
         "rejax_eval_callback": "episode statistics only (benchmark)",
     }
@@ -460,55 +419,28 @@ def bench_pendulum(args: Args, algo: str) -> list[dict]:
     env, env_params, agent, hp, anchor, updates_per_point, mapping = pendulum_agents(args, algo)
     steps_per_update = agent.env_steps_per_update
     num_updates = agent.config.num_updates
-    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
-    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))
-    evaluate_ours = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
+    train, returns = side_by_side.ours_vmapped(agent, hp, num_updates)
     rejax_train = jax.jit(jax.vmap(anchor.train))
 
-    def ours(keys):
-        return run(agent, init(agent, keys, hp), hp, num_updates)
-
-    @functools.partial(jax.jit, static_argnums=2)
-    def evaluate_rejax(params, key, episodes):
-        def one(params, key):
-            def policy(key, obs):
-                return rejax_greedy(anchor, params, obs), {}
-
-            return evaluate(env, env_params, policy, key, episodes).returns
-
-        return jax.vmap(one)(params, jax.random.split(key, jax.tree.leaves(params)[0].shape[0]))
+    def greedy(params, key, obs):
+        return rejax_greedy(anchor, params, obs)
 
     rows = []
     for n in args.seeds:
-        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
-        keys = jax.random.split(key_train, n)
-        sides = {"ours": {"steady_s": []}, "rejax": {"steady_s": []}}
+        keys, key_eval = side_by_side.keys_for(args.seed, n)
         calls = {
-            "ours": functools.partial(ours, keys),
+            "ours": functools.partial(train, keys),
             "rejax": functools.partial(rejax_train, jax.random.key_data(keys)),
         }
-        outs = {}
-        for name, call in calls.items():  # first calls: compile included
-            sides[name]["first_call_s"], outs[name] = timed(call)
-            seconds = sides[name]["first_call_s"]
-            _progress(f"pendulum {algo} n={n} {name}: first call {seconds:.1f}s")
-        for _ in range(args.repeats):  # compile-free calls, sides taking turns
-            for name, call in calls.items():
-                seconds, outs[name] = timed(call)
-                sides[name]["steady_s"].append(seconds)
-                _progress(f"pendulum {algo} n={n} {name}: compiled call {seconds:.1f}s")
-
-        states, metrics = outs["ours"]
-        sides["ours"]["train_returns"] = np.asarray(metrics["charts/episodic_return"])
-        evaluation = evaluate_ours(agent, states, key_eval, args.eval_episodes)
-        sides["ours"]["eval_returns"] = evaluation.returns
+        sides, outs = side_by_side.take_turns(calls, args.repeats, f"pendulum {algo} n={n}")
+        sides["ours"].update(returns(outs["ours"], key_eval, args.eval_episodes))
         train_state, callback_out = outs["rejax"]
         sides["rejax"]["train_returns"] = rejax_curve(callback_out, updates_per_point)
         params = train_state.actor_ts.params
-        sides["rejax"]["eval_returns"] = evaluate_rejax(params, key_eval, args.eval_episodes)
-        for side in sides.values():
-            summarise(side, n, steps_per_update, num_updates)
-            time_to_threshold(side, args.threshold, steps_per_update, num_updates)
+        sides["rejax"]["eval_returns"] = side_by_side.evaluate_params(
+            env, env_params, greedy, params, key_eval, args.eval_episodes
+        )
+        side_by_side.summarise_sides(sides, n, steps_per_update, num_updates, args.threshold)
         rows.append(
             {
                 "env": f"pendulum / gymnax Pendulum-v1, {algo.upper()}",
@@ -518,7 +450,7 @@ def bench_pendulum(args: Args, algo: str) -> list[dict]:
                 "num_updates": num_updates,
                 "mapping": mapping,
                 **sides,
-                "ours_over_rejax": ratios(sides["ours"], sides["rejax"]),
+                "ours_over_rejax": side_by_side.ratios(sides["ours"], sides["rejax"]),
             }
         )
     return rows
@@ -545,9 +477,7 @@ def brax_geometry(args: Args) -> dict:
 
 
 def bench_brax(args: Args) -> list[dict]:
-    install_brax_shim()
     import flax.linen as nn
-    from brax import envs as brax_envs
     from brax.training.agents.sac import networks as brax_networks
     from brax.training.agents.sac import train as brax_sac
 
@@ -574,14 +504,8 @@ def bench_brax(args: Args) -> list[dict]:
         target_entropy_scale=0.5,
         reward_scale=args.hopper_reward_scaling,
     )
-    env, env_params = envs.make(f"brax/{args.brax_env}", backend=args.brax_backend)
+    env, env_params, brax_env = side_by_side.brax_pair(args.brax_env, args.brax_backend)
     agent = sac.make(config, env, env_params)
-    steps_per_update, num_updates = agent.env_steps_per_update, config.num_updates
-    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
-    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))
-    evaluate_ours = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
-
-    brax_env = brax_envs.get_environment(args.brax_env, backend=args.brax_backend)
     network_factory = functools.partial(
         brax_networks.make_sac_networks,
         hidden_layer_sizes=tuple(args.brax_hidden_sizes),
@@ -602,101 +526,43 @@ def bench_brax(args: Args) -> list[dict]:
         deterministic_eval=True,
         max_devices_per_host=args.brax_max_devices,
     )
+    train_fn = functools.partial(brax_sac.train, brax_env, **brax_kwargs)
 
-    def brax_run(seed: int) -> dict:
-        epochs, evals = [], []
-
-        def progress(step, m):
-            evals.append((int(step), float(m["eval/episode_reward"]), float(m["eval/walltime"])))
-            if "training/walltime" in m:
-                epochs.append(float(m["training/walltime"]))
-
-        start = time.perf_counter()
-        make_policy, params, _ = brax_sac.train(
-            brax_env, seed=seed, progress_fn=progress, **brax_kwargs
-        )
-        wall = time.perf_counter() - start
-        eval_s = evals[-1][2]
-        epoch_s = np.diff([0.0, *epochs])
-        steady = float(epoch_s[1:].sum() * args.brax_epochs / (args.brax_epochs - 1))
+    def one_run(seed: int) -> dict:
+        """A brax run whose own evaluator's time is left out of its wall time."""
+        run = side_by_side.brax_run(train_fn, seed, args.brax_epochs)
+        eval_s = run["evals"][-1][2]
         return {
-            "wall": wall - eval_s,
-            "wall_with_brax_evals": wall,
+            "wall": run["wall"] - eval_s,
+            "wall_with_brax_evals": run["wall"],
             "brax_eval_s": eval_s,
-            "steady": steady,
-            "brax_eval_curve": [(s, r) for s, r, _ in evals],
-            "params": params,
-            "make_policy": make_policy,
+            "steady": run["steady"],
+            "brax_eval_curve": [(step, reward) for step, reward, _ in run["evals"]],
+            "params": run["params"],
+            "make_policy": run["make_policy"],
         }
 
-    def evaluate_brax(make_policy, params, key, episodes):
-        def one(params, key):
-            act = make_policy(params, deterministic=True)
-
-            def policy(key, obs):
-                return act(obs, key)[0], {}
-
-            return evaluate(env, env_params, policy, key, episodes).returns
-
-        stacked = jax.tree.map(lambda *x: jnp.stack(x), *params)
-        keys = jax.random.split(key, len(params))
-        return jax.jit(jax.vmap(one))(stacked, keys)
-
-    rows, runs = [], []
-    for n in sorted(args.brax_seeds):
-        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
-        keys = jax.random.split(key_train, n)
-        ours = {"steady_s": []}
-        anchor = {"steady_s": []}
-
-        def call_ours(keys=keys):
-            return run(agent, init(agent, keys, hp), hp, num_updates)
-
-        ours["first_call_s"], out = timed(call_ours)
-        _progress(f"brax n={n} ours: first call {ours['first_call_s']:.1f}s")
-        while len(runs) < n:  # runs of smaller N are reused: brax run i is the same for every N
-            runs.append(brax_run(args.seed + len(runs)))
-            _progress(
-                f"brax brax run {len(runs)}/{n}: {runs[-1]['wall']:.1f}s without its evaluator "
-                f"({runs[-1]['brax_eval_s']:.1f}s), compile-free estimate {runs[-1]['steady']:.1f}s"
-            )
-        anchor["first_call_s"] = sum(r["wall"] for r in runs[:n])
-        anchor["steady_s"] = [sum(r["steady"] for r in runs[:n])]
-        for k in ("wall", "wall_with_brax_evals", "brax_eval_s", "steady"):
-            anchor[f"per_run_{k}"] = [r[k] for r in runs[:n]]
-        anchor["brax_eval_curves"] = [r["brax_eval_curve"] for r in runs[:n]]
-        for _ in range(args.repeats):
-            seconds, out = timed(call_ours)
-            ours["steady_s"].append(seconds)
-            _progress(f"brax n={n} ours: compiled call {seconds:.1f}s")
-
-        states, metrics = out
-        ours["train_returns"] = np.asarray(metrics["charts/episodic_return"])
-        ours["eval_returns"] = evaluate_ours(agent, states, key_eval, args.eval_episodes).returns
-        params = [r["params"] for r in runs[:n]]
-        anchor["eval_returns"] = evaluate_brax(
-            runs[0]["make_policy"], params, key_eval, args.eval_episodes
+    def describe(run: dict) -> str:
+        return (
+            f"{run['wall']:.1f}s without its evaluator ({run['brax_eval_s']:.1f}s), "
+            f"compile-free estimate {run['steady']:.1f}s"
         )
-        summarise(ours, n, steps_per_update, num_updates)
-        summarise(anchor, n, steps_per_update, num_updates)
-        rows.append(
-            {
-                "env": f"brax/{args.brax_env} ({args.brax_backend}), SAC",
-                "num_seeds": n,
-                "env_steps_per_seed": num_updates * steps_per_update,
-                "num_updates": num_updates,
-                "ours_config": config_dict(config),
-                "ours_hparams": hparams_dict(hp),
-                "brax_train_kwargs": {
-                    k: v for k, v in brax_kwargs.items() if k != "network_factory"
-                },
-                "brax_hidden_layer_sizes": list(args.brax_hidden_sizes),
-                "ours": ours,
-                "brax": anchor,
-                "ours_over_brax": ratios(ours, anchor),
-            }
-        )
-    return rows
+
+    def per_run(runs: list[dict]) -> dict:
+        keys = ("wall", "wall_with_brax_evals", "brax_eval_s", "steady")
+        fields = {f"per_run_{k}": [r[k] for r in runs] for k in keys}
+        return {**fields, "brax_eval_curves": [r["brax_eval_curve"] for r in runs]}
+
+    row = {
+        "env": f"brax/{args.brax_env} ({args.brax_backend}), SAC",
+        "ours_config": config_dict(config),
+        "ours_hparams": side_by_side.hparams_dict(hp),
+        "brax_train_kwargs": side_by_side.brax_kwargs_record(brax_kwargs),
+        "brax_hidden_layer_sizes": list(args.brax_hidden_sizes),
+    }
+    return side_by_side.beside_brax(
+        args, agent, hp, (env, env_params), one_run, describe, per_run, row
+    )
 
 
 def hopper_geometry(args: Args) -> dict:
@@ -721,8 +587,6 @@ def hopper_geometry(args: Args) -> dict:
 
 
 def bench_hopper(args: Args) -> list[dict]:
-    install_brax_shim()
-    from brax import envs as brax_envs
     from brax.training.agents.sac import networks as brax_networks
     from brax.training.agents.sac import train as brax_sac
 
@@ -754,13 +618,10 @@ def bench_hopper(args: Args) -> list[dict]:
         target_entropy_scale=0.5,
         reward_scale=args.hopper_reward_scaling,
     )
-    env, env_params = envs.make(
-        f"brax/{args.hopper_env}",
-        backend=args.hopper_backend,
-        max_episode_steps=args.hopper_episode_length,
+    env, env_params, brax_env = side_by_side.brax_pair(
+        args.hopper_env, args.hopper_backend, args.hopper_episode_length
     )
     agent = sac.make(config, env, env_params)
-    brax_env = brax_envs.get_environment(args.hopper_env, backend=args.hopper_backend)
     brax_kwargs = dict(
         **geometry,
         reward_scaling=args.hopper_reward_scaling,
@@ -785,7 +646,7 @@ def bench_hopper(args: Args) -> list[dict]:
         "brax_train_kwargs": brax_kwargs,
         "brax_hidden_layer_sizes": list(args.hopper_hidden_sizes),
     }
-    return side_by_side(
+    return side_by_side.curve_rows(
         args,
         "hopper",
         args.hopper_seeds,
@@ -826,33 +687,13 @@ def main(args: Args) -> dict:
         brax_geometry(args)
     if args.hopper_seeds:
         hopper_geometry(args)
-    console = Console(width=220)
-    driver.use_cpu_cores(args.cpu_devices)  # before the first computation (machine_info's)
-    machine = machine_info()
-    machine["compilation_cache_dir"] = jax.config.jax_compilation_cache_dir
-    console.print(
-        f"machine: {machine['cpu']}, {machine['cpus_usable']} usable cores, "
-        f"{len(machine['devices'])} JAX devices, "
-        f"jax {machine['versions']['jax']} ({machine['jax_backend']}), persistent compilation "
-        f"cache: {machine['compilation_cache_dir'] or 'off'}"
-    )
+    console, machine = side_by_side.set_up(args)
     start = time.perf_counter()
     pendulum = [row for algo in args.algos for row in bench_pendulum(args, algo)]
     brax_rows = bench_brax(args) if args.brax and args.brax_seeds else []
     hopper = bench_hopper(args) if args.hopper_seeds else []
-    result = {
-        "machine": machine,
-        "git": git_info(),
-        "anchors": anchor_versions(),
-        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "total_wall_s": time.perf_counter() - start,
-        "load_average_at_end": list(os.getloadavg()),
-        "pendulum": pendulum,
-        "brax": brax_rows,
-        "hopper": hopper,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, default=float))
+    parts = {"pendulum": pendulum, "brax": brax_rows, "hopper": hopper}
+    result = side_by_side.write_result(args, machine, anchor_versions(), start, parts)
 
     tables = []
     if pendulum:
@@ -860,14 +701,11 @@ def main(args: Args) -> dict:
             f"Pendulum, {pendulum[0]['env_steps_per_seed']:,} env steps per seed; ours vs rejax "
             f"{result['anchors']['rejax']}, N seeds vmapped on both sides"
         )
-        tables.append((title, *comparison_table(pendulum, "rejax", "rejax", args.threshold)))
-    if brax_rows:
-        title = (
-            f"brax/{args.brax_env} ({args.brax_backend}), SAC, "
-            f"{brax_rows[0]['env_steps_per_seed']:,} env steps per seed; ours: N seeds vmapped, "
-            "brax.training: N runs in sequence"
+        tables.append(
+            (title, *side_by_side.comparison_table(pendulum, "rejax", "rejax", args.threshold))
         )
-        tables.append((title, *comparison_table(brax_rows, "brax", "brax.training", None)))
+    if brax_rows:
+        tables.append(side_by_side.brax_table(brax_rows))
     if hopper:
         title = (
             f"brax/{args.hopper_env} ({args.hopper_backend}), SAC at brax's configuration: "
@@ -875,15 +713,10 @@ def main(args: Args) -> dict:
             "(compilation and evaluations included); ours: N seeds vmapped, brax.training: N "
             "runs in sequence"
         )
-        table = curve_table(hopper, "brax.training", args.hopper_threshold)
+        table = side_by_side.curve_table(hopper, "brax.training", args.hopper_threshold)
         tables.append((title, *table))
     tables = [(t, h, [[c.replace("nan", "-") for c in row] for row in b]) for t, h, b in tables]
-    for title, header, body in tables:
-        print_table(console, title, header, body)
-    if args.markdown:
-        for title, header, body in tables:
-            print(f"\n**{title}**\n\n{markdown(header, body)}")
-    console.print(f"wrote {args.out} (whole run {result['total_wall_s']:.0f}s)")
+    side_by_side.show(console, args, result, tables)
     return result
 
 

@@ -1,9 +1,9 @@
 """Offline agents' gradient updates per second, beside JAX-CORL's published training times.
 
 JAX-CORL (Nishimori et al., the JAX ports of CORL's single-file offline algorithms) publishes the
-wall time of 1M gradient updates with batch 256 on D4RL's locomotion datasets, compile included:
-IQL 9 min and CQL 56 min on a GTX 1080 Ti. Those figures are quoted, not re-run here (its code
-needs D4RL's downloaded datasets, which nothing in this suite fetches).
+wall time of 1M gradient updates with batch 256 on D4RL's locomotion datasets, compile included,
+for IQL and CQL on a GTX 1080 Ti (`PUBLISHED_MINUTES`). Those figures are quoted, not re-run here
+(its code needs D4RL's downloaded datasets, which nothing in this suite fetches).
 
 Ours: each agent with the reference sizes (256x256 networks, batch 256) on a dataset of
 `--dataset-size` transitions shaped like D4RL's halfcheetah (17-dimensional observations, 6
@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import tyro
-from env_throughput import check_args, machine_info, markdown, print_table
+from report import check_args, machine_info, markdown, print_table
 from rich.console import Console
 
 from rlsuite import driver

@@ -19,7 +19,7 @@ what an update costs). Two tables:
   i.e. the CPU devices made without `driver.use_cpu_cores` (as it made them before it turned
   those fusions off), where every matrix product held memory until the chunk ended.
 
-    python benchmarks/offline_memory.py                   # about 16 minutes on 2 CPU cores
+    python benchmarks/offline_memory.py                   # defaults
     python benchmarks/offline_memory.py --agents iql bc --compare-gradient-steps 100
 """
 
@@ -37,7 +37,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import tyro
-from env_throughput import check_args, machine_info, markdown, print_table
+from report import check_args, machine_info, markdown, print_table
 from rich.console import Console
 
 HERE = Path(__file__).resolve().parent

@@ -81,20 +81,13 @@ Three comparisons (the third off by default), in one run, on one machine:
    env for the whole episode length (ours stops once every episode has ended) and also evaluates
    before training.
 
-The anchors are run from a git-ignored folder (`benchmarks/_anchors/`, see benchmarks/README.md),
-never copied into this repository, and need small compatibility shims that live here only:
-- PureJaxRL (written for gymnax < 1.0): its `wrappers.py` imports `navix` (a stub module is
-  registered if navix is missing; only its unused Navix wrapper needs it), and gymnax 1.0's `step`
-  returns six values, so the `gymnax` name inside the anchor module is replaced by one whose `make`
-  returns the env with a five-value `step` (done = terminated | truncated, which is what pre-1.0
-  gymnax returned; gymnax 1.0's added info keys dropped).
-- brax.training 0.14 calls `jax.device_put_replicated`, gone from current JAX. The shim replicates
-  with an identity `pmap` over brax's axis name "i", so that the replicated training state carries
-  the same sharding as the outputs of brax's `pmap`ped training epoch (a plain `device_put` works
-  too, but then brax compiles its training epoch twice per run: once for the shim's sharding, once
-  for its own).
+The harness shared with `benchmarks/off_policy.py` (timing, evaluation, brax.training's runs and
+its compatibility shim, tables, JSON) is `benchmarks/side_by_side.py`. PureJaxRL is run from a
+git-ignored folder (`benchmarks/_anchors/`, see benchmarks/README.md), never copied into this
+repository; `load_purejaxrl` says how it is made to run under gymnax 1.0. Readings:
+benchmarks/RESULTS.md.
 
-    python benchmarks/ppo.py                      # defaults: about 10 minutes on 2 CPU cores
+    python benchmarks/ppo.py                      # defaults, on a CPU
     python benchmarks/ppo.py --seeds 1 8 64 --brax-seeds 1 8 64   # on a GPU
     python benchmarks/ppo.py --no-brax --seeds 1  # CartPole only, one seed
     python benchmarks/ppo.py --no-cartpole --no-brax --ant-seeds 1   # Ant to 6,000, on a GPU
@@ -104,38 +97,29 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import gc
 import hashlib
 import importlib.util
-import json
-import os
-import subprocess
 import sys
 import time
 import types
-import warnings
 from pathlib import Path
-from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import side_by_side
 import tyro
-from env_throughput import check_args, machine_info, markdown, print_table
-from rich.console import Console
+from report import check_args
 
 import envs
-from rlsuite import driver
-from rlsuite.agent import config_dict
 from rlsuite.agents import ppo
-from rlsuite.evaluation import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 PUREJAXRL_COMMIT = "31756b197773a52db763fdbe6d635e4b46522a73"
 
 
 @dataclasses.dataclass
-class Args:
+class Args(side_by_side.SideBySideArgs):
     """Flags of the PPO benchmark."""
 
     seeds: list[int] = dataclasses.field(default_factory=lambda: [1, 8])
@@ -151,14 +135,6 @@ class Args:
     Brax's runs are not repeated (each one compiles anew)."""
     purejaxrl_dir: Path = ROOT / "benchmarks/_anchors/purejaxrl"
     """Folder holding PureJaxRL's `ppo.py` and `wrappers.py` (commit PUREJAXRL_COMMIT)."""
-    brax: bool = True
-    """Run the comparison with brax.training's PPO."""
-    brax_seeds: list[int] = dataclasses.field(default_factory=lambda: [1, 8])
-    """Numbers of seeds for the Brax comparison (ours vmapped, brax sequential)."""
-    brax_env: str = "inverted_pendulum"
-    """Brax environment of the brax.training comparison."""
-    brax_backend: str = "mjx"
-    """Its brax physics backend."""
     brax_num_envs: int = 32
     """Parallel envs per run (brax: num_envs)."""
     brax_num_steps: int = 64
@@ -169,18 +145,8 @@ class Args:
     """Passes over each batch (brax: num_updates_per_batch)."""
     brax_updates: int = 64
     """Updates per run; env steps per seed = updates * num_envs * num_steps."""
-    brax_epochs: int = 4
-    """Brax training epochs per run (its host loop); must divide brax_updates; >= 2 so that
-    epochs after the compiling first one give the compile-free rate."""
     brax_learning_rate: float = 3e-4
     """Adam learning rate of both sides."""
-    brax_max_devices: int | None = 1
-    """brax.training's `max_devices_per_host` for the Brax comparison: the devices its `pmap`
-    splits the envs over (None: all). 1 by default, its faster setting on a CPU whose cores are
-    devices (`--cpu-devices`): inverted_pendulum over 2 CPU devices took 8.5 s per run, on one
-    3-4 s."""
-    eval_episodes: int = 10
-    """Deterministic evaluation episodes per seed (both sides, our evaluator)."""
     ant_seeds: list[int] = dataclasses.field(default_factory=list)
     """Numbers of seeds for the time-to-threshold comparison at brax's published Ant
     configuration (ours vmapped, brax sequential); empty: skip it."""
@@ -219,17 +185,8 @@ class Args:
     """Evaluate the deterministic policy (brax's default, as in its published runs: stochastic)."""
     ant_episode_length: int = 1000
     """Time limit of training and evaluation episodes (brax: episode_length)."""
-    cpu_devices: int | None = None
-    """CPU cores made JAX devices before anything runs (`driver.use_cpu_cores`; None: every
-    core, as `rlsuite train` does). Ours splits its seeds over them; the vmapped anchors
-    (`jit(vmap(train))`) run on one device, as their READMEs do; brax.training's `train` splits
-    its envs over all local devices (its `pmap`). 1: every side on one device."""
-    seed: int = 0
-    """Base seed; each N gets its own keys."""
     out: Path = Path("benchmarks/results/ppo.json")
     """Where to write the JSON results."""
-    markdown: bool = True
-    """Also print the tables as Markdown (for benchmarks/RESULTS.md)."""
 
 
 # ------------------------------------------------------------------------------------ anchor shims
@@ -250,7 +207,13 @@ class _FiveValueStep:
 
 
 def load_purejaxrl(directory: Path) -> types.ModuleType:
-    """Import PureJaxRL's `ppo.py` from `directory` under gymnax 1.0 (shims in the docstring)."""
+    """Import PureJaxRL's `ppo.py` from `directory`, unmodified, under gymnax 1.0.
+
+    PureJaxRL was written for gymnax < 1.0. Its `wrappers.py` imports `navix` (a stub module is
+    registered if navix is missing; only its unused Navix wrapper needs it), and gymnax 1.0's
+    `step` returns six values, so the `gymnax` name inside the module is replaced by one whose
+    `make` returns the env with a five-value `step` (`_FiveValueStep`: done = terminated |
+    truncated, what pre-1.0 gymnax returned; gymnax 1.0's added info keys dropped)."""
     if not (directory / "ppo.py").exists() or not (directory / "wrappers.py").exists():
         raise FileNotFoundError(
             f"PureJaxRL's ppo.py and wrappers.py are not in {directory}; "
@@ -276,78 +239,11 @@ def load_purejaxrl(directory: Path) -> types.ModuleType:
     return module
 
 
-def install_brax_shim() -> None:
-    """`jax.device_put_replicated` for brax.training 0.14 (see the module docstring)."""
-    if hasattr(jax, "device_put_replicated"):
-        return
-
-    def device_put_replicated(x, devices):
-        stacked = jax.tree.map(lambda a: jnp.stack([jnp.asarray(a)] * len(devices)), x)
-        return jax.pmap(lambda a: a, axis_name="i", devices=devices)(stacked)
-
-    jax.device_put_replicated = device_put_replicated
-
-
-# ------------------------------------------------------------------------------------------ helpers
-def timed(fn, *args) -> tuple[float, Any]:
-    start = time.perf_counter()
-    out = jax.block_until_ready(fn(*args))
-    return time.perf_counter() - start, out
-
-
 def per_update_return(returns: np.ndarray, done: np.ndarray) -> np.ndarray:
     """`[N, U, T, E]` returns at episode ends -> `[N, U]` mean per update (NaN: no episode)."""
     count = done.sum(axis=(2, 3))
     total = (returns * done).sum(axis=(2, 3))
     return np.where(count > 0, total / np.maximum(count, 1), np.nan)
-
-
-def nanmean(x, axis=None):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return np.nanmean(x, axis=axis)
-
-
-def summarise(side: dict, n: int, steps_per_update: int, num_updates: int) -> dict:
-    """Derived columns from the raw times, per-update returns and evaluation returns."""
-    first, steady = side["first_call_s"], min(side["steady_s"])
-    side["wall_incl_compile_s"] = first
-    side["wall_excl_compile_s"] = steady
-    side["compile_s"] = max(first - steady, 0.0)
-    side["env_steps_per_s"] = n * num_updates * steps_per_update / steady
-    if "train_returns" in side:
-        returns = np.asarray(side.pop("train_returns"), np.float64)  # [N, U]
-        tail = max(1, num_updates // 10)
-        side["train_return_last10pct"] = float(nanmean(nanmean(returns[:, -tail:], axis=1)))
-        side["train_return_curve"] = [round(float(x), 2) for x in nanmean(returns, axis=0)]
-    evals = np.asarray(side.pop("eval_returns"))  # [N, episodes]
-    side["eval_return_mean"] = float(evals.mean())
-    side["eval_return_min_seed"] = float(evals.mean(axis=1).min())
-    return side
-
-
-def time_to_threshold(side: dict, threshold: float, steps_per_update: int, num_updates: int):
-    curve = np.asarray(side["train_return_curve"], np.float64)
-    hits = np.flatnonzero(curve >= threshold)
-    if hits.size == 0:
-        side.update(threshold_update=None, threshold_env_steps=None, threshold_s=None)
-        return
-    updates = int(hits[0]) + 1
-    side["threshold_update"] = updates
-    side["threshold_env_steps"] = updates * steps_per_update
-    side["threshold_s"] = side["wall_excl_compile_s"] * updates / num_updates
-    side["threshold_s_incl_compile"] = side["compile_s"] + side["threshold_s"]
-
-
-def ratios(ours: dict, anchor: dict) -> dict:
-    keys = ("wall_incl_compile_s", "wall_excl_compile_s", "env_steps_per_s", "threshold_s")
-    return {
-        k: ours[k] / anchor[k] if ours.get(k) and anchor.get(k) else None for k in keys if k in ours
-    }
-
-
-def _progress(message: str) -> None:
-    print(message, flush=True)
 
 
 # ----------------------------------------------------------------------------------------- CartPole
@@ -386,62 +282,33 @@ def bench_cartpole(args: Args) -> list[dict]:
     agent = ppo.make(config, env, env_params)
     hp = ppo.PPOHparams()
     steps_per_update, num_updates = agent.env_steps_per_update, config.num_updates
-    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
-    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))
-
-    def ours(keys):
-        states = init(agent, keys, hp)
-        return run(agent, states, hp, num_updates)
-
+    train, returns = side_by_side.ours_vmapped(agent, hp, num_updates)
     pjr_config = purejaxrl_config(args.total_timesteps)
     pjr_train = jax.jit(jax.vmap(anchor.make_train(dict(pjr_config))))
     network = anchor.ActorCritic(env.action_space(env_params).n, activation="tanh")
 
-    @functools.partial(jax.jit, static_argnums=2)
-    def evaluate_purejaxrl(params, key, episodes):
-        def one(params, key):
-            def policy(key, obs):
-                return network.apply(params, obs)[0].mode(), {}
+    def greedy(params, key, obs):
+        return network.apply(params, obs)[0].mode()
 
-            return evaluate(env, env_params, policy, key, episodes).returns
-
-        return jax.vmap(one)(params, jax.random.split(key, jax.tree.leaves(params)[0].shape[0]))
-
-    evaluate_ours = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
     rows = []
     for n in args.seeds:
-        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
-        keys = jax.random.split(key_train, n)
+        keys, key_eval = side_by_side.keys_for(args.seed, n)
         pjr_keys = jax.random.key_data(keys)  # PureJaxRL uses raw uint32 keys
-        sides = {"ours": {"steady_s": []}, "purejaxrl": {"steady_s": []}}
         calls = {
-            "ours": functools.partial(ours, keys),
+            "ours": functools.partial(train, keys),
             "purejaxrl": functools.partial(pjr_train, pjr_keys),
         }
-        outs = {}
-        for name, call in calls.items():  # first calls: compile included
-            sides[name]["first_call_s"], outs[name] = timed(call)
-            _progress(f"cartpole n={n} {name}: first call {sides[name]['first_call_s']:.1f}s")
-        for _ in range(args.repeats):  # compile-free calls, sides taking turns
-            for name, call in calls.items():
-                seconds, outs[name] = timed(call)
-                sides[name]["steady_s"].append(seconds)
-                _progress(f"cartpole n={n} {name}: compiled call {seconds:.1f}s")
-
-        states, metrics = outs["ours"]
-        sides["ours"]["train_returns"] = np.asarray(metrics["charts/episodic_return"])
-        evaluation = evaluate_ours(agent, states, key_eval, args.eval_episodes)
-        sides["ours"]["eval_returns"] = evaluation.returns
+        sides, outs = side_by_side.take_turns(calls, args.repeats, f"cartpole n={n}")
+        sides["ours"].update(returns(outs["ours"], key_eval, args.eval_episodes))
         info = outs["purejaxrl"]["metrics"]
         sides["purejaxrl"]["train_returns"] = per_update_return(
             np.asarray(info["returned_episode_returns"]), np.asarray(info["returned_episode"])
         )
         params = outs["purejaxrl"]["runner_state"][0].params
-        evaluation = evaluate_purejaxrl(params, key_eval, args.eval_episodes)
-        sides["purejaxrl"]["eval_returns"] = evaluation
-        for side in sides.values():
-            summarise(side, n, steps_per_update, num_updates)
-            time_to_threshold(side, args.threshold, steps_per_update, num_updates)
+        sides["purejaxrl"]["eval_returns"] = side_by_side.evaluate_params(
+            env, env_params, greedy, params, key_eval, args.eval_episodes
+        )
+        side_by_side.summarise_sides(sides, n, steps_per_update, num_updates, args.threshold)
         rows.append(
             {
                 "env": "cartpole / gymnax CartPole-v1",
@@ -449,7 +316,7 @@ def bench_cartpole(args: Args) -> list[dict]:
                 "env_steps_per_seed": num_updates * steps_per_update,
                 "num_updates": num_updates,
                 **sides,
-                "ours_over_purejaxrl": ratios(sides["ours"], sides["purejaxrl"]),
+                "ours_over_purejaxrl": side_by_side.ratios(sides["ours"], sides["purejaxrl"]),
             }
         )
     return rows
@@ -473,9 +340,7 @@ def brax_geometry(args: Args) -> dict:
 
 
 def bench_brax(args: Args) -> list[dict]:
-    install_brax_shim()
     import flax.linen as nn
-    from brax import envs as brax_envs
     from brax.training.agents.ppo import networks as brax_networks
     from brax.training.agents.ppo import train as brax_ppo
 
@@ -491,14 +356,8 @@ def bench_brax(args: Args) -> list[dict]:
         clip_value_loss=False,
         normalize_observations=True,
     )
-    env, env_params = envs.make(f"brax/{args.brax_env}", backend=args.brax_backend)
+    env, env_params, brax_env = side_by_side.brax_pair(args.brax_env, args.brax_backend)
     agent = ppo.make(config, env, env_params)
-    steps_per_update, num_updates = agent.env_steps_per_update, config.num_updates
-    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
-    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4))
-    evaluate_ours = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
-
-    brax_env = brax_envs.get_environment(args.brax_env, backend=args.brax_backend)
     network_factory = functools.partial(
         brax_networks.make_ppo_networks,
         policy_hidden_layer_sizes=config.hidden_sizes,
@@ -527,276 +386,28 @@ def bench_brax(args: Args) -> list[dict]:
         run_evals=False,
         max_devices_per_host=args.brax_max_devices,
     )
+    train_fn = functools.partial(brax_ppo.train, brax_env, **brax_kwargs)
 
-    def brax_run(seed: int) -> dict:
-        epochs = []
-        start = time.perf_counter()
-        make_policy, params, _ = brax_ppo.train(
-            brax_env,
-            seed=seed,
-            progress_fn=lambda step, m: epochs.append(float(m["training/walltime"])),
-            **brax_kwargs,
-        )
-        wall = time.perf_counter() - start
-        epoch_s = np.diff([0.0, *epochs])
-        steady = float(epoch_s[1:].sum() * args.brax_epochs / (args.brax_epochs - 1))
-        return {"wall": wall, "steady": steady, "params": params, "make_policy": make_policy}
+    def describe(run: dict) -> str:
+        return f"{run['wall']:.1f}s (compile-free estimate {run['steady']:.1f}s)"
 
-    def evaluate_brax(make_policy, params, key, episodes):
-        def one(params, key):
-            act = make_policy(params, deterministic=True)
+    def per_run(runs: list[dict]) -> dict:
+        return {
+            "per_run_wall_s": [r["wall"] for r in runs],
+            "per_run_excl_compile_s": [r["steady"] for r in runs],
+        }
 
-            def policy(key, obs):
-                return act(obs, key)[0], {}
-
-            return evaluate(env, env_params, policy, key, episodes).returns
-
-        stacked = jax.tree.map(lambda *x: jnp.stack(x), *params)
-        keys = jax.random.split(key, len(params))
-        return jax.jit(jax.vmap(one))(stacked, keys)
-
-    rows, runs = [], []
-    for n in sorted(args.brax_seeds):
-        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
-        keys = jax.random.split(key_train, n)
-        ours = {"steady_s": []}
-        anchor = {"steady_s": []}
-
-        def call_ours(keys=keys):
-            return run(agent, init(agent, keys, hp), hp, num_updates)
-
-        ours["first_call_s"], out = timed(call_ours)
-        _progress(f"brax n={n} ours: first call {ours['first_call_s']:.1f}s")
-        while len(runs) < n:  # runs of smaller N are reused: brax run i is the same for every N
-            runs.append(brax_run(args.seed + len(runs)))
-            _progress(
-                f"brax brax run {len(runs)}/{n}: {runs[-1]['wall']:.1f}s "
-                f"(compile-free estimate {runs[-1]['steady']:.1f}s)"
-            )
-        anchor["first_call_s"] = sum(r["wall"] for r in runs[:n])
-        anchor["steady_s"] = [sum(r["steady"] for r in runs[:n])]
-        anchor["per_run_wall_s"] = [r["wall"] for r in runs[:n]]
-        anchor["per_run_excl_compile_s"] = [r["steady"] for r in runs[:n]]
-        for _ in range(args.repeats):
-            seconds, out = timed(call_ours)
-            ours["steady_s"].append(seconds)
-            _progress(f"brax n={n} ours: compiled call {seconds:.1f}s")
-
-        states, metrics = out
-        ours["train_returns"] = np.asarray(metrics["charts/episodic_return"])
-        ours["eval_returns"] = evaluate_ours(agent, states, key_eval, args.eval_episodes).returns
-        params = [r["params"] for r in runs[:n]]
-        anchor["eval_returns"] = evaluate_brax(
-            runs[0]["make_policy"], params, key_eval, args.eval_episodes
-        )
-        summarise(ours, n, steps_per_update, num_updates)
-        summarise(anchor, n, steps_per_update, num_updates)
-        rows.append(
-            {
-                "env": f"brax/{args.brax_env} ({args.brax_backend})",
-                "num_seeds": n,
-                "env_steps_per_seed": num_updates * steps_per_update,
-                "num_updates": num_updates,
-                "brax_train_kwargs": {
-                    k: v for k, v in brax_kwargs.items() if k != "network_factory"
-                },
-                "ours": ours,
-                "brax": anchor,
-                "ours_over_brax": ratios(ours, anchor),
-            }
-        )
-    return rows
-
-
-# ----------------------------------------------------------------------- time to a return threshold
-class StopTraining(Exception):
-    """Raised from brax's `progress_fn` to end a run at the threshold or at the wall budget."""
-
-
-def train_with_evals(
-    agent,
-    hp,
-    keys,
-    key_eval,
-    *,
-    updates_per_eval,
-    max_updates,
-    eval_episodes,
-    deterministic,
-    threshold,
-    max_seconds,
-    label,
-) -> dict:
-    """Ours: N runs vmapped, in jitted chunks of `updates_per_eval` updates with an evaluation of
-    every run (`driver.evaluate_batch`, `eval_episodes` episodes each) after each chunk, until
-    every run has reached `threshold` in an evaluation (None: never), `max_updates` are done, or
-    `max_seconds` of wall time have passed (the clock starts before the first compilation)."""
-    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
-    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4), donate_argnums=(1,))
-    evaluate_runs = jax.jit(driver.evaluate_batch, static_argnums=(0, 3, 4))
-    steps_per_chunk = agent.env_steps_per_update * updates_per_eval
-    points, train_s, eval_s, update, stop = [], 0.0, 0.0, 0, "updates"
-    start = time.perf_counter()
-    states = init(agent, keys, hp)
-    while update < max_updates:
-        t0 = time.perf_counter()
-        states, metrics = run(agent, states, hp, updates_per_eval)
-        episodic = np.asarray(metrics["charts/episodic_return"])  # waits for the chunk
-        t1 = time.perf_counter()
-        key_eval, key = jax.random.split(key_eval)
-        result = evaluate_runs(agent, states, key, eval_episodes, deterministic)
-        returns = np.asarray(result.returns).mean(axis=1)  # [N]
-        t2 = time.perf_counter()
-        update += updates_per_eval
-        train_s, eval_s = train_s + t1 - t0, eval_s + t2 - t1
-        points.append(
-            {
-                "env_steps": update * agent.env_steps_per_update,
-                "wall_s": t2 - start,
-                "train_s_total": train_s,
-                "eval_s_total": eval_s,
-                "chunk_train_s": t1 - t0,
-                "eval_return": float(returns.mean()),
-                "eval_return_per_run": returns.tolist(),
-                "train_return": float(nanmean(episodic)) if np.isfinite(episodic).any() else None,
-            }
-        )
-        _progress(
-            f"{label} ours: {points[-1]['env_steps']:,} steps, {t2 - start:.1f}s, eval "
-            f"{returns.mean():,.1f} (min run {returns.min():,.1f})"
-        )
-        if threshold is not None and all(
-            any(p["eval_return_per_run"][i] >= threshold for p in points)
-            for i in range(len(returns))
-        ):
-            stop = "threshold"
-            break
-        if t2 - start >= max_seconds:
-            stop = "budget"
-            break
-    side = {"runs": [{"points": points, "stop": stop}], "steps_per_chunk": steps_per_chunk}
-    return summarise_curves(side, threshold, len(keys), vmapped=True)
-
-
-def brax_with_evals(train_fn, seeds, threshold, max_seconds, label) -> dict:
-    """brax: one `train_fn(seed=..., progress_fn=...)` run per seed, in sequence, each stopped
-    (`StopTraining` raised from its `progress_fn`) at its first evaluation at or above
-    `threshold` (after the first epoch) or once the side's `max_seconds` are spent."""
-    runs, side_start = [], time.perf_counter()
-    for seed in seeds:
-        left = max_seconds - (time.perf_counter() - side_start)
-        if left <= 0:
-            runs.append({"points": [], "stop": "budget spent before this run"})
-            continue
-        points, start = [], time.perf_counter()
-
-        def progress(step, metrics, points=points, start=start, left=left, seed=seed):
-            wall = time.perf_counter() - start
-            point = {
-                "env_steps": int(step),
-                "wall_s": wall,
-                "train_s_total": float(metrics.get("training/walltime", 0.0)),
-                "eval_s_total": float(metrics.get("eval/walltime", 0.0)),
-                "eval_return": float(metrics["eval/episode_reward"]),
-            }
-            points.append(point)
-            _progress(
-                f"{label} brax seed {seed}: {step:,} steps, {wall:.1f}s, eval "
-                f"{point['eval_return']:,.1f}"
-            )
-            if step > 0 and threshold is not None and point["eval_return"] >= threshold:
-                raise StopTraining("threshold")
-            if wall >= left:
-                raise StopTraining("budget")
-
-        try:
-            train_fn(seed=seed, progress_fn=progress)
-            stop = "updates"
-        except StopTraining as reason:
-            stop = str(reason)
-        runs.append({"points": points, "stop": stop})
-        gc.collect()
-    return summarise_curves({"runs": runs}, threshold, len(seeds), vmapped=False)
-
-
-def _first_hit(points: list[dict], threshold: float | None, run: int | None) -> int | None:
-    """Index of the first point whose evaluation (of run `run`, or the mean) reaches threshold."""
-    if threshold is None:
-        return None
-    for j, p in enumerate(points):
-        value = p["eval_return"] if run is None else p["eval_return_per_run"][run]
-        if value >= threshold:
-            return j
-    return None
-
-
-def summarise_curves(side: dict, threshold: float | None, num_runs: int, vmapped: bool) -> dict:
-    """Derived figures of `train_with_evals` / `brax_with_evals`. Time and env steps (per run) to
-    the threshold: vmapped runs, the evaluation at which the last of them got there; runs in
-    sequence, the sum of their times. Env steps per second: compile-free training only (the
-    evaluation chunks after the first, by the training time alone), all runs together."""
-    summaries = []
-    for run in side["runs"]:
-        points = [p for p in run["points"] if p["env_steps"] > 0]  # brax's step-0 evaluation out
-        if vmapped:
-            firsts = [_first_hit(points, threshold, i) for i in range(num_runs)]
-            hit = None if None in firsts else max(firsts)
-        else:
-            hit = _first_hit(points, threshold, None)
-        last = points[-1] if points else None
-        steady = len(points) >= 2 and last["train_s_total"] > points[0]["train_s_total"]
-        summaries.append(
-            {
-                "stop": run["stop"],
-                "threshold_s": None if hit is None else points[hit]["wall_s"],
-                "threshold_env_steps": None if hit is None else points[hit]["env_steps"],
-                "env_steps": last["env_steps"] if last else 0,
-                "wall_s": run["points"][-1]["wall_s"] if run["points"] else 0.0,
-                "eval_s": run["points"][-1]["eval_s_total"] if run["points"] else 0.0,
-                "first_point_wall_s": points[0]["wall_s"] if points else None,
-                "first_chunk_train_s": points[0]["train_s_total"] if points else None,
-                "steady_steps": (
-                    (last["env_steps"] - points[0]["env_steps"]) * (num_runs if vmapped else 1)
-                    if steady
-                    else 0
-                ),
-                "steady_s": last["train_s_total"] - points[0]["train_s_total"] if steady else 0.0,
-                "eval_return_last": last["eval_return"] if last else None,
-                "eval_return_best": max(p["eval_return"] for p in points) if points else None,
-            }
-        )
-    reached = bool(summaries) and all(s["threshold_s"] is not None for s in summaries)
-    steady_s = sum(s["steady_s"] for s in summaries)
-    lasts = [s["eval_return_last"] for s in summaries if s["eval_return_last"] is not None]
-    bests = [s["eval_return_best"] for s in summaries if s["eval_return_best"] is not None]
-    side.update(
-        num_runs=num_runs,
-        per_run=summaries,
-        stop=", ".join(sorted({s["stop"] for s in summaries})),
-        threshold_s=sum(s["threshold_s"] for s in summaries) if reached else None,
-        threshold_env_steps=max(s["threshold_env_steps"] for s in summaries) if reached else None,
-        env_steps_per_run=min((s["env_steps"] for s in summaries), default=0),
-        wall_s=sum(s["wall_s"] for s in summaries),
-        eval_s=sum(s["eval_s"] for s in summaries),
-        first_point_wall_s=summaries[0]["first_point_wall_s"] if summaries else None,
-        env_steps_per_s=sum(s["steady_steps"] for s in summaries) / steady_s if steady_s else None,
-        eval_return_last=float(np.mean(lasts)) if lasts else None,
-        eval_return_best=float(np.mean(bests)) if bests else None,
+    row = {
+        "env": f"brax/{args.brax_env} ({args.brax_backend})",
+        "brax_train_kwargs": side_by_side.brax_kwargs_record(brax_kwargs),
+    }
+    one_run = functools.partial(side_by_side.brax_run, train_fn, epochs=args.brax_epochs)
+    return side_by_side.beside_brax(
+        args, agent, hp, (env, env_params), one_run, describe, per_run, row
     )
-    return side
 
 
-def hparams_dict(hp) -> dict:
-    return {f.name: float(getattr(hp, f.name)) for f in dataclasses.fields(hp)}
-
-
-def save_partial(args, name: str, rows: list[dict]) -> None:
-    """Write what is done so far to `args.out`, so that a run killed at its limit leaves it."""
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    partial = {"partial": True, "args": {k: str(v) for k, v in vars(args).items()}, name: rows}
-    args.out.write_text(json.dumps(partial, indent=2, default=float))
-
-
+# ---------------------------------------------------------------------------------- Ant threshold
 def ant_geometry(args: Args) -> dict:
     """brax's PPO arguments for our geometry (module docstring, part 3)."""
     e, t, u = args.ant_num_envs, args.ant_num_steps, args.ant_brax_unroll_length
@@ -820,8 +431,6 @@ def ant_geometry(args: Args) -> dict:
 
 
 def bench_ant(args: Args) -> list[dict]:
-    install_brax_shim()
-    from brax import envs as brax_envs
     from brax.training.agents.ppo import train as brax_ppo
 
     geometry = ant_geometry(args)
@@ -851,13 +460,10 @@ def bench_ant(args: Args) -> list[dict]:
         adam_eps=1e-8,
         reward_scale=10.0,
     )
-    env, env_params = envs.make(
-        f"brax/{args.ant_env}",
-        backend=args.ant_backend,
-        max_episode_steps=args.ant_episode_length,
+    env, env_params, brax_env = side_by_side.brax_pair(
+        args.ant_env, args.ant_backend, args.ant_episode_length
     )
     agent = ppo.make(config, env, env_params)
-    brax_env = brax_envs.get_environment(args.ant_env, backend=args.ant_backend)
     brax_kwargs = dict(
         **geometry,
         reward_scaling=10.0,
@@ -879,7 +485,7 @@ def bench_ant(args: Args) -> list[dict]:
         "brax_train_kwargs": brax_kwargs,
         "brax_network": "brax's default make_ppo_networks",
     }
-    return side_by_side(
+    return side_by_side.curve_rows(
         args,
         "ant",
         args.ant_seeds,
@@ -897,143 +503,7 @@ def bench_ant(args: Args) -> list[dict]:
     )
 
 
-def side_by_side(args, name, counts, row, agent, hp, train_fn, **evals) -> list[dict]:
-    """For each number of seeds n in `counts`, a row `{**row, "num_seeds": n, ...}`: ours
-    (`train_with_evals` of n vmapped runs) and then brax (`brax_with_evals` of `train_fn` over n
-    seeds, same threshold and budget), saving the JSON after each side."""
-    rows = []
-    for n in counts:
-        key_train, key_eval = jax.random.split(jax.random.fold_in(jax.random.key(args.seed), n))
-        label = f"{evals['label']} n={n}"
-        r = {"env": row["env"], "num_seeds": n, **row}
-        r["env_steps_per_update"] = agent.env_steps_per_update
-        r["ours_config"] = config_dict(agent.config)
-        r["ours_hparams"] = hparams_dict(hp)
-        rows.append(r)
-        keys = jax.random.split(key_train, n)
-        r["ours"] = train_with_evals(agent, hp, keys, key_eval, **{**evals, "label": label})
-        save_partial(args, name, rows)
-        gc.collect()
-        seeds = [args.seed + i for i in range(n)]
-        budget = evals["threshold"], evals["max_seconds"]
-        r["brax"] = brax_with_evals(train_fn, seeds, *budget, label)
-        r["ours_over_brax"] = curve_ratios(r["ours"], r["brax"])
-        save_partial(args, name, rows)
-    return rows
-
-
-def curve_ratios(ours: dict, anchor: dict) -> dict:
-    keys = ("threshold_s", "env_steps_per_s")
-    return {k: ours[k] / anchor[k] if ours.get(k) and anchor.get(k) else None for k in keys}
-
-
-def curve_table(rows: list[dict], label: str, threshold: float | None):
-    """Rows of `bench_ant` (or off_policy's `bench_hopper`): ours, the anchor, the ratio."""
-    header = ["env", "variant", "stopped by"]
-    if threshold is not None:
-        header += [f"s to {threshold:g} (all incl.)", f"env steps to {threshold:g} (per seed)"]
-    header += ["env steps run (per seed)", "wall (s)", "of it evaluating (s)"]
-    header += ["first eval at (s)", "env steps/s (compile-free, all seeds)"]
-    header += ["eval return (last)", "eval return (best)"]
-    body = []
-    for r in rows:
-        env = f"{r['env']}, N={r['num_seeds']}"
-        for name, side in (("ours", r["ours"]), (label, r.get("brax"))):
-            if side is None:
-                continue
-            cells = [env, name, side["stop"]]
-            if threshold is not None:
-                cells += [
-                    _fmt(side["threshold_s"], ",.1f", "not reached"),
-                    _fmt(side["threshold_env_steps"], ",.0f", "-"),
-                ]
-            cells += [
-                _fmt(side["env_steps_per_run"], ",.0f"),
-                _fmt(side["wall_s"]),
-                _fmt(side["eval_s"]),
-                _fmt(side["first_point_wall_s"]),
-                _fmt(side["env_steps_per_s"], ",.0f"),
-                _fmt(side["eval_return_last"]),
-                _fmt(side["eval_return_best"]),
-            ]
-            body.append(cells)
-        if "ours_over_brax" in r:
-            ratio = r["ours_over_brax"]
-            cells = [env, f"ours / {label}", ""]
-            if threshold is not None:
-                cells += [_fmt(ratio["threshold_s"], ".2f"), ""]
-            cells += ["", "", "", "", _fmt(ratio["env_steps_per_s"], ".2f"), "", ""]
-            body.append(cells)
-    return header, body
-
-
 # ------------------------------------------------------------------------------------------- report
-def _fmt(x, spec: str = ",.1f", none: str = "-") -> str:
-    return none if x is None else format(x, spec)
-
-
-def _side_cells(side: dict, with_threshold: bool) -> list[str]:
-    cells = [
-        _fmt(side["wall_incl_compile_s"]),
-        _fmt(side["wall_excl_compile_s"]),
-        _fmt(side["compile_s"]),
-        _fmt(side["env_steps_per_s"], ",.0f"),
-    ]
-    if with_threshold:
-        cells += [
-            _fmt(side["threshold_env_steps"], ",.0f", "not reached"),
-            _fmt(side["threshold_s"], ",.2f", "-"),
-        ]
-    cells += [
-        _fmt(side.get("train_return_last10pct")),
-        _fmt(side["eval_return_mean"]),
-    ]
-    return cells
-
-
-def _ratio_cells(r: dict, with_threshold: bool) -> list[str]:
-    cells = [
-        _fmt(r["wall_incl_compile_s"], ".2f"),
-        _fmt(r["wall_excl_compile_s"], ".2f"),
-        "",
-        _fmt(r["env_steps_per_s"], ".2f"),
-    ]
-    if with_threshold:
-        cells += ["", _fmt(r.get("threshold_s"), ".2f")]
-    return cells + ["", ""]
-
-
-def comparison_table(rows: list[dict], anchor: str, label: str, threshold: float | None):
-    header = ["env", "variant", "wall incl. compile (s)", "wall excl. compile (s)", "compile (s)"]
-    header.append("env steps/s (all seeds)")
-    if threshold is not None:
-        header += [f"env steps to {threshold:g} (per seed)", f"s to {threshold:g} (excl. compile)"]
-    header += ["train return (last 10%)", "eval return"]
-    body = []
-    for r in rows:
-        env = f"{r['env']}, N={r['num_seeds']}"
-        body.append([env, "ours", *_side_cells(r["ours"], threshold is not None)])
-        body.append([env, label, *_side_cells(r[anchor], threshold is not None)])
-        ratio = r[f"ours_over_{anchor}"]
-        body.append([env, f"ours / {label}", *_ratio_cells(ratio, threshold is not None)])
-    return header, body
-
-
-def git_info() -> dict:
-    def git(*cmd):
-        try:
-            return subprocess.run(
-                ["git", *cmd], cwd=ROOT, capture_output=True, text=True, check=True
-            ).stdout.strip()
-        except (OSError, subprocess.CalledProcessError):
-            return None
-
-    return {
-        "commit": git("rev-parse", "HEAD"),
-        "uncommitted_in_rlsuite_envs": bool(git("status", "--porcelain", "rlsuite", "envs")),
-    }
-
-
 def anchor_info(args: Args) -> dict:
     files = {}
     for name in ("ppo.py", "wrappers.py"):
@@ -1048,32 +518,13 @@ def main(args: Args) -> dict:
         brax_geometry(args)
     if args.ant_seeds:
         ant_geometry(args)
-    console = Console(width=220)
-    driver.use_cpu_cores(args.cpu_devices)  # before the first computation (machine_info's)
-    machine = machine_info()
-    machine["compilation_cache_dir"] = jax.config.jax_compilation_cache_dir
-    console.print(
-        f"machine: {machine['cpu']}, {machine['cpus_usable']} usable cores, "
-        f"{len(machine['devices'])} JAX devices, "
-        f"jax {machine['versions']['jax']} ({machine['jax_backend']})"
-    )
+    console, machine = side_by_side.set_up(args)
     start = time.perf_counter()
     cartpole = bench_cartpole(args) if args.cartpole and args.seeds else []
     brax_rows = bench_brax(args) if args.brax and args.brax_seeds else []
     ant = bench_ant(args) if args.ant_seeds else []
-    result = {
-        "machine": machine,
-        "git": git_info(),
-        "anchors": anchor_info(args),
-        "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-        "total_wall_s": time.perf_counter() - start,
-        "load_average_at_end": list(os.getloadavg()),
-        "cartpole": cartpole,
-        "brax": brax_rows,
-        "ant": ant,
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, default=float))
+    parts = {"cartpole": cartpole, "brax": brax_rows, "ant": ant}
+    result = side_by_side.write_result(args, machine, anchor_info(args), start, parts)
 
     tables = []
     if cartpole:
@@ -1081,14 +532,10 @@ def main(args: Args) -> dict:
             f"CartPole-v1, PureJaxRL's configuration ({cartpole[0]['env_steps_per_seed']:,} env "
             "steps per seed; N seeds vmapped on both sides)"
         )
-        table = comparison_table(cartpole, "purejaxrl", "PureJaxRL", args.threshold)
+        table = side_by_side.comparison_table(cartpole, "purejaxrl", "PureJaxRL", args.threshold)
         tables.append((title, *table))
     if brax_rows:
-        title = (
-            f"brax/{args.brax_env} ({args.brax_backend}), {brax_rows[0]['env_steps_per_seed']:,} "
-            "env steps per seed; ours: N seeds vmapped, brax.training: N runs in sequence"
-        )
-        tables.append((title, *comparison_table(brax_rows, "brax", "brax.training", None)))
+        tables.append(side_by_side.brax_table(brax_rows))
     if ant:
         title = (
             f"brax/{args.ant_env} ({args.ant_backend}), PPO at brax's published Ant configuration: "
@@ -1096,13 +543,8 @@ def main(args: Args) -> dict:
             f"evaluations included), at most {args.ant_max_seconds:g} s per side; ours: N seeds "
             "vmapped, brax.training: N runs in sequence"
         )
-        tables.append((title, *curve_table(ant, "brax.training", args.ant_threshold)))
-    for title, header, body in tables:
-        print_table(console, title, header, body)
-    if args.markdown:
-        for title, header, body in tables:
-            print(f"\n**{title}**\n\n{markdown(header, body)}")
-    console.print(f"wrote {args.out} (whole run {result['total_wall_s']:.0f}s)")
+        tables.append((title, *side_by_side.curve_table(ant, "brax.training", args.ant_threshold)))
+    side_by_side.show(console, args, result, tables)
     return result
 
 
