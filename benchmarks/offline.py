@@ -66,7 +66,8 @@ class Args:
 
 
 class _Shapes(Environment):
-    """Spaces of D4RL's halfcheetah, for binding the agents (never stepped here)."""
+    """Spaces of D4RL's halfcheetah, for binding the agents. Never stepped here: `reset_env` and
+    `step_env` only give the shapes that the agents' contract check traces."""
 
     @property
     def default_params(self):
@@ -79,10 +80,11 @@ class _Shapes(Environment):
         return Box(-1.0, 1.0, (6,))
 
     def reset_env(self, key, params):
-        raise NotImplementedError
+        return jnp.zeros(17), jnp.zeros(())
 
     def step_env(self, key, state, action, params):
-        raise NotImplementedError
+        flag = jnp.zeros((), bool)
+        return jnp.zeros(17), state, jnp.zeros(()), flag, flag, {}
 
 
 def synthetic(size: int, key) -> Dataset:
