@@ -40,7 +40,7 @@ import tyro
 from report import check_args, machine_info, print_tables, progress
 from rich.console import Console
 
-from rlsuite.wrappers import TimeLimit
+from rlsuite.environment.wrappers import TimeLimit
 
 CLASSIC = ("cartpole", "pendulum")  # our classic-control environments with a gymnax twin
 
@@ -148,9 +148,8 @@ def contract_batch(env, params):
 
 def classic_pairs(names: list[str]):
     import gymnax
-
-    from envs.cartpole import CartPole
-    from envs.pendulum import Pendulum
+    from rlsuite.envs.cartpole import CartPole
+    from rlsuite.envs.pendulum import Pendulum
 
     ours = {"cartpole": (CartPole, "CartPole-v1"), "pendulum": (Pendulum, "Pendulum-v1")}
     assert tuple(ours) == CLASSIC
@@ -187,8 +186,7 @@ def bench_classic(args: Args) -> list[dict]:
 def brax_variants(name: str, backend: str, episode_length: int, slots: int) -> tuple[dict, int]:
     """`variant -> (init, step)` for the same brax environment, all batched."""
     from brax.envs.wrappers import training
-
-    from envs.brax_adapter import BraxEnv
+    from rlsuite.envs.brax_adapter import BraxEnv
 
     env = BraxEnv(name, backend=backend)
     raw = env.brax_env

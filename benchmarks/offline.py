@@ -8,9 +8,9 @@ for IQL and CQL on a GTX 1080 Ti (`PUBLISHED_MINUTES`). Those figures are quoted
 Ours: each agent with the reference sizes (256x256 networks, batch 256) on a dataset of
 `--dataset-size` transitions shaped like D4RL's halfcheetah (17-dimensional observations, 6
 actions; the values are random, which does not change the cost of an update), through
-`rlsuite.driver.run_batch`. The first call includes compilation; the compile-free rate is the best
-of `--repeats` further calls. Minutes per 1M updates = (compile time + 1M / rate) / 60, one seed;
-with `--seeds N > 1`, N seeds train in one vmapped call and the rate counts all their updates.
+`rlsuite.loop.driver.run_batch`. The first call includes compilation; the compile-free rate is
+the best of `--repeats` further calls. Minutes per 1M updates = (compile time + 1M / rate) / 60, one
+seed; with `--seeds N > 1`, N seeds train in one vmapped call and the rate counts all their updates.
 
     python benchmarks/offline.py                          # CPU: 2,000 updates per agent
     python benchmarks/offline.py --updates 100000 --seeds 1 8   # on a GPU
@@ -30,11 +30,11 @@ import tyro
 from report import check_args, machine_info, markdown, print_table
 from rich.console import Console
 
-from rlsuite import driver
 from rlsuite.agents import bc, cql, iql, td3_bc
-from rlsuite.datasets import Dataset, DatasetInfo
+from rlsuite.data.datasets import Dataset, DatasetInfo
 from rlsuite.environment import Environment
-from rlsuite.spaces import Box
+from rlsuite.environment.spaces import Box
+from rlsuite.loop import driver
 
 PUBLISHED_MINUTES = {"iql": 9.0, "cql": 56.0}  # JAX-CORL, 1M updates, GTX 1080 Ti
 AGENTS = {

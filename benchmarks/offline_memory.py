@@ -80,10 +80,10 @@ class Args:
 
 def make_dataset(path: Path, size: int) -> None:
     """`size` Pendulum transitions of uniformly random actions, written as a D4RL file."""
-    import envs
-    from rlsuite.dataset_files import save_d4rl
-    from rlsuite.datasets import DatasetInfo, from_transitions
-    from rlsuite.rollout import reset_batch, rollout
+    from rlsuite import envs
+    from rlsuite.data.dataset_files import save_d4rl
+    from rlsuite.data.datasets import DatasetInfo, from_transitions
+    from rlsuite.loop.rollout import reset_batch, rollout
 
     env, params = envs.make("pendulum")
     space = env.action_space(params)
@@ -110,15 +110,15 @@ def child(spec: dict) -> None:
         jax.config.update("jax_num_cpu_devices", cores)
         devices = len(jax.devices("cpu"))
     else:
-        from rlsuite import driver
+        from rlsuite.loop import driver
 
         devices = driver.use_cpu_cores(spec["cpu_devices"])
     import resource
 
-    import envs
-    from rlsuite import driver
+    from rlsuite import envs
     from rlsuite.agents import bc, cql, iql, td3_bc
-    from rlsuite.dataset_files import load_d4rl
+    from rlsuite.data.dataset_files import load_d4rl
+    from rlsuite.loop import driver
 
     makers = {
         "bc": (bc.make, bc.BCConfig),

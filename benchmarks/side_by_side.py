@@ -35,10 +35,10 @@ import numpy as np
 from report import fmt, machine_info, print_tables, progress
 from rich.console import Console
 
-import envs
-from rlsuite import driver
-from rlsuite.agent import config_dict
-from rlsuite.evaluation import evaluate
+from rlsuite import envs
+from rlsuite.loop import driver
+from rlsuite.loop.agent import config_dict
+from rlsuite.loop.evaluation import evaluate
 
 ROOT = Path(__file__).resolve().parent.parent
 

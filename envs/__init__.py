@@ -3,6 +3,6 @@
 Build any of them by name with `envs.make("cartpole")`, which returns `(env, params)`.
 """
 
-from envs.registry import make, names, register
+from rlsuite.envs.registry import make, names, register
 
 __all__ = ["make", "names", "register"]

@@ -3,8 +3,8 @@
 `BraxEnv(name, backend="mjx", **env_kwargs)` wraps the *raw* environment
 `brax.envs.get_environment(name, backend=backend, **env_kwargs)`: no brax `EpisodeWrapper` and no
 `AutoResetWrapper`. What brax calls `done` is a termination (the ant fell over, the pole dropped);
-the time limit is ours, applied by `rlsuite.wrappers.TimeLimit` (`env.max_episode_steps = 1000`,
-brax's usual episode length), so `terminated` and `truncated` stay apart::
+the time limit is ours, applied by `rlsuite.environment.wrappers.TimeLimit` (`env.max_episode_steps
+= 1000`, brax's usual episode length), so `terminated` and `truncated` stay apart::
 
     env = TimeLimit(BraxEnv("ant"), BraxEnv.max_episode_steps)
     obs, state = env.reset(key)
@@ -31,7 +31,8 @@ State: brax's own `brax.envs.State` pytree (`pipeline_state`, `obs`, `reward`, `
 identical structure and dtypes (a `lax.scan` carry needs that). `info` of `step` is a new dict
 holding a copy of brax's `metrics` (plus `final_observation`, added by `Environment.step`).
 
-brax is imported lazily, inside the functions that need it, so `import envs` stays light.
+brax is imported lazily, inside the functions that need it, so `from rlsuite import envs` stays
+light.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from rlsuite.environment import Environment, StepResult
-from rlsuite.spaces import Box
+from rlsuite.environment.spaces import Box
 
 BACKENDS: tuple[str, ...] = ("mjx", "generalized", "positional", "spring")
 # brax environments written for one backend only (brax raises "Unsupported backend" for MJX):
@@ -110,7 +111,8 @@ class BraxEnv(Environment):
     """
 
     max_episode_steps: int = 1000
-    """The time limit to apply with `rlsuite.wrappers.TimeLimit` (brax's usual episode length)."""
+    """The time limit to apply with `rlsuite.environment.wrappers.TimeLimit` (brax's usual
+    episode length)."""
 
     def __init__(self, name: str, backend: str | None = None, **env_kwargs: Any):
         if backend is None:

@@ -15,8 +15,8 @@ import jax.numpy as jnp
 from flax import struct
 
 from rlsuite.environment import Environment, param_fields
-from rlsuite.spaces import Box, Discrete
-from rlsuite.validators import check_positive
+from rlsuite.environment.spaces import Box, Discrete
+from rlsuite.ops.validators import check_positive
 
 
 @struct.dataclass

@@ -12,14 +12,15 @@ that override gymnax's `step` are the exception: DeepSea-bsuite's carries its bs
 * **Params** are gymnax's own params pytree (`env.default_params`, changed with `.replace(...)`), so
   `jax.vmap` over them gives task distributions as for our own environments.
 * **Time limit** is gymnax's, read from `params.max_steps_in_episode` (`env.max_episode_steps` holds
-  the default, for information). Do not wrap a `GymnaxEnv` in `rlsuite.wrappers.TimeLimit`; change
-  the limit through the params instead.
+  the default, for information). Do not wrap a `GymnaxEnv` in
+  `rlsuite.environment.wrappers.TimeLimit`; change the limit through the params instead.
 * **Spaces** are converted to ours (`Discrete`, `Box`); other gymnax space kinds raise `TypeError`.
   Where a bound depends on params and those params are traced (inside `jit`/`vmap` over params), the
   bound cannot be a static value and is reported as infinite; shape and dtype are exact.
 * `info` is a new dict: gymnax's `step_env` info (e.g. `discount`) plus `final_observation`.
 
-gymnax is imported lazily, inside the functions that need it, so `import envs` stays light.
+gymnax is imported lazily, inside the functions that need it, so `from rlsuite import envs`
+stays light.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rlsuite.environment import Environment, StepResult
-from rlsuite.spaces import Box, Discrete, Space
+from rlsuite.environment.spaces import Box, Discrete, Space
 
 # gymnax builds these from data it downloads; nothing is downloaded at run time here.
 NEEDS_DOWNLOAD = ("MNISTBandit-bsuite",)

@@ -18,8 +18,8 @@ import jax.numpy as jnp
 from flax import struct
 
 from rlsuite.environment import Environment
-from rlsuite.spaces import Box
-from rlsuite.validators import check_positive
+from rlsuite.environment.spaces import Box
+from rlsuite.ops.validators import check_positive
 
 
 @struct.dataclass

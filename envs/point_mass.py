@@ -22,8 +22,8 @@ import numpy as np
 from flax import struct
 
 from rlsuite.environment import Environment
-from rlsuite.spaces import Box
-from rlsuite.validators import check_field, check_positive
+from rlsuite.environment.spaces import Box
+from rlsuite.ops.validators import check_field, check_positive
 
 
 @struct.dataclass

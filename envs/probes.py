@@ -22,7 +22,7 @@ import jax.numpy as jnp
 from flax import struct
 
 from rlsuite.environment import Environment
-from rlsuite.spaces import Box, Discrete
+from rlsuite.environment.spaces import Box, Discrete
 
 
 @struct.dataclass

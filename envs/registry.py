@@ -23,14 +23,15 @@ import difflib
 import inspect
 from typing import Any
 
-from envs.acrobot import Acrobot
-from envs.cartpole import CartPole
-from envs.mountain_car_continuous import MountainCarContinuous
-from envs.pendulum import Pendulum
-from envs.point_mass import PointMass
-from envs.probes import PROBES
+from rlsuite.envs.acrobot import Acrobot
+from rlsuite.envs.cartpole import CartPole
+from rlsuite.envs.mountain_car_continuous import MountainCarContinuous
+from rlsuite.envs.pendulum import Pendulum
+from rlsuite.envs.point_mass import PointMass
+from rlsuite.envs.probes import PROBES
+
 from rlsuite.environment import Environment
-from rlsuite.wrappers import TimeLimit
+from rlsuite.environment.wrappers import TimeLimit
 
 OURS: dict[str, type[Environment]] = {
     "cartpole": CartPole,
@@ -67,8 +68,8 @@ def register(name: str, factory: Any, max_episode_steps: Any = _DEFAULT) -> None
 
 def names() -> list[str]:
     """Every environment name `make` accepts (imports brax and gymnax to list theirs)."""
-    from envs.brax_adapter import brax_names
-    from envs.gymnax_adapter import gymnax_names
+    from rlsuite.envs.brax_adapter import brax_names
+    from rlsuite.envs.gymnax_adapter import gymnax_names
 
     return (
         list(OURS)
@@ -94,14 +95,14 @@ def make(name: str, max_episode_steps: Any = _DEFAULT, **kwargs: Any) -> tuple[E
         ctor = _constructor_args(factory) if isinstance(factory, type) else set()
         return _build(name, _environment_factory(name, factory), ctor, max_episode_steps, kwargs)
     if name.startswith("brax/"):
-        from envs.brax_adapter import BraxEnv, brax_names, unusable
+        from rlsuite.envs.brax_adapter import BraxEnv, brax_names, unusable
 
         if name[5:] not in unusable():  # (BraxEnv says why one of those cannot run)
             _check_known(name, [f"brax/{n}" for n in brax_names()])
         factory = lambda **kw: BraxEnv(name[5:], **kw)  # noqa: E731
         return _build(name, factory, set(kwargs), max_episode_steps, kwargs)
     if name.startswith("gymnax/"):
-        from envs.gymnax_adapter import GymnaxEnv, gymnax_names
+        from rlsuite.envs.gymnax_adapter import GymnaxEnv, gymnax_names
 
         _check_known(name, [f"gymnax/{n}" for n in gymnax_names()])
         if max_episode_steps is not _DEFAULT:

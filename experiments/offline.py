@@ -6,12 +6,13 @@ print the table of normalised scores (D4RL's: 0 = random policy, 100 = expert).
     python experiments/offline.py --save-dir data/          # also keep the HDF5 files
     python experiments/offline.py --env brax/hopper --hidden-sizes 256 256 --out hopper.json
 
-The behaviour policies are trained once (`rlsuite.collect.train_behaviour`) and every quality is
+The behaviour policies are trained once (`rlsuite.app.collect.train_behaviour`) and every quality is
 recorded from them; each algorithm then trains `--num-seeds` seeds in one vmapped call per
 dataset. Change an algorithm's hyperparameters below (`HPARAMS`) to try an idea.
 
-The behaviour agent is SAC with the environment's behaviour defaults (`rlsuite.tuned.behaviour`):
-its tuned entry, and for a Brax environment without one, brax/hopper's (brax.training's
+The behaviour agent is SAC with the environment's behaviour defaults
+(`rlsuite.app.tuned.behaviour`): its tuned entry, and for a Brax environment without one,
+brax/hopper's (brax.training's
 published hopper SAC configuration mapped onto ours; brax publishes none for walker2d or
 halfcheetah), trained for `--behaviour-timesteps` (default 1,048,576, what its replay buffer
 holds, since medium-replay keeps the whole medium run) rather than brax's 6.5M. `--out` writes
@@ -31,12 +32,13 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-import envs
-from rlsuite import collect, driver, runner, tuned
+from rlsuite import envs
 from rlsuite.agents import cql, registry, sac
-from rlsuite.cli import run_script
-from rlsuite.dataset_files import save_d4rl
-from rlsuite.datasets import normalized_score
+from rlsuite.app import collect, tuned
+from rlsuite.app.cli import run_script
+from rlsuite.data.dataset_files import save_d4rl
+from rlsuite.data.datasets import normalized_score
+from rlsuite.loop import driver, runner
 
 # Defaults otherwise. CQL: a target entropy of 0 instead of SAC's -1, which on Pendulum's narrow
 # datasets keeps the policy from saturating at the wrong end of the action range (cql.py).
@@ -47,7 +49,7 @@ HPARAMS = {"cql": cql.CQLHparams(target_entropy_scale=0.0)}
 class Args:
     env: str = "pendulum"
     """environment with a bounded continuous action space (the behaviour SAC's defaults for it:
-    `rlsuite.tuned.behaviour`)"""
+    `rlsuite.app.tuned.behaviour`)"""
     qualities: list[str] = dataclasses.field(
         default_factory=lambda: ["medium", "medium-replay", "medium-expert", "expert"]
     )

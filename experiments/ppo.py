@@ -5,7 +5,7 @@
     python experiments/ppo.py --env cartpole --loss-idea clip-free
 
 Every config and hyperparameter field is a flag (`--help`); defaults are the suite's tuned ones for
-the environment (`rlsuite.tuned`). Seeds are vmapped into one jitted call (and sharded over the
+the environment (`rlsuite.app.tuned`). Seeds are vmapped into one jitted call (and sharded over the
 available devices). With `--out`, the run writes checkpoints, metrics and `final.json` there, and
 `--resume` with the same flags continues it after a kill.
 """
@@ -18,11 +18,12 @@ import jax
 import jax.numpy as jnp
 import tyro
 
-import envs
-from rlsuite import driver, losses, runner
+from rlsuite import envs
 from rlsuite.agents import ppo
-from rlsuite.cli import run_script
-from rlsuite.tuned import default_env, env_from_argv, tuned
+from rlsuite.app.cli import run_script
+from rlsuite.app.tuned import default_env, env_from_argv, tuned
+from rlsuite.loop import driver, runner
+from rlsuite.ops import losses
 
 
 def clip_free_policy_loss(log_prob, old_log_prob, advantages, clip_eps):

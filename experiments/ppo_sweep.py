@@ -25,12 +25,12 @@ import tyro
 from rich.console import Console
 from rich.table import Table
 
-import envs
-from rlsuite import driver, runner
-from rlsuite.agent import Agent
+from rlsuite import envs
 from rlsuite.agents import ppo
-from rlsuite.cli import run_script
-from rlsuite.tuned import default_env
+from rlsuite.app.cli import run_script
+from rlsuite.app.tuned import default_env
+from rlsuite.loop import driver, runner
+from rlsuite.loop.agent import Agent
 
 
 @dataclasses.dataclass

@@ -15,11 +15,11 @@ import jax
 import jax.numpy as jnp
 import tyro
 
-import envs
-from rlsuite.cli import run_script
-from rlsuite.rollout import reset_batch, rollout
-from rlsuite.spaces import Discrete
-from rlsuite.wrappers import EpisodeStatistics
+from rlsuite import envs
+from rlsuite.app.cli import run_script
+from rlsuite.environment.spaces import Discrete
+from rlsuite.environment.wrappers import EpisodeStatistics
+from rlsuite.loop.rollout import reset_batch, rollout
 
 
 @dataclasses.dataclass

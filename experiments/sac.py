@@ -5,7 +5,7 @@
     python experiments/sac.py --env brax/inverted_pendulum --num-envs 16 --total-timesteps 50000
 
 Every config and hyperparameter field is a flag (`--help`); defaults are the suite's tuned ones for
-the environment (`rlsuite.tuned`). Seeds are vmapped into one jitted call (and sharded over the
+the environment (`rlsuite.app.tuned`). Seeds are vmapped into one jitted call (and sharded over the
 available devices). With `--out`, the run writes checkpoints (replay buffer included), metrics
 and `final.json` there; `--resume` with the same flags continues it after a kill.
 """
@@ -17,11 +17,12 @@ from typing import Annotated, Literal
 import jax
 import tyro
 
-import envs
-from rlsuite import driver, losses, runner
+from rlsuite import envs
 from rlsuite.agents import sac
-from rlsuite.cli import run_script
-from rlsuite.tuned import default_env, env_from_argv, tuned
+from rlsuite.app.cli import run_script
+from rlsuite.app.tuned import default_env, env_from_argv, tuned
+from rlsuite.loop import driver, runner
+from rlsuite.ops import losses
 
 
 def mean_of_critics_target(reward, discount, next_q, next_log_prob, alpha):

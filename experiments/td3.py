@@ -5,7 +5,7 @@
     python experiments/td3.py --env pendulum --policy-delay 1 --n-step 3
 
 Every config and hyperparameter field is a flag (`--help`); defaults are the suite's tuned ones for
-the environment (`rlsuite.tuned`). Seeds are vmapped into one jitted call (and sharded over the
+the environment (`rlsuite.app.tuned`). Seeds are vmapped into one jitted call (and sharded over the
 available devices). With `--out`, the run writes checkpoints (replay buffer included), metrics
 and `final.json` there; `--resume` with the same flags continues it after a kill.
 """
@@ -18,11 +18,12 @@ import jax
 import numpy as np
 import tyro
 
-import envs
-from rlsuite import driver, losses, runner
+from rlsuite import envs
 from rlsuite.agents import td3
-from rlsuite.cli import run_script
-from rlsuite.tuned import default_env, env_from_argv, tuned
+from rlsuite.app.cli import run_script
+from rlsuite.app.tuned import default_env, env_from_argv, tuned
+from rlsuite.loop import driver, runner
+from rlsuite.ops import losses
 
 
 def single_critic_target(reward, discount, next_q):

@@ -1,27 +1,33 @@
-"""rlsuite: JAX-accelerated research suite for classical deep reinforcement learning."""
+"""rlsuite: JAX-accelerated research suite for classical deep reinforcement learning.
 
-from rlsuite import buffers, returns, rollout, running_stats, spaces, wrappers
+The subpackages, from the bottom layer up (each imports only those below it; `import-linter`
+checks it, see `pyproject.toml`):
+
+    rlsuite.environment   the environment contract, spaces, wrappers, the contract checker
+    rlsuite.ops           math and checks: returns, losses, running statistics, batching,
+                          memory, validators
+    rlsuite.networks      network torsos and heads
+    rlsuite.data          transitions, the replay buffer, datasets and their file formats
+    rlsuite.loop          the agent contract, rollout, evaluation, driver, runner,
+                          checkpoints, loggers
+    rlsuite.agents        the algorithm families and their registry
+    rlsuite.envs          concrete environments and adapters (the repository's envs/ folder)
+    rlsuite.app           the command line, the tuned table, dataset collection, plotting
+"""
+
+from rlsuite.data.transition import Transition
 from rlsuite.environment import Environment
-from rlsuite.evaluation import EvalResult, evaluate
-from rlsuite.rollout import EnvBatch, reset_batch
-from rlsuite.transition import Transition
-
-# `rlsuite.rollout` is the module (`rlsuite.rollout.rollout`, `.step_batch`, ...), not its
-# function of the same name, so that `import rlsuite.rollout as ro` gives the module.
+from rlsuite.loop.evaluation import EvalResult, evaluate
+from rlsuite.loop.rollout import EnvBatch, RecurrentPolicy, reset_batch
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "buffers",
-    "returns",
-    "running_stats",
     "EnvBatch",
     "Environment",
     "EvalResult",
+    "RecurrentPolicy",
     "Transition",
     "evaluate",
     "reset_batch",
-    "rollout",
-    "spaces",
-    "wrappers",
 ]

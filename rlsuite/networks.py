@@ -7,7 +7,7 @@ Initialisation follows the PPO implementation details (Huang et al., 2022): orth
 gain sqrt(2) in hidden layers, 0.01 on the policy output and 1.0 on the value output, zero biases.
 Orthogonal initialisation is a QR decomposition; on CPU a QR batched by `vmap` can deadlock XLA's
 thread pool (docs/design.md section 7), so per-seed parameters are initialised with `jax.lax.map`
-over the seed keys (see `rlsuite.driver.init_batch`), never under `vmap`.
+over the seed keys (see `rlsuite.loop.driver.init_batch`), never under `vmap`.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ import jax.numpy as jnp
 from flax import struct
 
 from rlsuite.environment import Environment
-from rlsuite.spaces import Box
-from rlsuite.validators import check_field
+from rlsuite.environment.spaces import Box
+from rlsuite.ops.validators import check_field
 
 
 @struct.dataclass

@@ -7,10 +7,10 @@ import warnings
 
 import pytest
 
-from rlsuite import cli, tuned
 from rlsuite.agents import bc, cql, iql, ppo, registry, sac, td3, td3_bc
 from rlsuite.agents.registry import Algorithm
-from rlsuite.loggers import read_metrics
+from rlsuite.app import cli, tuned
+from rlsuite.loop.loggers import read_metrics
 from tests import toy_algorithm
 
 BUILT_IN = {

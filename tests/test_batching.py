@@ -1,4 +1,4 @@
-"""`rlsuite.batching.cond`: `lax.cond`'s results, batched or not, and under `vmap` only the
+"""`rlsuite.ops.batching.cond`: `lax.cond`'s results, batched or not, and under `vmap` only the
 branch the whole batch takes is computed."""
 
 import jax
@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite.batching import cond, traced
+from rlsuite.ops.batching import cond, traced
 from tests.trees import assert_same
 
 

@@ -16,11 +16,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from rlsuite.envs.brax_adapter import BACKENDS, BraxEnv, BraxParams, brax_names, unusable
 
-import envs
-from envs.brax_adapter import BACKENDS, BraxEnv, BraxParams, brax_names, unusable
-from rlsuite.spaces import Box
-from rlsuite.wrappers import TimeLimit
+from rlsuite import envs
+from rlsuite.environment.spaces import Box
+from rlsuite.environment.wrappers import TimeLimit
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -280,7 +280,8 @@ def test_importing_brax_prints_no_warp_notice():
     import subprocess
     import sys
 
-    code = "import envs; envs.names(); envs.make('brax/inverted_pendulum'); print('done')"
+    code = "from rlsuite import envs; envs.names(); envs.make('brax/inverted_pendulum')"
+    code += "; print('done')"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().splitlines() == ["done"]

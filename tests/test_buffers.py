@@ -1,11 +1,11 @@
-"""Tests for rlsuite.buffers: circular writes, uniform sampling of written slots, jit/vmap."""
+"""Tests for rlsuite.data.buffers: circular writes, uniform sampling of written slots, jit/vmap."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite.buffers import BufferState, replay_buffer
+from rlsuite.data.buffers import BufferState, replay_buffer
 
 
 def _ids(start, n):

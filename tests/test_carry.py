@@ -15,10 +15,11 @@ import numpy as np
 import pytest
 from flax import struct
 
-from rlsuite import driver, runner
-from rlsuite.agent import Agent, extra_args, policy
-from rlsuite.evaluation import evaluate
-from rlsuite.rollout import (
+from rlsuite.environment.wrappers import TimeLimit
+from rlsuite.loop import driver, runner
+from rlsuite.loop.agent import Agent, extra_args, policy
+from rlsuite.loop.evaluation import evaluate
+from rlsuite.loop.rollout import (
     TRIAL_END,
     EnvBatch,
     RecurrentPolicy,
@@ -26,7 +27,6 @@ from rlsuite.rollout import (
     reset_each,
     rollout,
 )
-from rlsuite.wrappers import TimeLimit
 from tests.counter_env import Counter, CounterParams
 
 NUM_ENVS, NUM_STEPS, TIME_LIMIT = 3, 7, 4

@@ -12,8 +12,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite import checkpoint
-from rlsuite.checkpoint import CheckpointError
+from rlsuite.loop import checkpoint
+from rlsuite.loop.checkpoint import CheckpointError
 
 NUM_SEEDS = 3
 META = {"algo": "ppo", "env": "cartpole", "config": {"lr": 3e-4, "hidden": [64, 64]}}
@@ -360,7 +360,7 @@ def test_an_incomplete_step_directory_from_an_earlier_version_is_skipped(tmp_pat
 
 SAVER = """
 import sys, jax, jax.numpy as jnp
-from rlsuite import checkpoint
+from rlsuite.loop import checkpoint
 directory = sys.argv[1]
 def state(step):  # large enough that a save takes a while; every leaf depends on the step
     return {"big": jnp.full((4, 1_000_000), step, jnp.float32), "step": jnp.int32(step),

@@ -19,11 +19,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from rlsuite.envs.acrobot import Acrobot, AcrobotState
+from rlsuite.envs.cartpole import CartPole, CartPoleState
+from rlsuite.envs.mountain_car_continuous import MountainCarContinuous, MountainCarContinuousState
+from rlsuite.envs.pendulum import Pendulum, PendulumState
 
-from envs.acrobot import Acrobot, AcrobotState
-from envs.cartpole import CartPole, CartPoleState
-from envs.mountain_car_continuous import MountainCarContinuous, MountainCarContinuousState
-from envs.pendulum import Pendulum, PendulumState
 from rlsuite.environment import Environment
 
 pytestmark = pytest.mark.timeout(300)

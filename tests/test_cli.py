@@ -10,14 +10,14 @@ import textwrap
 
 import pytest
 
-from rlsuite import checkpoint
+from rlsuite.loop import checkpoint
 from tests.log_files import tensorboard_events, wandb_history
 
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--no-progress"]
 
 
 def rlsuite(*args, cwd=None, timeout=240, env=None):
-    cmd = [sys.executable, "-m", "rlsuite.cli", *map(str, args)]
+    cmd = [sys.executable, "-m", "rlsuite.app.cli", *map(str, args)]
     env = None if env is None else {**os.environ, **env}
     return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=env)
 
@@ -71,7 +71,7 @@ def test_train_writes_the_run_files(run_dir):
     assert checkpoint.all_steps(run_dir / "checkpoints") == [5, 10]
     # A row per 100 env steps by default (recorded), each chunk's end ending one: 128 and 192
     # in one row, 320 | 384 split by the chunk's end.
-    from rlsuite.loggers import read_metrics
+    from rlsuite.loop.loggers import read_metrics
 
     assert config["logging"]["log_interval"] == 100
     steps = [r["env_steps"] for r in read_metrics(run_dir) if r["seed"] == 0]
@@ -118,7 +118,7 @@ def test_a_finished_or_existing_run_is_left_alone(run_dir):
 def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_path):
     import shutil
 
-    from rlsuite.loggers import read_metrics
+    from rlsuite.loop.loggers import read_metrics
 
     args = ["--num-seeds", "4", "--total-timesteps", "640", "--chunks", "2", "--cpu-devices", "2"]
     args += ["--eval-episodes", "2", "--log-interval", "128", *TINY]
@@ -346,7 +346,8 @@ GUARDS = textwrap.dedent(
     import contextlib, io, json, pathlib, sys
     import numpy as np
     sys.modules["wandb"] = None  # makes `import wandb` fail, installed or not
-    from rlsuite import checkpoint, cli
+    from rlsuite.loop import checkpoint
+    from rlsuite.app import cli
 
     tmp = pathlib.Path(sys.argv[1])
 
@@ -466,7 +467,7 @@ def test_a_record_from_before_log_interval_resumes_with_a_row_per_update(tmp_pat
     log_interval=1 (a row per update, whatever its env steps); a recorded interval is kept."""
     import types
 
-    from rlsuite import cli
+    from rlsuite.app import cli
 
     class Stop(Exception):
         pass
@@ -493,7 +494,8 @@ def test_a_fault_inside_a_library_keeps_its_traceback(tmp_path, monkeypatch, cap
     run's `config.json` is removed, as for any failure before the first checkpoint)."""
     import jax.numpy as jnp
 
-    from rlsuite import cli, runner
+    from rlsuite.app import cli
+    from rlsuite.loop import runner
 
     def fit(*args, **kwargs):
         return jnp.ones(2) @ jnp.ones(3)  # jax raises TypeError: a shape bug, not bad input
@@ -515,8 +517,8 @@ def test_run_script_reports_the_scripts_own_checks_in_one_line_and_keeps_faults(
     error from inside jax is a fault and propagates with its traceback."""
     import jax.numpy as jnp
 
-    import envs
-    from rlsuite import cli
+    from rlsuite import envs
+    from rlsuite.app import cli
 
     def refuse(num_seeds):
         if num_seeds < 1:

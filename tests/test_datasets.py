@@ -1,4 +1,4 @@
-"""Tests for rlsuite.datasets: the dataset pytree, its helpers, the D4RL and Minari layouts."""
+"""Tests for rlsuite.data.datasets: the dataset pytree, its helpers, the D4RL and Minari layouts."""
 
 import dataclasses
 import json
@@ -13,13 +13,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
-from rlsuite import datasets, memory
-from rlsuite.dataset_files import load_d4rl, load_minari, save_d4rl
-from rlsuite.datasets import Dataset, DatasetInfo
-from rlsuite.rollout import reset_batch, rollout
-from rlsuite.transition import Transition
-from rlsuite.wrappers import EpisodeStatistics
+from rlsuite import envs
+from rlsuite.data import datasets
+from rlsuite.data.dataset_files import load_d4rl, load_minari, save_d4rl
+from rlsuite.data.datasets import Dataset, DatasetInfo
+from rlsuite.data.transition import Transition
+from rlsuite.environment.wrappers import EpisodeStatistics
+from rlsuite.loop.rollout import reset_batch, rollout
+from rlsuite.ops import memory
 
 INFO = DatasetInfo(
     env="pendulum",

@@ -11,13 +11,13 @@ import jax
 import numpy as np
 import pytest
 
-from rlsuite import driver
+from rlsuite.loop import driver
 
 SHARDED = textwrap.dedent(
     """
     import json, jax, numpy as np
-    import envs
-    from rlsuite import driver
+    from rlsuite import envs
+    from rlsuite.loop import driver
     from rlsuite.agents import ppo
 
     env, params = envs.make("cartpole")
@@ -31,7 +31,7 @@ SHARDED = textwrap.dedent(
     devices = {d.id for d in jax.tree.leaves(sharded_states)[0].sharding.device_set}
     _, sharded = run(agent, sharded_states, hp, 3)
     # Every device trains its own runs: the compiled program has no collective (a vmap that XLA
-    # partitioned would all-reduce the batch-wide decisions of rlsuite.batching on every step).
+    # partitioned would all-reduce the batch-wide decisions of rlsuite.ops.batching on every step).
     text = run.lower(agent, sharded_states, hp, 3).compile().as_text()
     collectives = ("all-reduce", "all-gather", "all-to-all", "collective-permute")
     out = {"collectives": [c for c in collectives if c in text]}
@@ -39,7 +39,7 @@ SHARDED = textwrap.dedent(
            for name in ("losses/value_loss", "losses/policy_loss")})
     out["devices"] = sorted(devices)
 
-    # SAC across its warm-up: the learning gate is a batch-aware branch (rlsuite.batching).
+    # SAC across its warm-up: the learning gate is a batch-aware branch (rlsuite.ops.batching).
     from rlsuite.agents import sac
     env, params = envs.make("pendulum")
     config = sac.SACConfig(num_envs=2, buffer_size=64, batch_size=8, learning_starts=6,
@@ -75,8 +75,8 @@ SHARDED = textwrap.dedent(
 
     # An offline agent: the dataset goes whole to every device.
     from rlsuite.agents import iql
-    from rlsuite.datasets import DatasetInfo, from_transitions
-    from rlsuite.rollout import reset_batch, rollout
+    from rlsuite.data.datasets import DatasetInfo, from_transitions
+    from rlsuite.loop.rollout import reset_batch, rollout
     env, params = envs.make("probe/action_reward", continuous=True)
     batch = reset_batch(env, params, jax.random.key(2), 4)
     uniform = lambda key, obs: (jax.random.uniform(key, (4, 1), minval=-1.0, maxval=1.0), {})
@@ -130,7 +130,7 @@ def test_runs_sharded_over_four_cpu_devices_match_the_unsharded_run():
 CORES = textwrap.dedent(
     """
     import json, jax
-    from rlsuite import driver
+    from rlsuite.loop import driver
     out = {"first": driver.use_cpu_cores(3), "again": driver.use_cpu_cores(2)}
     out["mesh"] = {n: None if (m := driver.run_mesh(n)) is None else m.devices.size
                    for n in (1, 2, 3, 4, 5, 6, 9)}
@@ -169,11 +169,11 @@ CHUNK_MEMORY = textwrap.dedent(
     """
     import json, resource
     import jax, jax.numpy as jnp
-    from rlsuite import driver
+    from rlsuite.loop import driver
     devices = driver.use_cpu_cores(2)
-    import envs
+    from rlsuite import envs
     from rlsuite.agents import bc
-    from rlsuite.datasets import Dataset, DatasetInfo
+    from rlsuite.data.datasets import Dataset, DatasetInfo
 
     n = 2_000
     key_obs, key_act, key_next = jax.random.split(jax.random.key(0), 3)
@@ -265,7 +265,7 @@ def test_an_agent_whose_env_params_hold_arrays_trains_under_jit(name, algo, conf
     argument of `jit`, hashes as itself, not through them, and the env's checks run in the trace."""
     import importlib
 
-    import envs
+    from rlsuite import envs
 
     module = importlib.import_module(f"rlsuite.agents.{algo}")
     env, params = envs.make(name)

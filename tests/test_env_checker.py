@@ -9,11 +9,11 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-import envs
+from rlsuite import envs
 from rlsuite.agents import ppo
-from rlsuite.env_checker import EnvContractError, check_env
-from rlsuite.spaces import Box
-from rlsuite.wrappers import TimeLimit
+from rlsuite.environment.checker import EnvContractError, check_env
+from rlsuite.environment.spaces import Box
+from rlsuite.environment.wrappers import TimeLimit
 
 # A new environment as a user writes it: walk left or right on a line, reward at the right end.
 WALK = textwrap.dedent(
@@ -21,7 +21,7 @@ WALK = textwrap.dedent(
     import jax, jax.numpy as jnp
     from flax import struct
     from rlsuite.environment import Environment
-    from rlsuite.spaces import Box, Discrete
+    from rlsuite.environment.spaces import Box, Discrete
 
     @struct.dataclass
     class WalkParams:
@@ -92,7 +92,8 @@ MISTAKES = {
     ),
     "no observation_space": (
         _broken(observation_space=_missing),
-        "Broken.observation_space(params) is not implemented: return an rlsuite.spaces.Box",
+        "Broken.observation_space(params) is not implemented: return an "
+        "rlsuite.environment.spaces.Box",
     ),
     "no default_params": (
         _broken(default_params=property(lambda self: _missing(self, None))),
@@ -154,7 +155,7 @@ def test_the_check_runs_once_per_environment(monkeypatch):
 
 
 def test_register_and_make_by_name(monkeypatch):
-    from envs import registry
+    from rlsuite.envs import registry
 
     monkeypatch.setattr(registry, "REGISTERED", {})  # other tests in this process list names
     envs.register("test/walk", Walk)

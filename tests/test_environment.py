@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from rlsuite.environment import split_step_key
-from rlsuite.wrappers import TimeLimit
+from rlsuite.environment.wrappers import TimeLimit
 from tests.counter_env import Counter, CounterParams
 
 

@@ -3,8 +3,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite.evaluation import evaluate
-from rlsuite.wrappers import TimeLimit
+from rlsuite.environment.wrappers import TimeLimit
+from rlsuite.loop.evaluation import evaluate
 from tests.counter_env import Counter, CounterParams
 
 
@@ -68,8 +68,8 @@ def test_episodes_equal_those_of_the_auto_resetting_step():
     # evaluate steps without resets; the episodes must be those `jax.vmap(env.step)` gives, with
     # the same keys, up to each one's first end (a plain loop as the reference). A policy that
     # depends on the observation and the key.
-    import envs
-    from rlsuite.rollout import reset_batch
+    from rlsuite import envs
+    from rlsuite.loop.rollout import reset_batch
 
     env, params = envs.make("cartpole")
     n = 8

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-import envs
-from rlsuite import cli
+from rlsuite import envs
+from rlsuite.app import cli
 
 TINY = ["--total-timesteps", "256", "--num-envs", "4", "--num-steps", "32"]
 TINY += ["--num-minibatches", "2", "--update-epochs", "1", "--hidden-sizes", "8"]

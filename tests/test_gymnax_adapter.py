@@ -4,9 +4,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from rlsuite.envs.gymnax_adapter import GymnaxEnv, convert_space, gymnax_names
 
-from envs.gymnax_adapter import GymnaxEnv, convert_space, gymnax_names
-from rlsuite.spaces import Box, Discrete
+from rlsuite.environment.spaces import Box, Discrete
 
 gymnax = pytest.importorskip("gymnax")
 
@@ -207,7 +207,7 @@ def test_names_and_errors():
 
 
 def test_environments_that_need_a_download_are_not_offered():
-    from envs.gymnax_adapter import NEEDS_DOWNLOAD, GymnaxEnv, gymnax_names
+    from rlsuite.envs.gymnax_adapter import NEEDS_DOWNLOAD, GymnaxEnv, gymnax_names
 
     assert "MNISTBandit-bsuite" in NEEDS_DOWNLOAD
     assert not set(NEEDS_DOWNLOAD) & set(gymnax_names())

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite.loggers import CSV, JSONL, MetricsLogger, check_backends, read_metrics
+from rlsuite.loop.loggers import CSV, JSONL, MetricsLogger, check_backends, read_metrics
 from tests.log_files import tensorboard_events, wandb_history
 
 RET, LOSS = "charts/episodic_return", "losses/policy_loss"
@@ -264,7 +264,7 @@ def test_backend_asked_but_missing_raises_before_writing(tmp_path, monkeypatch, 
 def test_backends_not_imported_unless_asked(tmp_path):
     code = (
         "import sys, numpy as np\n"
-        "from rlsuite.loggers import MetricsLogger\n"
+        "from rlsuite.loop.loggers import MetricsLogger\n"
         f"with MetricsLogger({str(tmp_path)!r}) as logger:\n"
         "    logger.log(1, {'charts/episodic_return': np.array([1.0])})\n"
         "print(sorted(m for m in ('tensorboardX', 'wandb', 'tensorboard') if m in sys.modules))\n"

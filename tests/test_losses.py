@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite import losses
+from rlsuite.ops import losses
 
 
 def test_ppo_policy_loss_by_hand():

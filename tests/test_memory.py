@@ -1,4 +1,4 @@
-"""Tests for rlsuite.memory: exact byte counts of pytrees, messages, the fit check."""
+"""Tests for rlsuite.ops.memory: exact byte counts of pytrees, messages, the fit check."""
 
 import os
 
@@ -7,8 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite import memory
-from rlsuite.buffers import replay_buffer
+from rlsuite.data.buffers import replay_buffer
+from rlsuite.ops import memory
 
 
 def _tree():

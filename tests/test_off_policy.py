@@ -8,13 +8,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
-from rlsuite import checkpoint, driver, runner
+from rlsuite import envs
 from rlsuite.agents import sac, td3
 from rlsuite.agents.learner import Learner, gradient_steps
+from rlsuite.app.tuned import tuned
+from rlsuite.environment.wrappers import TimeLimit
+from rlsuite.loop import checkpoint, driver, runner
 from rlsuite.networks import QEnsemble
-from rlsuite.tuned import tuned
-from rlsuite.wrappers import TimeLimit
 from tests.counter_env import Counter, CounterParams
 from tests.trees import leaves_equal
 

@@ -5,11 +5,12 @@ import jax
 import numpy as np
 import pytest
 
-import envs
-from rlsuite import collect, driver
+from rlsuite import envs
 from rlsuite.agents import bc, cql, iql, sac, td3_bc
-from rlsuite.datasets import DatasetInfo, episode_returns, normalized_score
-from rlsuite.tuned import tuned
+from rlsuite.app import collect
+from rlsuite.app.tuned import tuned
+from rlsuite.data.datasets import DatasetInfo, episode_returns, normalized_score
+from rlsuite.loop import driver
 
 OFFLINE = {
     "bc": (bc.make, bc.BCConfig),

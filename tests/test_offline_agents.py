@@ -9,13 +9,14 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
-from rlsuite import driver, losses
+from rlsuite import envs
 from rlsuite.agents import cql, iql, offline, td3_bc
 from rlsuite.agents.learner import adam_init, adam_step
-from rlsuite.datasets import DatasetInfo, from_transitions
+from rlsuite.data.datasets import DatasetInfo, from_transitions
+from rlsuite.loop import driver
+from rlsuite.loop.rollout import reset_batch, rollout
 from rlsuite.networks import MLP, QEnsemble
-from rlsuite.rollout import reset_batch, rollout
+from rlsuite.ops import losses
 from tests.trees import leaves_equal
 
 PROBE = "probe/action_reward"  # one-step episodes, obs 0, reward -(a - 0.5)^2, a in [-1, 1]

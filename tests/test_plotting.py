@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from rlsuite.plotting import binned_curve, bootstrap_ci, curve, default_bin_steps, plot_curves
+from rlsuite.app.plotting import binned_curve, bootstrap_ci, curve, default_bin_steps, plot_curves
 
 
 def test_bootstrap_interval_brackets_the_mean_and_collapses_without_spread():
@@ -55,7 +55,7 @@ def test_bootstrap_resamples_only_the_seeds_a_column_has():
 
 
 def test_bootstrap_of_long_curves_is_done_in_blocks(monkeypatch):
-    from rlsuite import plotting
+    from rlsuite.app import plotting
 
     values = np.random.default_rng(2).normal(size=(5, 5_000))
     values[3:, 3_000:] = np.nan
@@ -147,7 +147,7 @@ def line_pixels(png) -> int:
 def test_a_sac_like_run_is_drawn_as_a_curve(tmp_path):
     """`rlsuite plot` of a run whose returns are NaN on 199 rows of 200: the curve is there, in
     pixels of its colour, far more of them than the legend's sample line alone has."""
-    from rlsuite import cli
+    from rlsuite.app import cli
 
     run = tmp_path / "sac"
     run.mkdir()

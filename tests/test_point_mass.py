@@ -2,8 +2,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-from envs.point_mass import PointMass, PointMassState
+from rlsuite.envs.point_mass import PointMass, PointMassState
 
 
 def test_dynamics_by_hand():

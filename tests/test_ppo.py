@@ -7,9 +7,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
-from rlsuite import driver
+from rlsuite import envs
 from rlsuite.agents import ppo
+from rlsuite.loop import driver
 from tests.trees import leaves_equal
 
 PROBE_CONFIG = ppo.PPOConfig(
@@ -222,7 +222,7 @@ def test_bad_input_raises_before_compiling():
 
 
 def test_unsupported_action_space_is_rejected():
-    from rlsuite.spaces import Box
+    from rlsuite.environment.spaces import Box
     from tests.counter_env import Counter
 
     class Unbounded(Counter):
@@ -234,7 +234,7 @@ def test_unsupported_action_space_is_rejected():
 
 
 def test_pendulum_learns_over_two_vmapped_seeds_with_tuned_defaults():
-    from rlsuite.tuned import tuned
+    from rlsuite.app.tuned import tuned
 
     env, params = envs.make("pendulum")
     overrides = tuned("ppo", "pendulum")
@@ -257,7 +257,7 @@ def test_pendulum_learns_over_two_vmapped_seeds_with_tuned_defaults():
 def test_brax_environment_through_the_adapter_improves_over_the_random_policy():
     # MJX inverted pendulum (terminates when the pole falls). Uniformly random actions keep it up
     # for about 5 steps; 40k steps of PPO must at least quadruple that.
-    from rlsuite.evaluation import evaluate
+    from rlsuite.loop.evaluation import evaluate
 
     env, params = envs.make("brax/inverted_pendulum")
     config = ppo.PPOConfig(

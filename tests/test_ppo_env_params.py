@@ -5,10 +5,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-import envs
-from rlsuite import driver
+from rlsuite import envs
 from rlsuite.agents import ppo
-from rlsuite.rollout import RecurrentPolicy, rollout
+from rlsuite.loop import driver
+from rlsuite.loop.rollout import RecurrentPolicy, rollout
 
 CONFIG = ppo.PPOConfig(num_envs=4, num_steps=24, num_minibatches=2, total_timesteps=10_000)
 FIRST = jnp.array([0.2, 0.5, 1.0, 2.0])  # half pole lengths, one per environment

@@ -4,15 +4,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-
-from envs.probes import (
+from rlsuite.envs.probes import (
     ActionReward,
     ConstantReward,
     ObservationActionReward,
     ObservationReward,
     OneStepDiscount,
 )
-from rlsuite.spaces import Box, Discrete
+
+from rlsuite.environment.spaces import Box, Discrete
 
 
 def episode(env, actions, key=0):

@@ -1,13 +1,13 @@
 import jax
 import numpy as np
 import pytest
+from rlsuite.envs.cartpole import CartPole
+from rlsuite.envs.probes import ActionReward
+from rlsuite.envs.registry import OURS
 
-import envs
-from envs.cartpole import CartPole
-from envs.probes import ActionReward
-from envs.registry import OURS
-from rlsuite.spaces import Box
-from rlsuite.wrappers import TimeLimit
+from rlsuite import envs
+from rlsuite.environment.spaces import Box
+from rlsuite.environment.wrappers import TimeLimit
 
 
 @pytest.mark.parametrize("name", sorted(OURS))

@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from flax import struct
 
-import envs
-from rlsuite import buffers, driver
+from rlsuite import envs
 from rlsuite.agents import sac, td3
+from rlsuite.data import buffers
+from rlsuite.loop import driver
 from tests.trees import assert_same
 
 train = jax.jit(driver.train, static_argnums=(0, 3))

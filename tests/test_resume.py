@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from rlsuite import checkpoint
-from rlsuite.loggers import read_metrics
+from rlsuite.loop import checkpoint
+from rlsuite.loop.loggers import read_metrics
 from tests.test_cli import rlsuite
 
 TWO_DEVICES = ["--num-seeds", "2", "--cpu-devices", "2", "--eval-episodes", "2", "--no-progress"]
@@ -112,7 +112,7 @@ def test_sigkill_at_random_moments_then_resume_ends_bitwise_where_the_full_run_d
     args = ["sac", "--env", "pendulum", "--total-timesteps", "2400", "--learning-starts", "200"]
     args += ["--batch-size", "16", "--buffer-size", "300000", "--chunks", "20", *SMALL]
     args += TWO_DEVICES
-    base = [sys.executable, "-m", "rlsuite.cli", "train"]
+    base = [sys.executable, "-m", "rlsuite.app.cli", "train"]
     full = tmp_path / "full"
     proc = rlsuite("train", *args, "--out", full)
     assert proc.returncode == 0, proc.stderr[-3000:]

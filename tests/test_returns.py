@@ -1,4 +1,4 @@
-"""Tests for rlsuite.returns: hand-derived cases, rlax as an oracle, Python-loop references."""
+"""Tests for rlsuite.ops.returns: hand-derived cases, rlax as an oracle, Python-loop references."""
 
 import jax
 import jax.numpy as jnp
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import rlax
 
-from rlsuite import returns
+from rlsuite.ops import returns
 
 # Jitted aliases shared by the tests (compile once per shape; eager scans recompile every call).
 # test_jit_and_vmap checks the plain, un-jitted functions against the same references.

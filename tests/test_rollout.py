@@ -3,10 +3,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import envs
-from rlsuite.rollout import EnvBatch, reset_batch, rollout
-from rlsuite.transition import Transition
-from rlsuite.wrappers import TimeLimit
+from rlsuite import envs
+from rlsuite.data.transition import Transition
+from rlsuite.environment.wrappers import TimeLimit
+from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
 from tests.counter_env import Counter, CounterParams
 from tests.trees import assert_same
 
@@ -217,7 +217,7 @@ def test_the_package_exposes_the_rollout_module_not_its_function():
     import types
 
     import rlsuite
-    import rlsuite.rollout as module
+    import rlsuite.loop.rollout as module
 
-    assert isinstance(module, types.ModuleType) and rlsuite.rollout is module
+    assert isinstance(module, types.ModuleType) and rlsuite.loop.rollout is module
     assert callable(module.step_batch) and callable(module.rollout)

@@ -8,11 +8,11 @@ import jax
 import numpy as np
 import pytest
 
-import envs
-from rlsuite import checkpoint, runner
+from rlsuite import envs
 from rlsuite.agents import ppo
-from rlsuite.checkpoint import CheckpointError
-from rlsuite.loggers import read_metrics
+from rlsuite.loop import checkpoint, runner
+from rlsuite.loop.checkpoint import CheckpointError
+from rlsuite.loop.loggers import read_metrics
 
 CONFIG = ppo.PPOConfig(num_envs=4, num_steps=16, num_minibatches=2, total_timesteps=6 * 64)
 
@@ -233,7 +233,8 @@ def test_a_resume_must_match_the_saved_length_and_metadata(agent, uninterrupted,
 def test_memory_check_counts_the_checkpoint_copy_on_a_cpu(agent, tmp_path, monkeypatch):
     import functools
 
-    from rlsuite import driver, memory
+    from rlsuite.loop import driver
+    from rlsuite.ops import memory
 
     keys = jax.random.split(jax.random.key(0), 2)
     init = functools.partial(driver.init_batch, agent)

@@ -1,11 +1,11 @@
-"""Tests for rlsuite.running_stats against numpy moments of the concatenated data."""
+"""Tests for rlsuite.ops.running_stats against numpy moments of the concatenated data."""
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite import running_stats as rs
+from rlsuite.ops import running_stats as rs
 
 update = jax.jit(rs.update)
 merge = jax.jit(rs.merge)

@@ -3,7 +3,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite.spaces import Box, Discrete, flat_dim
+from rlsuite.environment.spaces import Box, Discrete, flat_dim
 
 
 def test_discrete_sample_and_contains():

@@ -5,9 +5,9 @@ import dataclasses
 
 import pytest
 
-import envs
+from rlsuite import envs
 from rlsuite.agents.registry import ALGORITHMS as ALGOS
-from rlsuite.tuned import TUNED, behaviour, tuned
+from rlsuite.app.tuned import TUNED, behaviour, tuned
 
 
 @pytest.mark.parametrize("algo,env", sorted(TUNED))
@@ -46,8 +46,8 @@ def test_behaviour_defaults():
 
 
 def test_dataset_collect_trains_its_behaviour_with_the_behaviour_defaults(monkeypatch, tmp_path):
-    import rlsuite.collect
-    from rlsuite import cli
+    import rlsuite.app.collect
+    from rlsuite.app import cli
 
     class Stop(Exception):
         pass
@@ -58,7 +58,7 @@ def test_dataset_collect_trains_its_behaviour_with_the_behaviour_defaults(monkey
         seen.update(config=agent.config, hparams=hparams, quality=quality)
         raise Stop
 
-    monkeypatch.setattr(rlsuite.collect, "collect", record)
+    monkeypatch.setattr(rlsuite.app.collect, "collect", record)
     out = tmp_path / "walker2d-medium.hdf5"
     argv = ["collect", "--env", "brax/walker2d", "--quality", "medium", "--size", "1000"]
     with pytest.raises(Stop):

@@ -2,11 +2,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from rlsuite.envs.point_mass import PointMass
+from rlsuite.envs.probes import ConstantReward
 
-from envs.point_mass import PointMass
-from envs.probes import ConstantReward
-from rlsuite.spaces import Box
-from rlsuite.wrappers import (
+from rlsuite.environment.spaces import Box
+from rlsuite.environment.wrappers import (
     ClipAction,
     EpisodeStatistics,
     FlattenObservation,

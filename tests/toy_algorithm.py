@@ -1,6 +1,6 @@
 """A toy algorithm family for the registry's tests: epsilon-greedy around the constant action 0 of
 a discrete action space, learning nothing. Its `update` steps a batch of environments with
-`rlsuite.rollout` and reports their episodes as the real agents do, so the command line can
+`rlsuite.loop.rollout` and reports their episodes as the real agents do, so the command line can
 train, checkpoint and evaluate it like any registered family.
 
 `ALGORITHM` is its record; importing this module registers nothing (a test registers it).
@@ -15,12 +15,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from rlsuite.agent import Agent
 from rlsuite.agents import registry
-from rlsuite.rollout import EnvBatch, reset_batch, rollout
-from rlsuite.spaces import Discrete
-from rlsuite.validators import check_positive_ints
-from rlsuite.wrappers import EpisodeStatistics, episode_metrics
+from rlsuite.environment.spaces import Discrete
+from rlsuite.environment.wrappers import EpisodeStatistics, episode_metrics
+from rlsuite.loop.agent import Agent
+from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
+from rlsuite.ops.validators import check_positive_ints
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,13 +17,13 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rlsuite import losses
-from rlsuite.agent import Agent
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
 from rlsuite.agents.offline import OfflineConfig, make_agent
 from rlsuite.environment import Environment
+from rlsuite.loop.agent import Agent
 from rlsuite.networks import DeterministicActor
-from rlsuite.validators import check_positive
+from rlsuite.ops import losses
+from rlsuite.ops.validators import check_positive
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import optax
 
 from rlsuite.environment import Environment
+from rlsuite.environment.spaces import Box
 from rlsuite.networks import encoder, resolve_torso
-from rlsuite.spaces import Box
 
 
 class Learner(NamedTuple):

@@ -15,11 +15,11 @@ where `collections_per_update` is 1 unless the learner has a cycle (below).
 Choices, written down:
 - Actions live in `[-1, 1]^d`: the environment is wrapped in `RescaleAction`, so the networks and
   the warm-up never see the environment's own bounds.
-- The buffer is passed in (`make_agent`'s `buffer`, any `rlsuite.buffers.ReplayBuffer`-shaped
+- The buffer is passed in (`make_agent`'s `buffer`, any `rlsuite.data.buffers.ReplayBuffer`-shaped
   tuple of pure functions; by default the uniform one of `buffer_size` items), and so is an
   optional `relabel` of each sampled batch; the n-step window stays in the loop.
 - Replay items are `(obs, action, reward, discount, next_obs, terminated, truncated)` with n-step
-  `reward` and `discount = gamma^m (1 - terminated)` (`rlsuite.returns.n_step_transitions`); a
+  `reward` and `discount = gamma^m (1 - terminated)` (`rlsuite.ops.returns.n_step_transitions`); a
   truncated episode bootstraps from its true last observation, a terminated one does not. The
   flags are those of the item's last step (they let a buffer be exported as a dataset). The last
   `n_step - 1` steps of every env wait in the state until their n-step window is complete.
@@ -29,7 +29,7 @@ Choices, written down:
   with the current statistics (updated with every collected observation), as is every action.
 - Learning starts once `learning_starts` environment steps (all envs together) have been taken
   and the buffer holds a batch; before that, updates only collect (and log NaN losses). The gate
-  is a `rlsuite.batching.cond`: the runs of a driver batch pass it on the same update, so under
+  is a `rlsuite.ops.batching.cond`: the runs of a driver batch pass it on the same update, so under
   the seed `vmap` the warm-up skips learning instead of computing it and selecting it away.
 - The buffer's memory (its state for these items) is checked against the device before anything
   is allocated: `make_agent` refuses one that would not fit, stating the bytes it needs.
@@ -58,17 +58,17 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from rlsuite import batching, memory, running_stats
-from rlsuite.agent import Agent
 from rlsuite.agents.learner import Learner, action_dim, gradient_steps, learner_act
-from rlsuite.buffers import ReplayBuffer, replay_buffer
+from rlsuite.data.buffers import ReplayBuffer, replay_buffer
 from rlsuite.environment import Environment
+from rlsuite.environment.spaces import Discrete
+from rlsuite.environment.wrappers import EpisodeStatistics, RescaleAction, episode_metrics
+from rlsuite.loop.agent import Agent
+from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.networks import TORSOS, activation_fn
-from rlsuite.returns import n_step_transitions
-from rlsuite.rollout import EnvBatch, reset_batch, rollout
-from rlsuite.spaces import Discrete
-from rlsuite.validators import check_hidden_sizes, check_positive_ints
-from rlsuite.wrappers import EpisodeStatistics, RescaleAction, episode_metrics
+from rlsuite.ops import batching, memory, running_stats
+from rlsuite.ops.returns import n_step_transitions
+from rlsuite.ops.validators import check_hidden_sizes, check_positive_ints
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,7 +149,7 @@ class OffPolicyConfig:
 @struct.dataclass
 class OffPolicyState:
     learner: Any
-    buffer: Any  # the replay buffer's state (rlsuite.buffers.BufferState by default)
+    buffer: Any  # the replay buffer's state (rlsuite.data.buffers.BufferState by default)
     pending: dict  # the last n_step - 1 steps of every env, [n_step - 1, num_envs, ...]
     obs_stats: running_stats.RunningStats
     env: EnvBatch
@@ -169,8 +169,8 @@ def replay(name: str, config: OffPolicyConfig, item, buffer=None, relabel=None) 
         if missing:
             raise TypeError(
                 f"{name}: buffer must be a replay buffer, a tuple of pure functions "
-                f"{', '.join(ReplayBuffer._fields)} (rlsuite.buffers.ReplayBuffer, e.g. "
-                f"rlsuite.buffers.replay_buffer(capacity)); got {type(buffer).__name__} "
+                f"{', '.join(ReplayBuffer._fields)} (rlsuite.data.buffers.ReplayBuffer, e.g. "
+                f"rlsuite.data.buffers.replay_buffer(capacity)); got {type(buffer).__name__} "
                 f"without {', '.join(missing)}"
             )
         what, hint = "the replay buffer passed in", "pass a smaller buffer"
@@ -197,9 +197,9 @@ def make_agent(
 ) -> Agent:
     """Bind `learner` to `env` as an `Agent` running the shared off-policy loop above.
 
-    `buffer` (default: `rlsuite.buffers.replay_buffer(config.buffer_size)`; a buffer passed in
+    `buffer` (default: `rlsuite.data.buffers.replay_buffer(config.buffer_size)`; a buffer passed in
     brings its own capacity) is any tuple of pure functions shaped like
-    `rlsuite.buffers.ReplayBuffer`, over a state pytree that lives in `OffPolicyState.buffer`:
+    `rlsuite.data.buffers.ReplayBuffer`, over a state pytree that lives in `OffPolicyState.buffer`:
     - `init(item) -> state`, with the example item `{"obs" [o], "action" [a], "reward" [],
       "discount" [], "next_obs" [o], "terminated" [] bool, "truncated" [] bool}` (n-step reward
       and discount, raw observations and rewards: see above);

@@ -5,7 +5,7 @@ An algorithm is an off-policy `Learner` (`rlsuite.agents.learner.Learner`: `init
 `greedy`, `learn` over batches `{"obs", "action", "reward", "discount", "next_obs"}`);
 `make_agent` binds one to an environment (used for evaluation only) and returns an `Agent` whose
 `init` and `update` take the dataset as `data` (declared in its `extra_args`), which
-`rlsuite.driver` passes, shared by every run and never copied into a checkpoint:
+`rlsuite.loop.driver` passes, shared by every run and never copied into a checkpoint:
 
     agent = iql.make(IQLConfig(), env, env_params)
     state, metrics = driver.train(agent, key, hparams, num_updates, data=dataset)
@@ -33,14 +33,14 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from rlsuite import running_stats
-from rlsuite.agent import Agent
 from rlsuite.agents.learner import Learner, action_dim, gradient_steps, learner_act
-from rlsuite.datasets import Dataset, sample
+from rlsuite.data.datasets import Dataset, sample
 from rlsuite.environment import Environment
+from rlsuite.environment.wrappers import RescaleAction
+from rlsuite.loop.agent import Agent
 from rlsuite.networks import activation_fn
-from rlsuite.validators import check_hidden_sizes, check_positive_ints
-from rlsuite.wrappers import RescaleAction
+from rlsuite.ops import running_stats
+from rlsuite.ops.validators import check_hidden_sizes, check_positive_ints
 
 STD_FLOOR = 1e-3  # the smallest divisor of the observation normalisation (TD3+BC: std + 1e-3)
 

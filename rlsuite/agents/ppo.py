@@ -43,9 +43,17 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rlsuite import losses, running_stats
-from rlsuite.agent import Agent
+from rlsuite.data.transition import Transition
 from rlsuite.environment import Environment
+from rlsuite.environment.spaces import Box, Discrete
+from rlsuite.environment.wrappers import (
+    ClipAction,
+    EpisodeStatistics,
+    RescaleAction,
+    episode_metrics,
+)
+from rlsuite.loop.agent import Agent
+from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.networks import (
     TORSOS,
     ActorCritic,
@@ -56,12 +64,14 @@ from rlsuite.networks import (
     squashed_log_prob,
     squashed_mode,
 )
-from rlsuite.returns import gae
-from rlsuite.rollout import EnvBatch, reset_batch, rollout
-from rlsuite.spaces import Box, Discrete
-from rlsuite.transition import Transition
-from rlsuite.validators import check_field, check_hidden_sizes, check_positive, check_positive_ints
-from rlsuite.wrappers import ClipAction, EpisodeStatistics, RescaleAction, episode_metrics
+from rlsuite.ops import losses, running_stats
+from rlsuite.ops.returns import gae
+from rlsuite.ops.validators import (
+    check_field,
+    check_hidden_sizes,
+    check_positive,
+    check_positive_ints,
+)
 
 DISTRIBUTIONS = ("gaussian", "tanh_gaussian")
 
@@ -330,7 +340,7 @@ def scale_rewards(setup: PPOSetup, state: PPOState, tr: Transition, hp: PPOHpara
 
 def advantages(setup: PPOSetup, state: PPOState, tr: Transition, rewards, hp: PPOHparams):
     """GAE advantages `[num_steps, num_envs]`, bootstrapping from `V(next_obs)` (truncation
-    aware: `rlsuite.returns.gae`)."""
+    aware: `rlsuite.ops.returns.gae`)."""
     _, next_values = apply(setup, state.params, state.obs_stats, tr.next_obs)
     values = tr.extras["value"]
     return gae(rewards, values, next_values, tr.terminated, tr.truncated, hp.gamma, hp.gae_lambda)

@@ -26,14 +26,14 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rlsuite import losses
-from rlsuite.agent import Agent
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, obs_encoder
 from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
-from rlsuite.buffers import ReplayBuffer
+from rlsuite.data.buffers import ReplayBuffer
 from rlsuite.environment import Environment
+from rlsuite.loop.agent import Agent
 from rlsuite.networks import QEnsemble, SquashedGaussianActor, squashed_mode
-from rlsuite.validators import check_field, check_positive, check_positive_ints
+from rlsuite.ops import losses
+from rlsuite.ops.validators import check_field, check_positive, check_positive_ints
 
 
 @dataclasses.dataclass(frozen=True)

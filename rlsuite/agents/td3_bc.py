@@ -15,13 +15,13 @@ import dataclasses
 
 from flax import struct
 
-from rlsuite import losses
-from rlsuite.agent import Agent
 from rlsuite.agents import td3
 from rlsuite.agents.learner import action_dim
 from rlsuite.agents.offline import OfflineConfig, make_agent
 from rlsuite.environment import Environment
-from rlsuite.validators import check_field, check_positive_ints
+from rlsuite.loop.agent import Agent
+from rlsuite.ops import losses
+from rlsuite.ops.validators import check_field, check_positive_ints
 
 
 @dataclasses.dataclass(frozen=True)

@@ -36,13 +36,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlsuite import driver
-from rlsuite.agent import Agent
-from rlsuite.datasets import Dataset, DatasetInfo, concatenate, from_transitions
-from rlsuite.evaluation import evaluate
-from rlsuite.rollout import reset_batch, rollout
-from rlsuite.transition import Transition
-from rlsuite.wrappers import RescaleAction
+from rlsuite.data.datasets import Dataset, DatasetInfo, concatenate, from_transitions
+from rlsuite.data.transition import Transition
+from rlsuite.environment.wrappers import RescaleAction
+from rlsuite.loop import driver
+from rlsuite.loop.agent import Agent
+from rlsuite.loop.evaluation import evaluate
+from rlsuite.loop.rollout import reset_batch, rollout
 
 QUALITIES = ("random", "medium", "expert", "medium-replay", "medium-expert")
 MEDIUM_SCORE = 100.0 / 3.0

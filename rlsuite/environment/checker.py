@@ -1,7 +1,7 @@
 """`check_env`: the environment contract checked once, with messages that name the method and
 the fix (as gymnasium's `check_env` does for its own API).
 
-    from rlsuite.env_checker import check_env
+    from rlsuite.environment.checker import check_env
     check_env(MyEnv())          # or with params: check_env(env, params)
 
 Every environment is checked where it is first used: `Environment.check_params` (which
@@ -11,7 +11,7 @@ object, before anything is compiled. The check traces `reset_env` and one `step_
 with the contract of `rlsuite.environment`:
 
 - `default_params`, `observation_space(params)` and `action_space(params)` are implemented, and
-  the spaces are `rlsuite.spaces` spaces;
+  the spaces are `rlsuite.environment.spaces` spaces;
 - `reset_env(key, params)` returns `(obs, state)`, the observation of the observation space's
   shape (integers for a `Discrete` one);
 - `step_env(key, state, action, params)` returns six values, `(obs, state, reward, terminated,
@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlsuite.spaces import Discrete, Space
+from rlsuite.environment.spaces import Discrete, Space
 
 _CONTRACT = "(obs, state, reward, terminated, truncated, info)"
 
@@ -66,13 +66,14 @@ def _space(env: Any, method: str, params: Any) -> Space:
         space = getattr(env, method)(params)
     except NotImplementedError:
         raise NotImplementedError(
-            f"{env.name}.{method}(params) is not implemented: return an rlsuite.spaces.Box or "
+            f"{env.name}.{method}(params) is not implemented: return an "
+            "rlsuite.environment.spaces.Box or "
             f"Discrete describing {what}"
         ) from None
     if not isinstance(space, Space):
         raise EnvContractError(
             f"{env.name}.{method}(params) returned {type(space).__name__}; return an "
-            f"rlsuite.spaces.Box or Discrete describing {what}"
+            f"rlsuite.environment.spaces.Box or Discrete describing {what}"
         )
     return space
 

@@ -1,7 +1,7 @@
 """`Transition`: what a rollout produces and what every learner consumes.
 
 `next_obs` is the observation the step led to *before* any auto-reset, so a truncated step can be
-bootstrapped from `V(next_obs)`. Bootstrapping rules (see `rlsuite.returns`): a TD target uses
+bootstrapped from `V(next_obs)`. Bootstrapping rules (see `rlsuite.ops.returns`): a TD target uses
 `(1 - terminated)`; an eligibility trace is cut by `terminated | truncated`.
 """
 

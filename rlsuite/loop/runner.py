@@ -31,9 +31,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from rlsuite import checkpoint, driver, memory
-from rlsuite.agent import Agent, config_dict
-from rlsuite.loggers import MetricsLogger, check_backends
+from rlsuite.loop import checkpoint, driver
+from rlsuite.loop.agent import Agent, config_dict
+from rlsuite.loop.loggers import MetricsLogger, check_backends
+from rlsuite.ops import memory
 
 
 @dataclasses.dataclass
@@ -71,7 +72,7 @@ def fit(
     progress happen. `on_chunk(update, metrics)` is
     called on the host after each chunk is saved.
 
-    Offline agents take their dataset as `data` (see `rlsuite.driver`); it is not checkpointed,
+    Offline agents take their dataset as `data` (see `rlsuite.loop.driver`); it is not checkpointed,
     so pass something that identifies it in `metadata` (a resume must then present the same).
     `reference_returns=(random, expert)` adds D4RL's normalised scores to the summary.
     """
@@ -272,7 +273,7 @@ def eval_summary(eval_returns: np.ndarray, reference_returns=None) -> dict:
         "eval_return_mean": float(per_seed.mean()),
     }
     if reference_returns is not None:
-        from rlsuite.datasets import normalized_score
+        from rlsuite.data.datasets import normalized_score
 
         scores = np.asarray(normalized_score(per_seed, *reference_returns))
         summary["normalized_score_per_seed"] = scores.tolist()

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from rlsuite.loggers import EPISODES  # the count of the episodes a row's episodic metrics hold
+from rlsuite.loop.loggers import EPISODES  # the count of the episodes a row's episodic metrics hold
 
 
 def bootstrap_ci(

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 import jax
 
-from rlsuite.rollout import RecurrentPolicy, recurrent
+from rlsuite.loop.rollout import RecurrentPolicy, recurrent
 
 
 class Agent(NamedTuple):
@@ -74,8 +74,8 @@ class Agent(NamedTuple):
 
 
 def policy(agent: Agent, state: Any, deterministic: bool) -> RecurrentPolicy:
-    """The policy `agent` acts with from `state`, for `rlsuite.rollout` and `evaluate`: with the
-    agent's carry when it has one, else the carry `()`."""
+    """The policy `agent` acts with from `state`, for `rlsuite.loop.rollout` and `evaluate`: with
+    the agent's carry when it has one, else the carry `()`."""
     if agent.initial_carry is None:
         return recurrent(lambda key, obs: (agent.act(state, obs, key, deterministic), {}))
 

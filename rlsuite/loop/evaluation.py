@@ -8,7 +8,7 @@ others go on. A fresh start state per step, computed and thrown away, is what a 
 auto-reset would cost here (a full MJX `forward` per step for Brax). Works under `jax.vmap` over
 seeds (or over policy parameters closed over by the policy). Whether the policy is deterministic
 is the policy's business: pass e.g. `lambda key, obs: (agent.act(state, obs, key, True), {})`, or
-`rlsuite.agent.policy(agent, state, True)`. A `RecurrentPolicy` starts every episode from its
+`rlsuite.loop.agent.policy(agent, state, True)`. A `RecurrentPolicy` starts every episode from its
 fresh carry and keeps it through the episode (no episode is reset here).
 """
 
@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 
 from rlsuite.environment import Environment, select, split_step_key
-from rlsuite.rollout import Policy, RecurrentPolicy, recurrent, reset_batch
+from rlsuite.loop.rollout import Policy, RecurrentPolicy, recurrent, reset_batch
 
 
 class EvalResult(NamedTuple):

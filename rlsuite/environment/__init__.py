@@ -13,16 +13,16 @@ fresh episode, and `info["final_observation"]` is the observation the finished e
 `params` is a pytree (`flax.struct.dataclass`) of physical constants and task parameters, so
 `jax.vmap` over it gives domain randomisation, task distributions and UED levels.
 
-Subclasses implement the single-episode core, `reset_env` and `step_env` (which never resets),
-plus `default_params`, `observation_space` and `action_space`. Wrappers (see `rlsuite.wrappers`)
-wrap that core, so `TimeLimit` and `EpisodeStatistics` see an episode end before the one auto-reset
-here.
+Subclasses implement the single-episode core, `reset_env` and `step_env` (which never resets), plus
+`default_params`, `observation_space` and `action_space`. Wrappers (see
+`rlsuite.environment.wrappers`) wrap that core, so `TimeLimit` and `EpisodeStatistics` see an
+episode end before the one auto-reset here.
 
 The auto-reset is built from three pieces that every auto-resetting path shares: `split_step_key`
 (which key steps and which resets), `Environment.step_without_reset` (the checked core step) and
 `auto_reset` (which obs and state are replaced, and `final_observation`). `step` resets one
-environment with a select; `rlsuite.rollout.step_batch` uses the same pieces for a batch and resets
-only the environments that finished.
+environment with a select; `rlsuite.loop.rollout.step_batch` uses the same pieces for a batch and
+resets only the environments that finished.
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlsuite.env_checker import check_env, default_params
-from rlsuite.spaces import Box, Discrete, Space
+from rlsuite.environment.checker import check_env, default_params
+from rlsuite.environment.spaces import Box, Discrete, Space
 
 StepResult = tuple[Any, Any, jax.Array, jax.Array, jax.Array, dict]
 _CHECKED = "_rlsuite_contract_checked"  # per environment object: None, checking, checked
@@ -95,7 +95,7 @@ class Environment:
         """`step_env` behind the params and action checks of `step`, without the auto-reset.
 
         `step` is this, called with the first key of `split_step_key`, then `auto_reset`; the
-        batched step of `rlsuite.rollout` calls the same pieces.
+        batched step of `rlsuite.loop.rollout` calls the same pieces.
         """
         params = self.check_params(params)
         action = self.check_action(action, params)
@@ -105,8 +105,8 @@ class Environment:
     def check_params(self, params: Any) -> Any:
         """Return `params` (defaults for `None`) after checking its type and concrete values.
 
-        The first call on an environment also checks its contract (`rlsuite.env_checker`), so a
-        mistake in a new environment is named before anything is compiled."""
+        The first call on an environment also checks its contract (`rlsuite.environment.checker`),
+        so a mistake in a new environment is named before anything is compiled."""
         default = default_params(self)
         if params is None:
             params = default

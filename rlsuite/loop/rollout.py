@@ -21,7 +21,7 @@ only on steps where some environment finished (and, with `reset_slots`, only for
 environments). `Environment.step` resets one environment with a select, which under `vmap`
 computes a reset for every environment on every step; for Brax/MJX a reset is a physics
 `forward`, a fifth to a third of a step's cost. With long episodes (a trained policy) most steps
-of a small batch have no episode end. The skip is a `rlsuite.batching.cond`, so under an outer
+of a small batch have no episode end. The skip is a `rlsuite.ops.batching.cond`, so under an outer
 `vmap` (the driver's seeds) it still skips the steps on which no environment of any run finished
 (a `lax.cond` would turn into a select there).
 """
@@ -34,9 +34,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rlsuite import batching
+from rlsuite.data.transition import Transition
 from rlsuite.environment import Environment, StepResult, auto_reset, select, split_step_key
-from rlsuite.transition import Transition
+from rlsuite.ops import batching
 
 Policy = Callable[[jax.Array, Any], tuple[jax.Array, dict]]
 TRIAL_END = "trial_end"  # an `info` key: where true, a recurrent policy's carry is reset

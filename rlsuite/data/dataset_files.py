@@ -1,12 +1,12 @@
 """The D4RL and Minari HDF5 file layouts of an offline dataset (with h5py), read into and written
-from the on-device ``rlsuite.datasets.Dataset`` (its arrays and dtypes are described there)::
+from the on-device ``rlsuite.data.datasets.Dataset`` (its arrays and dtypes are described there)::
 
     save_d4rl("cartpole-medium.hdf5", dataset)         # refuses an existing file
     dataset = load_d4rl("cartpole-medium.hdf5", env=env, env_params=params)
     dataset = load_minari("minari/cartpole/random-v0", env=env, env_params=params)
 
 Loaders check keys, ranks, lengths and dtypes from the file's shapes, then refuse (with
-``rlsuite.memory.check_fits``) a dataset too large for the device, and only then read the arrays
+``rlsuite.ops.memory.check_fits``) a dataset too large for the device, and only then read the arrays
 and refuse NaN or infinite values. Every problem is a ``ValueError`` naming the file and the key.
 """
 
@@ -24,9 +24,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlsuite import memory
-from rlsuite.datasets import KEYS, Dataset, DatasetInfo
-from rlsuite.spaces import Discrete
+from rlsuite.data.datasets import KEYS, Dataset, DatasetInfo
+from rlsuite.environment.spaces import Discrete
+from rlsuite.ops import memory
 
 _MIN_RANK = {"observations": 2, "next_observations": 2, "actions": 1}  # the others are [N]
 _INFO_ATTR, _FORMAT_ATTR, _FORMAT = "rlsuite_info", "rlsuite_format", 1

@@ -7,12 +7,12 @@
     rlsuite dataset collect --env pendulum --quality medium --size 100000 --out data/p-m.hdf5
     rlsuite train iql --dataset data/p-m.hdf5 --num-updates 1000 --out runs/iql
 
-`train` starts from the tuned defaults for the environment (`rlsuite.tuned`); every config and
+`train` starts from the tuned defaults for the environment (`rlsuite.app.tuned`); every config and
 hyperparameter field is a flag (`rlsuite train ppo --help`). It writes `config.json`,
 `metrics.jsonl`, `metrics.csv`, `checkpoints/` and `final.json` under `--out`. Offline algorithms
 learn from `--dataset FILE` (D4RL layout) and take their environment from it; their `final.json`
 adds D4RL's normalised scores. `dataset collect` makes a dataset with our own SAC or TD3
-(`rlsuite.collect`). The algorithms are those of `rlsuite.agents.registry` (listed below): a
+(`rlsuite.app.collect`). The algorithms are those of `rlsuite.agents.registry` (listed below): a
 family registered there trains, resumes and evaluates here with no change to this module. This
 module is the one place in `rlsuite` that imports `envs` (to resolve environment names).
 """
@@ -31,10 +31,10 @@ import jax
 import numpy as np
 import tyro
 
-from rlsuite import checkpoint
 from rlsuite.agents import registry
-from rlsuite.loggers import CSV, DEFAULT_LOG_INTERVAL, JSONL, check_backends
-from rlsuite.tuned import behaviour, env_from_argv, flag_value, tuned
+from rlsuite.app.tuned import behaviour, env_from_argv, flag_value, tuned
+from rlsuite.loop import checkpoint
+from rlsuite.loop.loggers import CSV, DEFAULT_LOG_INTERVAL, JSONL, check_backends
 
 COMMANDS = ("train", "eval", "plot", "dataset")
 
@@ -110,7 +110,7 @@ def _read_record(out: pathlib.Path, what: str = "run") -> dict:
 
 def _check_out(out: pathlib.Path) -> None:
     """Refuse an `--out` that cannot hold a new run, before anything is written there."""
-    from rlsuite.runner import file_in_the_way
+    from rlsuite.loop.runner import file_in_the_way
 
     blocked = file_in_the_way(out)
     if blocked is not None:
@@ -138,7 +138,7 @@ def _saved_in(out: pathlib.Path) -> str | None:
 
 def _build(record: dict):
     """Agent, hparams and dataset (None for online algorithms) from a `config.json` record."""
-    import envs
+    from rlsuite import envs
 
     algo = registry.get(record["algo"])
     config = algo.config_cls(
@@ -161,7 +161,7 @@ def _load_dataset(path: str, env=None, env_params=None):
     """The dataset in `path` and the SHA-256 of the file."""
     import hashlib
 
-    from rlsuite.dataset_files import load_d4rl
+    from rlsuite.data.dataset_files import load_d4rl
 
     file = pathlib.Path(path)
     if not file.is_file():
@@ -173,7 +173,7 @@ def _load_dataset(path: str, env=None, env_params=None):
 def _env_name(algo: registry.Algorithm, argv: list[str]) -> str:
     """The environment of a new run: `--env` or the algorithm's default for an online one; for an
     offline one, the environment its dataset was made in."""
-    from rlsuite.dataset_files import load_d4rl
+    from rlsuite.data.dataset_files import load_d4rl
 
     name, path = algo.name, flag_value(argv, "--dataset")
     if not algo.offline:
@@ -196,7 +196,7 @@ def _env_name(algo: registry.Algorithm, argv: list[str]) -> str:
 
 
 def train(argv: list[str]) -> dict:
-    from rlsuite.runner import chunk_length, fit
+    from rlsuite.loop.runner import chunk_length, fit
 
     if "--resume" in argv:
         return _resume(argv)
@@ -209,7 +209,7 @@ def train(argv: list[str]) -> dict:
     _choose("algorithm", name, registry.names())
     algo = registry.get(name)
     env_name = _env_name(algo, argv)
-    import envs
+    from rlsuite import envs
 
     env, env_params = envs.make(env_name)  # an unknown name fails here, before any parsing
     defaults = tuned(name, env_name)
@@ -293,7 +293,7 @@ def _forget(out: pathlib.Path, made: pathlib.Path | None) -> None:
 
 
 def _resume(argv: list[str]) -> dict:
-    from rlsuite.runner import fit
+    from rlsuite.loop.runner import fit
 
     i = argv.index("--resume")
     if i + 1 >= len(argv):
@@ -323,7 +323,7 @@ def _reference_returns(data) -> tuple[float, float] | None:
 def _fit(
     fit, agent, hparams, record: dict, out: pathlib.Path, resume: bool, progress: bool, data=None
 ) -> dict:
-    from rlsuite.runner import step_unit
+    from rlsuite.loop.runner import step_unit
 
     num_updates = agent.config.num_updates
     offline = {}
@@ -388,8 +388,8 @@ class EvalArgs:
 
 
 def evaluate(argv: list[str]) -> dict:
-    from rlsuite import driver
-    from rlsuite.runner import eval_summary
+    from rlsuite.loop import driver
+    from rlsuite.loop.runner import eval_summary
 
     args = tyro.cli(EvalArgs, args=argv, prog="rlsuite eval")
     if args.episodes < 1:
@@ -432,9 +432,9 @@ class PlotArgs:
 
 
 def plot(argv: list[str]) -> dict:
-    from rlsuite.loggers import read_metrics
-    from rlsuite.plotting import curve, image_path, plot_runs
-    from rlsuite.runner import check_new_file
+    from rlsuite.app.plotting import curve, image_path, plot_runs
+    from rlsuite.loop.loggers import read_metrics
+    from rlsuite.loop.runner import check_new_file
 
     args = tyro.cli(PlotArgs, args=argv, prog="rlsuite plot")
     if args.bin_steps is not None and args.bin_steps < 1:
@@ -486,9 +486,9 @@ class CollectArgs:
 
 
 def dataset(argv: list[str]) -> dict:
-    from rlsuite.collect import QUALITIES, collect
-    from rlsuite.dataset_files import save_d4rl
-    from rlsuite.runner import check_new_file
+    from rlsuite.app.collect import QUALITIES, collect
+    from rlsuite.data.dataset_files import save_d4rl
+    from rlsuite.loop.runner import check_new_file
 
     if not argv or argv[0] != "collect":
         raise UsageError("dataset needs a subcommand: rlsuite dataset collect --help")
@@ -496,7 +496,7 @@ def dataset(argv: list[str]) -> dict:
     _choose("quality", args.quality, QUALITIES)
     _choose("behaviour algorithm", args.algo, ("sac", "td3"))
     out = check_new_file(args.out, overwrite=args.overwrite, hint=" or pass --overwrite")
-    import envs
+    from rlsuite import envs
 
     env, env_params = envs.make(args.env)
     algo = registry.get(args.algo)
@@ -543,7 +543,7 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
     """Make the CPU cores JAX devices before anything runs (`driver.use_cpu_cores`): as many as
     `--cpu-devices` says, or a resumed CPU run recorded (runs from before the record: one), or
     every core."""
-    from rlsuite.driver import use_cpu_cores
+    from rlsuite.loop.driver import use_cpu_cores
 
     count = None
     if command == "train" and "--resume" in argv:
@@ -581,8 +581,8 @@ def _raised_here(error: BaseException, *files: str | pathlib.Path) -> bool:
     frames = traceback.extract_tb(error.__traceback__)
     if not frames:
         return False
-    roots = [pathlib.Path(__file__).parent]
-    spec = importlib.util.find_spec("envs")
+    roots = [pathlib.Path(__file__).parents[1]]  # rlsuite/
+    spec = importlib.util.find_spec("rlsuite.envs")  # installed from the repository's envs/
     if spec is not None and spec.origin is not None:
         roots.append(pathlib.Path(spec.origin).parent)
     last = pathlib.Path(frames[-1].filename).resolve()

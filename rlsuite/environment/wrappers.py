@@ -21,7 +21,7 @@ import numpy as np
 from flax import struct
 
 from rlsuite.environment import Environment, StepResult
-from rlsuite.spaces import Box, Space, flat_dim
+from rlsuite.environment.spaces import Box, Space, flat_dim
 
 
 class Wrapper(Environment):

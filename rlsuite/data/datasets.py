@@ -1,7 +1,7 @@
 """Offline RL datasets on device: one pytree of transitions with static metadata, and its helpers.
 
-Nothing is downloaded: datasets are made by the suite's own agents (``rlsuite.collect``), and the
-D4RL / Minari HDF5 files are read and written by ``rlsuite.dataset_files``::
+Nothing is downloaded: datasets are made by the suite's own agents (``rlsuite.app.collect``), and
+the D4RL / Minari HDF5 files are read and written by ``rlsuite.data.dataset_files``::
 
     info = DatasetInfo(env="cartpole", quality="medium", algo="ppo", seed=0)
     dataset = from_transitions(transitions, info)      # time-major [T, num_envs] Transitions
@@ -145,8 +145,8 @@ def _cut_last(terminals: jax.Array, timeouts: jax.Array) -> jax.Array:
 
 
 def from_transitions(transitions: Any, info: DatasetInfo) -> Dataset:
-    """A dataset from a time-major ``rlsuite.transition.Transition`` (leaves ``[T, num_envs,
-    ...]``, e.g. from ``rlsuite.rollout.rollout``).
+    """A dataset from a time-major ``rlsuite.data.transition.Transition`` (leaves ``[T, num_envs,
+    ...]``, e.g. from ``rlsuite.loop.rollout.rollout``).
 
     Rows are env-major: row ``e * T + t`` is step ``t`` of env ``e``, so each env's stream (and
     every episode in it) is contiguous. ``terminated`` / ``truncated`` become ``terminals`` /

@@ -8,7 +8,7 @@ hyperparameters, and a host loop that runs it in chunks with checkpoints, logs a
 Offline agents learn from a dataset: pass it as `data=` (a pytree of arrays, shared by every run
 and never copied per run or into checkpoints); the driver then calls `agent.init(key, hparams,
 data=data)` and `agent.update(state, hparams, data=data)`, as the agent declares in its
-`extra_args` (`rlsuite.agent.extra_args`). The data is a traced argument, not a closure, so a
+`extra_args` (`rlsuite.loop.agent.extra_args`). The data is a traced argument, not a closure, so a
 large dataset is not baked into the compiled program.
 
 `hparams_axis=None` shares one set of hyperparameters across the runs (a seed sweep);
@@ -38,8 +38,8 @@ import jaxlib.version
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from rlsuite.agent import Agent, extra_args, policy
-from rlsuite.evaluation import EvalResult, evaluate
+from rlsuite.loop.agent import Agent, extra_args, policy
+from rlsuite.loop.evaluation import EvalResult, evaluate
 
 RUNS = "runs"  # the mesh axis the runs are placed on
 YNN_OFF = "--xla_cpu_experimental_ynn_fusion_type="  # XLA:CPU with no YNNPACK fusions
@@ -96,7 +96,7 @@ def run_batch(
     Over several devices each runs its own share (`per_device`). One run (on a device) is not
     vmapped: it runs as `run` and gains the axis after. A batch of one costs more than no batch
     (on CPU, XLA's batched matrix products are slower than plain ones), and under `vmap` every
-    `lax.cond` on a per-run value computes both branches (`rlsuite.batching.cond` only where the
+    `lax.cond` on a per-run value computes both branches (`rlsuite.ops.batching.cond` only where the
     runs disagree).
     """
     num_runs = jax.tree.leaves(states)[0].shape[0]
@@ -239,7 +239,7 @@ def per_device(fn: Callable, num_runs: int, in_specs: Any) -> Callable:
     `in_specs` says per argument whether it is split over the runs (`PartitionSpec(RUNS)`) or
     given whole to every device (`PartitionSpec()`); every output is split over the runs. Where
     `run_mesh` gives no mesh, `fn` itself is returned. Inside, `fn` sees only the device's runs,
-    so batch-wide decisions (`rlsuite.batching.cond`) are taken per device and need no
+    so batch-wide decisions (`rlsuite.ops.batching.cond`) are taken per device and need no
     communication between devices.
     """
     mesh = run_mesh(num_runs)
