@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from rlsuite.agents import registry
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
 from rlsuite.agents.offline import OfflineConfig, make_agent
 from rlsuite.environment import Environment
@@ -85,20 +86,5 @@ def make(config: BCConfig, env: Environment, env_params=None) -> Agent:
     return make_agent("bc", config, env, env_params, learner, BCHparams(), check_hparams)
 
 
-def _algorithm():
-    """This family's record in the algorithm registry (`rlsuite train bc`)."""
-    from rlsuite.agents import registry
-
-    return registry.register(
-        registry.Algorithm(
-            name="bc",
-            make=make,
-            config_cls=BCConfig,
-            hparams_cls=BCHparams,
-            offline=True,
-            default_env="pendulum",
-        )
-    )
-
-
-ALGORITHM = _algorithm()
+# This family in the algorithm registry (`rlsuite train bc`).
+ALGORITHM = registry.register(registry.Algorithm("bc", make, BCConfig, BCHparams, True, "pendulum"))

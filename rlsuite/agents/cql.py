@@ -53,7 +53,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rlsuite.agents import sac
+from rlsuite.agents import registry, sac
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
 from rlsuite.agents.offline import OfflineConfig, make_agent
 from rlsuite.environment import Environment
@@ -188,20 +188,7 @@ def make(
     return make_agent("cql", config, env, env_params, learner, CQLHparams(), check)
 
 
-def _algorithm():
-    """This family's record in the algorithm registry (`rlsuite train cql`)."""
-    from rlsuite.agents import registry
-
-    return registry.register(
-        registry.Algorithm(
-            name="cql",
-            make=make,
-            config_cls=CQLConfig,
-            hparams_cls=CQLHparams,
-            offline=True,
-            default_env="pendulum",
-        )
-    )
-
-
-ALGORITHM = _algorithm()
+# This family in the algorithm registry (`rlsuite train cql`).
+ALGORITHM = registry.register(
+    registry.Algorithm("cql", make, CQLConfig, CQLHparams, True, "pendulum")
+)

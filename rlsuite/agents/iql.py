@@ -37,6 +37,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from rlsuite.agents import registry
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
 from rlsuite.agents.offline import OfflineConfig, make_agent
 from rlsuite.environment import Environment
@@ -214,20 +215,7 @@ def make(config: IQLConfig, env: Environment, env_params=None) -> Agent:
     return make_agent("iql", config, env, env_params, learner, IQLHparams(), check_hparams)
 
 
-def _algorithm():
-    """This family's record in the algorithm registry (`rlsuite train iql`)."""
-    from rlsuite.agents import registry
-
-    return registry.register(
-        registry.Algorithm(
-            name="iql",
-            make=make,
-            config_cls=IQLConfig,
-            hparams_cls=IQLHparams,
-            offline=True,
-            default_env="pendulum",
-        )
-    )
-
-
-ALGORITHM = _algorithm()
+# This family in the algorithm registry (`rlsuite train iql`).
+ALGORITHM = registry.register(
+    registry.Algorithm("iql", make, IQLConfig, IQLHparams, True, "pendulum")
+)

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from rlsuite.agents import registry
 from rlsuite.data.transition import Transition
 from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Box, Discrete
@@ -507,20 +508,7 @@ def make(
     )
 
 
-def _algorithm():
-    """This family's record in the algorithm registry (`rlsuite train ppo`)."""
-    from rlsuite.agents import registry
-
-    return registry.register(
-        registry.Algorithm(
-            name="ppo",
-            make=make,
-            config_cls=PPOConfig,
-            hparams_cls=PPOHparams,
-            offline=False,
-            default_env="cartpole",
-        )
-    )
-
-
-ALGORITHM = _algorithm()
+# This family in the algorithm registry (`rlsuite train ppo`).
+ALGORITHM = registry.register(
+    registry.Algorithm("ppo", make, PPOConfig, PPOHparams, False, "cartpole")
+)

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from rlsuite.agents import registry
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, obs_encoder
 from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
 from rlsuite.data.buffers import ReplayBuffer
@@ -241,20 +242,7 @@ def learner(
     return Learner(init=init, explore=explore, greedy=greedy, learn=learn)
 
 
-def _algorithm():
-    """This family's record in the algorithm registry (`rlsuite train sac`)."""
-    from rlsuite.agents import registry
-
-    return registry.register(
-        registry.Algorithm(
-            name="sac",
-            make=make,
-            config_cls=SACConfig,
-            hparams_cls=SACHparams,
-            offline=False,
-            default_env="pendulum",
-        )
-    )
-
-
-ALGORITHM = _algorithm()
+# This family in the algorithm registry (`rlsuite train sac`).
+ALGORITHM = registry.register(
+    registry.Algorithm("sac", make, SACConfig, SACHparams, False, "pendulum")
+)

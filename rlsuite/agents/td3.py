@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
+from rlsuite.agents import registry
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, obs_encoder
 from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
 from rlsuite.data.buffers import ReplayBuffer
@@ -223,20 +224,7 @@ def learner(
     return Learner(init=init, explore=explore, greedy=greedy, learn=learn, period=policy_delay)
 
 
-def _algorithm():
-    """This family's record in the algorithm registry (`rlsuite train td3`)."""
-    from rlsuite.agents import registry
-
-    return registry.register(
-        registry.Algorithm(
-            name="td3",
-            make=make,
-            config_cls=TD3Config,
-            hparams_cls=TD3Hparams,
-            offline=False,
-            default_env="pendulum",
-        )
-    )
-
-
-ALGORITHM = _algorithm()
+# This family in the algorithm registry (`rlsuite train td3`).
+ALGORITHM = registry.register(
+    registry.Algorithm("td3", make, TD3Config, TD3Hparams, False, "pendulum")
+)

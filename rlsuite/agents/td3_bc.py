@@ -15,7 +15,7 @@ import dataclasses
 
 from flax import struct
 
-from rlsuite.agents import td3
+from rlsuite.agents import registry, td3
 from rlsuite.agents.learner import action_dim
 from rlsuite.agents.offline import OfflineConfig, make_agent
 from rlsuite.environment import Environment
@@ -70,20 +70,7 @@ def make(config: TD3BCConfig, env: Environment, env_params=None) -> Agent:
     return make_agent("td3_bc", config, env, env_params, learner, TD3BCHparams(), check_hparams)
 
 
-def _algorithm():
-    """This family's record in the algorithm registry (`rlsuite train td3_bc`)."""
-    from rlsuite.agents import registry
-
-    return registry.register(
-        registry.Algorithm(
-            name="td3_bc",
-            make=make,
-            config_cls=TD3BCConfig,
-            hparams_cls=TD3BCHparams,
-            offline=True,
-            default_env="pendulum",
-        )
-    )
-
-
-ALGORITHM = _algorithm()
+# This family in the algorithm registry (`rlsuite train td3_bc`).
+ALGORITHM = registry.register(
+    registry.Algorithm("td3_bc", make, TD3BCConfig, TD3BCHparams, True, "pendulum")
+)
