@@ -46,15 +46,19 @@ export PYTHONUNBUFFERED=1
 mkdir -p "$OUT"
 start=$SECONDS
 
+# The package as it installs (envs/ inside rlsuite/, as rlsuite.envs), first on the path.
+PKG=$(mktemp -d /tmp/rlsuite-pkg.XXXXXX)
+cp -r rlsuite "$PKG/rlsuite" && cp -r envs "$PKG/rlsuite/envs" || exit 1
+
 is_312() { "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 12))'; }
 if compgen -G ".whl/*.whl" >/dev/null && is_312; then
   "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
     --target /tmp/site .whl/*.whl || exit 1
-  export PYTHONPATH=/tmp/site:$PWD
+  export PYTHONPATH=/tmp/site:$PKG:$PWD
   echo "installed $(ls .whl/*.whl | wc -l) wheels from .whl/ in $((SECONDS - start)) s"
 else
   echo "no wheels installed (none in .whl/, or $PYTHON is not CPython 3.12)"
-  export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+  export PYTHONPATH=$PKG:$PWD${PYTHONPATH:+:$PYTHONPATH}
 fi
 
 {

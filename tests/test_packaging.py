@@ -2,6 +2,7 @@
 of that name), every subpackage of `rlsuite` in the wheel."""
 
 import pathlib
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,21 +14,16 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> zipfile.ZipFile:
-    """The wheel `pip wheel` builds from the checkout (no network: the build backend is the one
-    the test extra installs)."""
-    out = tmp_path_factory.mktemp("wheel")
+    """The wheel `pip wheel` builds from a copy of the checkout's sources (a build writes into
+    the tree it builds; no network: the build backend is the one the test extra installs)."""
+    out, src = tmp_path_factory.mktemp("wheel"), tmp_path_factory.mktemp("src")
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    for name in ("rlsuite", "envs"):
+        shutil.copytree(ROOT / name, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+    pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            out,
-            ROOT,
-        ],
+        [*pip, "-w", out, src],
         capture_output=True,
         text=True,
         timeout=240,
