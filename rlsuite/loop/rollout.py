@@ -39,7 +39,7 @@ from rlsuite.environment import Environment, StepResult, auto_reset, select, spl
 from rlsuite.ops import batching
 
 Policy = Callable[[jax.Array, Any], tuple[jax.Array, dict]]
-TRIAL_END = "trial_end"  # an `info` key: where true, a recurrent policy's carry is reset
+TRIAL_END = "trial_done"  # an `info` key: where true, a recurrent policy's carry is reset
 
 
 class RecurrentPolicy(NamedTuple):

@@ -1,0 +1,242 @@
+"""`RL2`: the RL^2 wrapper (Duan et al. 2016, arXiv:1611.02779), which turns an environment
+whose `params` hold a task into one whose episodes are *trials*: several inner episodes of one
+task, drawn at the trial's start.
+
+The observation is the float32 vector `[flatten(obs), prev_action, prev_reward, prev_done]`
+(`prev_action` one-hot for a `Discrete` action space, as taken for a 1-D `Box`); all zeros at a
+trial's start. Inner episodes auto-reset inside the wrapper onto the same task, the previous
+inputs kept (`prev_done` is 1 on the step after an inner episode end). For the learner the inner
+episode ends are not terminal: the wrapper reports `terminated` only at the trial's end
+(`truncated` never), so returns and GAE run across them, and `info["trial_done"]` (the key
+`rlsuite.loop.rollout.TRIAL_END`) tells the rollout where the policy's memory resets.
+`memory="episode"` is the ablation without memory across episodes: the previous inputs are zeroed
+and `info["trial_done"]` is set at every inner episode end (the task is kept).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+
+from rlsuite.environment import Environment, StepResult, select
+from rlsuite.environment.spaces import Box, Discrete, Space, flat_dim
+from rlsuite.environment.wrappers import Wrapper
+
+TRIAL_DONE = "trial_done"  # the `info` key of the trial ends (`rlsuite.loop.rollout.TRIAL_END`)
+MEMORY = ("trial", "episode")
+
+
+@struct.dataclass
+class RL2State:
+    """env_state: the inner environment's state; task: the params of this trial's task.
+    prev_action `[action_dim]` (one-hot for Discrete), prev_reward and prev_done (float32
+    scalars): the inputs of the next observation. episode_index: inner episodes ended in this
+    trial; step: steps taken in it; episode_return: the running return of the current inner
+    episode; episode_returns `[episodes_per_trial]` (`[0]` for a trial measured in steps): the
+    returns of the inner episodes ended so far, 0 for the others."""
+
+    env_state: Any
+    task: Any
+    prev_action: jax.Array
+    prev_reward: jax.Array
+    prev_done: jax.Array
+    episode_index: jax.Array
+    step: jax.Array
+    episode_return: jax.Array
+    episode_returns: jax.Array
+
+
+def _trial_length(field: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    whole = isinstance(value, int | np.integer) and not isinstance(value, bool)
+    if not whole or value < 1:
+        raise ValueError(f"RL2: {field} must be an integer >= 1 (or None), got {value!r}")
+    return int(value)
+
+
+class RL2(Wrapper):
+    """Trials of `episodes_per_trial` inner episodes, or of `steps_per_trial` steps (exactly one).
+
+    `sample_task(key, params) -> params` draws a trial's task at every reset; `None` keeps the
+    task in `params` as given (held-out tasks, a batch of params under `vmap`). `step` is the
+    contract's: `info` holds the inner step's info plus `"trial_done"`, `"episode_done"` (the
+    inner episode ended on this step), `"episode_index"` (the inner episode this step belongs
+    to, from 0), `"episode_returns"` (`RL2State.episode_returns` after this step) and
+    `"episode_final_observation"` (the inner observation the step reached, before the inner
+    reset). `max_episode_steps` is the longest trial in steps where it is known.
+    """
+
+    def __init__(
+        self,
+        env: Environment,
+        sample_task: Callable[[jax.Array, Any], Any] | None = None,
+        episodes_per_trial: int | None = None,
+        steps_per_trial: int | None = None,
+        memory: str = "trial",
+    ):
+        super().__init__(env)
+        episodes = _trial_length("episodes_per_trial", episodes_per_trial)
+        steps = _trial_length("steps_per_trial", steps_per_trial)
+        if (episodes is None) == (steps is None):
+            raise ValueError(
+                "RL2: give exactly one of episodes_per_trial and steps_per_trial (an integer >= "
+                f"1), got episodes_per_trial={episodes_per_trial!r}, "
+                f"steps_per_trial={steps_per_trial!r}"
+            )
+        episode_steps = getattr(env, "max_episode_steps", None)
+        if steps is not None and episode_steps is not None and steps < episode_steps:
+            raise ValueError(
+                f"RL2: steps_per_trial={steps} is shorter than one episode of {env.name} "
+                f"(max_episode_steps={episode_steps}); allowed: an integer >= {episode_steps}"
+            )
+        if memory not in MEMORY:
+            raise ValueError(f"RL2: memory must be one of {MEMORY}, got {memory!r}")
+        if sample_task is not None and not callable(sample_task):
+            raise TypeError(
+                f"RL2: sample_task must be a function (key, params) -> params or None, got "
+                f"{type(sample_task).__name__}"
+            )
+        params = env.default_params
+        action_space = env.action_space(params)
+        box_1d = isinstance(action_space, Box) and len(action_space.shape) == 1
+        if not (isinstance(action_space, Discrete) or box_1d):
+            raise ValueError(
+                f"RL2: the action space of {env.name} must be Discrete or a 1-D Box, got "
+                f"{action_space!r}"
+            )
+        _obs_bounds(env.observation_space(params), env.name)
+        self.sample_task = sample_task
+        self.episodes_per_trial = episodes
+        self.steps_per_trial = steps
+        self.memory = memory
+        if steps is not None:
+            self.max_episode_steps = steps
+        elif episode_steps is not None:
+            self.max_episode_steps = episodes * int(episode_steps)
+
+    # ----------------------------------------------------------------- spaces
+    def _action_dim(self, params: Any) -> int:
+        space = self.env.action_space(params)
+        return space.n if isinstance(space, Discrete) else flat_dim(space)
+
+    def observation_space(self, params: Any) -> Box:
+        obs_low, obs_high = _obs_bounds(self.env.observation_space(params), self.env.name)
+        space = self.env.action_space(params)
+        dim = self._action_dim(params)
+        action_low = 0.0 if isinstance(space, Discrete) else -np.inf  # a raw action: unclipped
+        action_high = 1.0 if isinstance(space, Discrete) else np.inf
+        low = np.concatenate([obs_low, np.full(dim, action_low), [-np.inf, 0.0]])
+        high = np.concatenate([obs_high, np.full(dim, action_high), [np.inf, 1.0]])
+        return Box(low, high, low.shape, jnp.float32)
+
+    def _encode_action(self, action: jax.Array, params: Any) -> jax.Array:
+        space = self.env.action_space(params)
+        if isinstance(space, Discrete):
+            return jax.nn.one_hot(action, space.n, dtype=jnp.float32)
+        return jnp.asarray(action, jnp.float32)
+
+    def _observation(self, obs: Any, state: RL2State) -> jax.Array:
+        return jnp.concatenate(
+            [
+                jnp.reshape(obs, (-1,)).astype(jnp.float32),
+                state.prev_action,
+                state.prev_reward[None],
+                state.prev_done[None],
+            ]
+        )
+
+    # ----------------------------------------------------------------- the trial
+    def reset_env(self, key: jax.Array, params: Any) -> tuple[jax.Array, RL2State]:
+        key_task, key_reset = jax.random.split(key)
+        task = params if self.sample_task is None else self.sample_task(key_task, params)
+        obs, env_state = self.env.reset(key_reset, task)
+        zero = jnp.zeros((), jnp.float32)
+        state = RL2State(
+            env_state=env_state,
+            task=task,
+            prev_action=jnp.zeros((self._action_dim(params),), jnp.float32),
+            prev_reward=zero,
+            prev_done=zero,
+            episode_index=jnp.zeros((), jnp.int32),
+            step=jnp.zeros((), jnp.int32),
+            episode_return=zero,
+            episode_returns=jnp.zeros((self.episodes_per_trial or 0,), jnp.float32),
+        )
+        return self._observation(obs, state), state
+
+    def step_env(self, key: jax.Array, state: RL2State, action: Any, params: Any) -> StepResult:
+        # The inner environment's own auto-resetting step (its keys split as the contract
+        # splits them), on this trial's task; its finished episode's last observation is kept
+        # under another name, since the outer auto-reset sets `final_observation` at trial ends.
+        obs, env_state, reward, terminated, truncated, info = self.env.step(
+            key, state.env_state, action, state.task
+        )
+        info = dict(info)
+        episode_final_observation = info.pop("final_observation")
+        episode_done = jnp.logical_or(terminated, truncated)
+        episode_index = state.episode_index + episode_done.astype(jnp.int32)
+        step = state.step + 1
+        if self.episodes_per_trial is not None:
+            trial_done = episode_done & (episode_index >= self.episodes_per_trial)
+        else:
+            trial_done = step >= self.steps_per_trial
+        episode_return = state.episode_return + jnp.asarray(reward, jnp.float32)
+        episode_returns = state.episode_returns
+        if self.episodes_per_trial is not None:
+            slot = jnp.minimum(state.episode_index, self.episodes_per_trial - 1)
+            ended = episode_returns.at[slot].set(episode_return)
+            episode_returns = jnp.where(episode_done, ended, episode_returns)
+        prev = (
+            self._encode_action(action, params),
+            jnp.asarray(reward, jnp.float32),
+            episode_done.astype(jnp.float32),
+        )
+        reset_memory = trial_done
+        if self.memory == "episode":
+            prev = select(episode_done, jax.tree.map(jnp.zeros_like, prev), prev)
+            reset_memory = episode_done | trial_done
+        new_state = RL2State(
+            env_state,
+            state.task,
+            *prev,
+            episode_index,
+            step,
+            jnp.where(episode_done, 0.0, episode_return),
+            episode_returns,
+        )
+        info = {
+            **info,
+            "episode_final_observation": episode_final_observation,
+            "episode_done": episode_done,
+            "episode_index": state.episode_index,
+            "episode_returns": episode_returns,
+            TRIAL_DONE: reset_memory,
+        }
+        truncated = jnp.zeros((), bool)
+        return self._observation(obs, new_state), new_state, reward, trial_done, truncated, info
+
+    def __repr__(self) -> str:
+        length = (
+            f"episodes_per_trial={self.episodes_per_trial}"
+            if self.episodes_per_trial is not None
+            else f"steps_per_trial={self.steps_per_trial}"
+        )
+        return f"RL2({self.env!r}, {length}, memory={self.memory!r})"
+
+
+def _obs_bounds(space: Space, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The flattened bounds of an inner observation space (Box or Discrete)."""
+    if isinstance(space, Box):
+        n = flat_dim(space)
+        return np.reshape(space.low, (n,)).astype(np.float64), np.reshape(space.high, (n,))
+    if isinstance(space, Discrete):
+        return np.zeros(1), np.full(1, space.n - 1.0)
+    raise ValueError(
+        f"RL2: the observation space of {name} must be a Box or Discrete, got {space!r}"
+    )
