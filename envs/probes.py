@@ -10,6 +10,10 @@ Pain"). Each isolates one piece of an agent and has a known answer. Observations
 |                         |       | continuous: -(a - 0.5)^2              | a = 0.5                |
 | ObservationActionReward | 1     | discrete: +1 if action == (obs > 0),  | pi(obs > 0) = 1        |
 |                         |       | else -1; continuous: -(a - 0.5 obs)^2 | a = 0.5 obs            |
+| MemoryCue               | 4     | a cue c in {-1, +1} is the obs of the | best return 1; without |
+|                         |       | first step only (0 after); last step: | memory 0 (discrete),   |
+|                         |       | as ObservationActionReward with c,    | -0.25 (continuous)     |
+|                         |       | 0 before                              |                        |
 
 Every probe takes `continuous=False` (action space `Discrete(2)`) or `continuous=True`
 (`Box(-1, 1, (1,))`); where the reward ignores the action, so does the answer.
@@ -123,10 +127,41 @@ class ObservationActionReward(Probe):
         return jnp.where(action == (state.obs[0] > 0), 1.0, -1.0)
 
 
+@struct.dataclass
+class MemoryCueState(ProbeState):
+    cue: jax.Array  # shape (1,): the sign shown at the first step
+
+
+class MemoryCue(ObservationActionReward):
+    """Memory: the cue is seen at the first step only and rewarded at the last (a feed-forward
+    policy sees 0 there whatever the cue, so it cannot beat chance)."""
+
+    episode_length = 4
+
+    def reset_env(self, key, params):
+        obs, state = super().reset_env(key, params)
+        return obs, MemoryCueState(obs, state.time, cue=obs)
+
+    def next_obs(self, state):
+        return jnp.zeros((1,), jnp.float32)
+
+    def reward(self, state, action):
+        last = state.time == self.episode_length - 1
+        return jnp.where(last, super().reward(state.replace(obs=state.cue), action), 0.0)
+
+    def step_env(self, key, state, action, params):
+        obs, next_state, reward, terminated, truncated, info = super().step_env(
+            key, state, action, params
+        )
+        next_state = MemoryCueState(next_state.obs, next_state.time, cue=state.cue)
+        return obs, next_state, reward, terminated, truncated, info
+
+
 PROBES = {
     "constant_reward": ConstantReward,
     "observation_reward": ObservationReward,
     "one_step_discount": OneStepDiscount,
     "action_reward": ActionReward,
     "observation_action_reward": ObservationActionReward,
+    "memory_cue": MemoryCue,
 }

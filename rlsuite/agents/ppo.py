@@ -54,7 +54,7 @@ from rlsuite.environment.wrappers import (
     episode_metrics,
 )
 from rlsuite.loop.agent import Agent
-from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
+from rlsuite.loop.rollout import TRIAL_END, EnvBatch, RecurrentPolicy, reset_batch, rollout
 from rlsuite.networks import (
     TORSOS,
     ActorCritic,
@@ -65,6 +65,7 @@ from rlsuite.networks import (
     squashed_log_prob,
     squashed_mode,
 )
+from rlsuite.networks.recurrent import RecurrentActorCritic, check_cell
 from rlsuite.ops import losses, running_stats
 from rlsuite.ops.returns import gae
 from rlsuite.ops.validators import (
@@ -119,6 +120,14 @@ class PPOConfig:
     """what reads the observations before the hidden layers: auto (mlp for vectors, minatar for
     images below 36x36, nature above), mlp, minatar (3x3 conv, 16 channels, dense 128) or nature
     (the DQN Nature CNN, dense 512); shared by the actor and the critic"""
+    recurrent: str | None = None
+    """memory: None (feed-forward), lstm or gru. Recurrent: hidden_sizes before the core, which
+    the actor and critic share, heads of head_sizes after it; minibatches split the rollout's
+    environments, whole sequences each (num_minibatches must divide num_envs)"""
+    recurrent_size: int = 128
+    """units of the recurrent core"""
+    head_sizes: tuple[int, ...] = ()
+    """hidden layer sizes of the actor and critic heads after a recurrent core"""
 
     def __post_init__(self):
         if self.torso not in TORSOS:
@@ -142,6 +151,18 @@ class PPOConfig:
         if self.critic_hidden_sizes is not None:
             check_hidden_sizes(self, "critic_hidden_sizes")
         activation_fn(self.activation)
+        if self.recurrent is not None:
+            check_cell(self.recurrent, "PPOConfig")
+            check_positive_ints(self, ("recurrent_size",))
+            if self.head_sizes:
+                check_hidden_sizes(self, "head_sizes")
+            object.__setattr__(self, "head_sizes", tuple(self.head_sizes))
+            if self.num_envs % self.num_minibatches:
+                raise ValueError(
+                    f"PPOConfig.num_minibatches={self.num_minibatches} must divide num_envs="
+                    f"{self.num_envs} with recurrent={self.recurrent!r} (minibatches split the "
+                    "environments)"
+                )
 
     @property
     def num_updates(self) -> int:
@@ -219,7 +240,8 @@ def actor_critic(
     config: PPOConfig, action_space, env_name: str = "env", obs_space=None
 ) -> ActorCritic:
     """The actor-critic network PPO uses for `action_space` and `obs_space` (default: vector
-    observations) (`apply(params, obs)`)."""
+    observations): `ActorCritic` (`apply(params, obs)`), or with `config.recurrent` a
+    `RecurrentActorCritic` (`apply(params, carry, obs_seq, starts)`)."""
     squash = config.distribution == "tanh_gaussian"
     if isinstance(action_space, Discrete) and not squash:
         head = {"num_actions": action_space.n}
@@ -236,6 +258,16 @@ def actor_critic(
         categories = obs_space.n if isinstance(obs_space, Discrete) else None
         torso = resolve_torso(config.torso, obs_space.shape, "PPOConfig")
         features = encoder(torso, obs_space.shape, categories)
+    if config.recurrent is not None:
+        return RecurrentActorCritic(
+            config.recurrent,
+            config.recurrent_size,
+            config.hidden_sizes,
+            config.head_sizes,
+            config.activation,
+            encoder=features,
+            **head,
+        )
     return ActorCritic(
         config.hidden_sizes,
         config.activation,
@@ -256,6 +288,26 @@ def shuffled_steps(key: jax.Array, batch: dict, num_minibatches: int) -> dict:
     return jax.tree.map(lambda x: x[order].reshape(num_minibatches, -1, *x.shape[1:]), flat)
 
 
+def env_sequences(key: jax.Array, batch: dict, num_minibatches: int) -> dict:
+    """Recurrent PPO's minibatches: the environments shuffled and split into `num_minibatches`,
+    each keeping its whole sequence. Leaves `[num_steps, num_envs, ...]` become
+    `[num_minibatches, num_steps, num_envs / num_minibatches, ...]`; the starting carry
+    (`batch["carry"]`, leaves `[num_envs, ...]`) becomes `[num_minibatches, num_envs /
+    num_minibatches, ...]`. Never split along time: each sequence is re-run from its carry."""
+    num_envs = jax.tree.leaves(batch["carry"])[0].shape[0]
+    order = jax.random.permutation(key, num_envs)
+
+    def split(x, axis):
+        x = jnp.take(x, order, axis=axis)
+        x = x.reshape(*x.shape[:axis], num_minibatches, -1, *x.shape[axis + 1 :])
+        return jnp.moveaxis(x, axis, 0)
+
+    sequences = {k: v for k, v in batch.items() if k != "carry"}
+    minibatches = jax.tree.map(lambda x: split(x, 1), sequences)
+    minibatches["carry"] = jax.tree.map(lambda x: split(x, 0), batch["carry"])
+    return minibatches
+
+
 class PPOSetup(NamedTuple):
     """What PPO's steps read besides the learner state: fixed by `make`, closed over by the agent.
 
@@ -263,7 +315,8 @@ class PPOSetup(NamedTuple):
     env, env_params: the environment as PPO steps it (wrapped) and its shared params (a batch
         that holds its own, `EnvBatch.params`, steps with those).
     policy_loss: `(log_prob, old_log_prob, advantages, clip_eps) -> (loss, metrics)`.
-    minibatches: `(key, batch, num_minibatches) -> minibatches` (`shuffled_steps`).
+    minibatches: `(key, batch, num_minibatches) -> minibatches` (`shuffled_steps`; with a
+        recurrent network `env_sequences`).
     """
 
     config: PPOConfig
@@ -277,26 +330,57 @@ class PPOSetup(NamedTuple):
     def squash(self) -> bool:
         return self.config.distribution == "tanh_gaussian"
 
+    @property
+    def recurrent(self) -> bool:
+        return self.config.recurrent is not None
 
-def apply(setup: PPOSetup, params, obs_stats, obs):
-    """`(distribution, value)` for `obs`, normalised with `obs_stats` when the config says so."""
+
+def apply(setup: PPOSetup, params, obs_stats, obs, *memory):
+    """`(distribution, value)` for `obs`, normalised with `obs_stats` when the config says so.
+
+    Recurrent: `apply(setup, params, obs_stats, obs [T, B, ...], carry, starts [T, B])` returns
+    `(carry, carries, distribution, value)` (`RecurrentActorCritic`)."""
     if setup.config.normalize_observations:
         obs = running_stats.normalize(obs_stats, obs, clip=10.0)
+    if setup.recurrent:
+        carry, starts = memory
+        return setup.network.apply(params, carry, obs, starts)
     return setup.network.apply(params, obs)
+
+
+def step(setup: PPOSetup, params, obs_stats, obs, carry):
+    """Recurrent: one step of a batch, `obs` `[B, ...]` -> `(distribution, value, carry)`, the
+    distribution and the value over `[1, B]` (a sequence of length 1)."""
+    starts = jnp.zeros((1, jax.tree.leaves(obs)[0].shape[0]), bool)
+    carry, _, dist, value = apply(setup, params, obs_stats, obs[None], carry, starts)
+    return dist, value, carry
+
+
+def initial_carry(setup: PPOSetup, state, num_envs: int):
+    """The carry of `num_envs` fresh episodes (`Agent.initial_carry`)."""
+    return setup.network.initial(num_envs)
 
 
 def init(setup: PPOSetup, key: jax.Array, hp: PPOHparams) -> PPOState:
     config = setup.config
     key, key_net, key_env = jax.random.split(key, 3)
     obs_shape = setup.env.observation_space(setup.env_params).shape
-    params = setup.network.init(key_net, jnp.zeros((1, *obs_shape)))
+    env = reset_batch(setup.env, setup.env_params, key_env, config.num_envs)
+    if setup.recurrent:
+        one = setup.network.initial(1)
+        params = setup.network.init(
+            key_net, one, jnp.zeros((1, 1, *obs_shape)), jnp.zeros((1, 1), bool)
+        )
+        env = env._replace(carry=setup.network.initial(config.num_envs))
+    else:
+        params = setup.network.init(key_net, jnp.zeros((1, *obs_shape)))
     return PPOState(
         params=params,
         opt_state=_optimizer(hp).init(params),
         obs_stats=running_stats.init(obs_shape),
         return_stats=running_stats.init(()),
         discounted_return=jnp.zeros((config.num_envs,)),
-        env=reset_batch(setup.env, setup.env_params, key_env, config.num_envs),
+        env=env,
         key=key,
         update_step=jnp.zeros((), jnp.int32),
     )
@@ -306,8 +390,7 @@ def collect(setup: PPOSetup, state: PPOState, key: jax.Array) -> tuple[EnvBatch,
     """A rollout of `config.num_steps` steps of every environment with the current policy; the
     extras keep each step's log-probability and value (and, squashed, the pre-tanh sample)."""
 
-    def policy(key, obs):
-        dist, value = apply(setup, state.params, state.obs_stats, obs)
+    def sample(key, dist, value):
         if setup.squash:  # keep the pre-squash sample: log-probabilities are taken at it
             raw = dist.distribution.sample(seed=key)
             extras = {"log_prob": squashed_log_prob(dist, raw), "value": value, "raw": raw}
@@ -315,6 +398,18 @@ def collect(setup: PPOSetup, state: PPOState, key: jax.Array) -> tuple[EnvBatch,
         action = dist.sample(seed=key)
         return action, {"log_prob": dist.log_prob(action), "value": value}
 
+    def policy(key, obs):
+        dist, value = apply(setup, state.params, state.obs_stats, obs)
+        return sample(key, dist, value)
+
+    def recurrent_policy(key, obs, carry):
+        dist, value, carry = step(setup, state.params, state.obs_stats, obs, carry)
+        action, extras = jax.tree.map(lambda x: x[0], sample(key, dist, value))
+        return action, extras, carry
+
+    if setup.recurrent:
+        initial = functools.partial(initial_carry, setup, state)
+        policy = RecurrentPolicy(recurrent_policy, initial)
     config = setup.config
     return rollout(
         setup.env, setup.env_params, policy, key, state.env, config.num_steps, None,
@@ -341,16 +436,46 @@ def scale_rewards(setup: PPOSetup, state: PPOState, tr: Transition, hp: PPOHpara
 
 def advantages(setup: PPOSetup, state: PPOState, tr: Transition, rewards, hp: PPOHparams):
     """GAE advantages `[num_steps, num_envs]`, bootstrapping from `V(next_obs)` (truncation
-    aware: `rlsuite.ops.returns.gae`)."""
-    _, next_values = apply(setup, state.params, state.obs_stats, tr.next_obs)
+    aware: `rlsuite.ops.returns.gae`). Recurrent: `V(next_obs_t)` under the memory after step
+    `t` (`next_values`)."""
+    if setup.recurrent:
+        next_values = recurrent_next_values(
+            setup, state.params, state.obs_stats, tr, state.env.carry
+        )
+    else:
+        _, next_values = apply(setup, state.params, state.obs_stats, tr.next_obs)
     values = tr.extras["value"]
     return gae(rewards, values, next_values, tr.terminated, tr.truncated, hp.gamma, hp.gae_lambda)
 
 
-def learning_batch(setup: PPOSetup, tr: Transition, advantages: jax.Array) -> dict:
-    """What the epochs learn from, time-major (`[num_steps, num_envs, ...]` leaves)."""
+def sequence_starts(tr: Transition) -> jax.Array:
+    """`[num_steps, num_envs]`: where a rollout's step began with a fresh carry, i.e. the step
+    before ended an episode (or reported a trial end, `TRIAL_END`); never the first step, whose
+    carry is the one the rollout started from. The rollout resets the carry at the same places."""
+    ends = tr.info.get(TRIAL_END, tr.terminated | tr.truncated)
+    return jnp.concatenate([jnp.zeros_like(ends[:1]), ends[:-1]])
+
+
+def recurrent_next_values(setup: PPOSetup, params, obs_stats, tr: Transition, carry) -> jax.Array:
+    """`V(next_obs_t)` `[num_steps, num_envs]` for a recurrent network: the rollout re-run from
+    its starting `carry`, then each step's next observation under the carry after that step
+    (before any reset), one call of length 1 over all `num_steps * num_envs` of them."""
+    _, carries, _, _ = apply(setup, params, obs_stats, tr.obs, carry, sequence_starts(tr))
+    num_steps, num_envs = tr.reward.shape
+    flat = lambda x: x.reshape(1, num_steps * num_envs, *x.shape[2:])  # noqa: E731
+    after = jax.tree.map(lambda x: x.reshape(num_steps * num_envs, *x.shape[2:]), carries)
+    starts = jnp.zeros((1, num_steps * num_envs), bool)
+    _, _, _, values = apply(setup, params, obs_stats, flat(tr.next_obs), after, starts)
+    return values.reshape(num_steps, num_envs)
+
+
+def learning_batch(setup: PPOSetup, tr: Transition, advantages: jax.Array, carry=()) -> dict:
+    """What the epochs learn from, time-major (`[num_steps, num_envs, ...]` leaves). Recurrent:
+    also the starting `carry` of the rollout (`[num_envs, ...]` leaves) and `starts`."""
     values = tr.extras["value"]
+    memory = {"carry": carry, "starts": sequence_starts(tr)} if setup.recurrent else {}
     return {
+        **memory,
         "obs": tr.obs,
         "action": tr.extras["raw"] if setup.squash else tr.action,
         "log_prob": tr.extras["log_prob"],
@@ -364,7 +489,11 @@ def loss(setup: PPOSetup, params, obs_stats, minibatch: dict, key, hp: PPOHparam
     """`(total loss, metrics)` of one minibatch: clipped surrogate (`setup.policy_loss`), value
     loss (clipped around the rollout's values when the config says so) and entropy bonus."""
     config = setup.config
-    dist, value = apply(setup, params, obs_stats, minibatch["obs"])
+    if setup.recurrent:
+        memory = minibatch["carry"], minibatch["starts"]
+        _, _, dist, value = apply(setup, params, obs_stats, minibatch["obs"], *memory)
+    else:
+        dist, value = apply(setup, params, obs_stats, minibatch["obs"])
     if setup.squash:
         log_prob = squashed_log_prob(dist, minibatch["action"])
         entropy = squashed_entropy(dist, key).mean()
@@ -430,9 +559,8 @@ def update(setup: PPOSetup, state: PPOState, hp: PPOHparams) -> tuple[PPOState, 
     rewards, return_stats, discounted_return = scale_rewards(setup, state, tr, hp)
     adv = advantages(setup, state, tr, rewards, hp)
     lr = learning_rate(setup, state, hp)
-    params, opt_state, metrics = learn(
-        setup, state, learning_batch(setup, tr, adv), key_learn, lr, hp
-    )
+    batch = learning_batch(setup, tr, adv, state.env.carry)
+    params, opt_state, metrics = learn(setup, state, batch, key_learn, lr, hp)
     obs_stats = state.obs_stats
     if setup.config.normalize_observations:
         obs_stats = running_stats.update(obs_stats, tr.obs)
@@ -452,11 +580,18 @@ def update(setup: PPOSetup, state: PPOState, hp: PPOHparams) -> tuple[PPOState, 
     return state, metrics
 
 
-def act(setup: PPOSetup, state: PPOState, obs, key, deterministic: bool = False):
-    dist, _ = apply(setup, state.params, state.obs_stats, obs)
+def act(setup: PPOSetup, state: PPOState, obs, key, deterministic: bool = False, carry=None):
+    """The action for `obs`; recurrent: for a batch `obs` `[B, ...]` and its `carry`, returns
+    `(action, carry)`."""
+    if setup.recurrent:
+        dist, _, carry = step(setup, state.params, state.obs_stats, obs, carry)
+    else:
+        dist, _ = apply(setup, state.params, state.obs_stats, obs)
     if deterministic:
-        return squashed_mode(dist) if setup.squash else dist.mode()
-    return dist.sample(seed=key)
+        action = squashed_mode(dist) if setup.squash else dist.mode()
+    else:
+        action = dist.sample(seed=key)
+    return (action[0], carry) if setup.recurrent else action
 
 
 def prepare(
@@ -464,7 +599,7 @@ def prepare(
     env: Environment,
     env_params=None,
     policy_loss: Callable = losses.ppo_policy_loss,
-    minibatches: Callable = shuffled_steps,
+    minibatches: Callable | None = None,
     network: Any = None,
 ) -> PPOSetup:
     """The `PPOSetup` of PPO on `env`: the environment wrapped as PPO steps it and the network
@@ -475,6 +610,8 @@ def prepare(
     space = env.action_space(env_params)
     if network is None:
         network = actor_critic(config, space, env.name, env.observation_space(env_params))
+    if minibatches is None:
+        minibatches = env_sequences if config.recurrent is not None else shuffled_steps
     if isinstance(space, Box):
         env = RescaleAction(env) if config.distribution == "tanh_gaussian" else ClipAction(env)
     env = EpisodeStatistics(env)
@@ -486,14 +623,16 @@ def make(
     env: Environment,
     env_params=None,
     policy_loss: Callable = losses.ppo_policy_loss,
-    minibatches: Callable = shuffled_steps,
+    minibatches: Callable | None = None,
     network: Any = None,
 ) -> Agent:
     """Bind PPO to `env`. A research variant passes its own step: `policy_loss(log_prob,
     old_log_prob, advantages, clip_eps) -> (loss, metrics)`, `minibatches(key, batch,
-    num_minibatches)` (`shuffled_steps`), or a `network` with `init` and `apply(params, obs) ->
-    (distribution, value)` (`actor_critic`)."""
+    num_minibatches)` (default `shuffled_steps`, or `env_sequences` with a recurrent network), or
+    a `network` with `init` and `apply(params, obs) -> (distribution, value)` (`actor_critic`;
+    recurrent: `RecurrentActorCritic`'s signature, and `initial(num_envs)`)."""
     setup = prepare(config, env, env_params, policy_loss, minibatches, network)
+    memory = functools.partial(initial_carry, setup) if setup.recurrent else None
     return Agent(
         name="ppo",
         config=config,
@@ -505,6 +644,7 @@ def make(
         act=functools.partial(act, setup),
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.num_steps,
+        initial_carry=memory,
     )
 
 
