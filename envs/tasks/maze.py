@@ -1,0 +1,172 @@
+"""A grid maze with a goal per trial, seen through an egocentric window (meta-RL navigation).
+
+| item        | value                                                                           |
+|-------------|---------------------------------------------------------------------------------|
+| grid        | `size` x `size` cells (5), walls around it and where `params.walls` is True     |
+| task        | `params.goal` [2] (row, col), a free cell; `sample_task` draws it uniformly     |
+| start       | drawn uniformly at every reset among the free cells other than the goal         |
+| action      | `Discrete(4)`: 0 up (row - 1), 1 right (col + 1), 2 down, 3 left; a wall blocks |
+| observation | float32 [view * view * 3 (+ 2)]: the `view` x `view` window (3) centred on the  |
+|             | agent, one-hot channels (wall, goal, empty) per cell, outside the grid a wall,  |
+|             | flattened row-major; then (row, col) / (size - 1) where `observe_position`      |
+| reward      | `goal_reward` (1) on reaching the goal, minus `step_penalty` (0.05) every step: |
+|             | an episode reaching it in t steps returns 1 - 0.05 t                            |
+| episode     | `terminated` on reaching the goal; `truncated` after `max_steps` (4 * size)     |
+
+Why later episodes can earn more: in the first episode of a trial the agent must search for the
+goal (it sees one cell around itself); once found, an agent that remembers where it is walks
+straight there from each later start (on 5 x 5, 10/3 steps on average, the mean distance between
+two distinct cells: a return of 0.83). With `observe_position` (the default) the agent knows its
+cell, so remembering the goal is enough; without it, it must also locate itself from the walls.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import struct
+from rlsuite.envs.tasks import check_leaf_shape
+
+from rlsuite.environment import Environment
+from rlsuite.environment.spaces import Box, Discrete
+from rlsuite.ops.validators import check_field
+
+MOVES = jnp.array([[-1, 0], [0, 1], [1, 0], [0, -1]], jnp.int32)  # up, right, down, left
+CHANNELS = 3  # wall, goal, empty
+
+
+@struct.dataclass
+class MazeParams:
+    goal: jax.Array  # [2] int32 (row, col), the task
+    walls: jax.Array  # [size, size] bool, inner walls (the border is always a wall)
+    step_penalty: float = 0.05
+    goal_reward: float = 1.0
+
+
+@struct.dataclass
+class MazeState:
+    position: jax.Array  # [2] int32 (row, col)
+    time: jax.Array  # int32 scalar, steps taken in this episode
+
+
+class Maze(Environment):
+    """A `size` x `size` grid, a goal in params and an egocentric `view` x `view` window."""
+
+    def __init__(
+        self,
+        size: int = 5,
+        view: int = 3,
+        observe_position: bool = True,
+        max_steps: int | None = None,
+    ):
+        if _not_int(size) or size < 2:
+            raise ValueError(f"Maze: invalid size={size!r}; allowed: an integer >= 2")
+        if _not_int(view) or view < 1 or view % 2 == 0:
+            raise ValueError(f"Maze: invalid view={view!r}; allowed: an odd integer >= 1")
+        max_steps = 4 * size if max_steps is None else max_steps
+        if _not_int(max_steps) or max_steps < 1:
+            raise ValueError(f"Maze: invalid max_steps={max_steps!r}; allowed: an integer >= 1")
+        self.size, self.view, self.observe_position = size, view, bool(observe_position)
+        self.max_episode_steps = max_steps  # counted in step_env (no TimeLimit needed)
+
+    @property
+    def default_params(self) -> MazeParams:
+        """An open room with the goal in the bottom-right corner; draw goals with `sample_task`."""
+        n = self.size
+        return MazeParams(
+            goal=jnp.array([n - 1, n - 1], jnp.int32),
+            walls=jnp.zeros((n, n), bool),
+        )
+
+    def validate_params(self, params: MazeParams) -> None:
+        n = self.size
+        check_leaf_shape(params, "goal", (2,), self.name)
+        check_leaf_shape(params, "walls", (n, n), self.name)
+        check_field(
+            params,
+            "goal",
+            lambda v: (v >= 0) & (v < n) & (v == v // 1),
+            f"integer cells in 0..{n - 1}",
+            self.name,
+        )
+        check_field(params, "step_penalty", lambda v: v >= 0, "a value >= 0", self.name)
+        goal, walls = params.goal, params.walls
+        if any(isinstance(x, jax.core.Tracer) for x in (goal, walls)) or np.ndim(goal) != 1:
+            return  # traced, or a batch of tasks: the goal against the walls is not checked
+        walls = np.asarray(walls)
+        free = walls == 0
+        on_goal = free[tuple(np.asarray(goal))]
+        if not np.all((walls == 0) | (walls == 1)) or free.sum() < 2 or not on_goal:
+            raise ValueError(
+                f"{self.name}: invalid params.walls; allowed: booleans [size, size] with the goal "
+                f"{np.asarray(goal).tolist()} on a free cell and another cell free for the start"
+            )
+
+    def reset_env(self, key: jax.Array, params: MazeParams):
+        goal = jnp.asarray(params.goal, jnp.int32)
+        free = ~jnp.asarray(params.walls, bool)
+        free = free.at[goal[0], goal[1]].set(False)
+        position = _draw_cell(key, free)
+        state = MazeState(position, jnp.zeros((), jnp.int32))
+        return self._observation(state, params), state
+
+    def step_env(self, key, state: MazeState, action, params: MazeParams):
+        goal = jnp.asarray(params.goal, jnp.int32)
+        target = state.position + MOVES[action]
+        inside = jnp.all((target >= 0) & (target < self.size))
+        clipped = jnp.clip(target, 0, self.size - 1)
+        open_ = inside & ~jnp.asarray(params.walls, bool)[clipped[0], clipped[1]]
+        position = jnp.where(open_, target, state.position)
+        state = MazeState(position, state.time + 1)
+        reached = jnp.all(position == goal)
+        reward = jnp.where(reached, params.goal_reward, 0.0) - params.step_penalty
+        truncated = state.time >= self.max_episode_steps
+        obs = self._observation(state, params)
+        return obs, state, reward.astype(jnp.float32), reached, truncated, {}
+
+    def _observation(self, state: MazeState, params: MazeParams) -> jax.Array:
+        """The window around the agent, [view, view, (wall, goal, empty)] flattened, then the
+        normalised position where `observe_position`."""
+        r = self.view // 2
+        goal = jnp.asarray(params.goal, jnp.int32)
+        walls = jnp.pad(jnp.asarray(params.walls, bool), r, constant_values=True)
+        goals = jnp.zeros((self.size, self.size), bool).at[goal[0], goal[1]].set(True)
+        goals = jnp.pad(goals, r)
+        row, col = state.position[0], state.position[1]  # the window's corner in padded cells
+        wall = jax.lax.dynamic_slice(walls, (row, col), (self.view, self.view))
+        at_goal = jax.lax.dynamic_slice(goals, (row, col), (self.view, self.view))
+        window = jnp.stack([wall, at_goal, ~wall & ~at_goal], axis=-1).astype(jnp.float32)
+        obs = window.reshape(-1)
+        if self.observe_position:
+            obs = jnp.concatenate([obs, state.position.astype(jnp.float32) / (self.size - 1)])
+        return obs
+
+    def observation_space(self, params: MazeParams) -> Box:
+        extra = 2 if self.observe_position else 0
+        return Box(0.0, 1.0, (self.view * self.view * CHANNELS + extra,))
+
+    def action_space(self, params: MazeParams) -> Discrete:
+        return Discrete(4)
+
+    def __repr__(self) -> str:
+        return (
+            f"Maze(size={self.size}, view={self.view}, observe_position="
+            f"{self.observe_position}, max_steps={self.max_episode_steps})"
+        )
+
+
+def _not_int(value) -> bool:
+    return isinstance(value, bool) or not isinstance(value, int)
+
+
+def _draw_cell(key: jax.Array, allowed: jax.Array) -> jax.Array:
+    """A cell (row, col), int32 [2], uniform among the True cells of `allowed` [size, size]."""
+    size = allowed.shape[-1]
+    index = jax.random.categorical(key, jnp.where(allowed.reshape(-1), 0.0, -jnp.inf))
+    return jnp.stack([index // size, index % size]).astype(jnp.int32)
+
+
+def sample_task(key: jax.Array, params: MazeParams) -> MazeParams:
+    """`params` with a goal drawn uniformly among the free cells of `params.walls`."""
+    return params.replace(goal=_draw_cell(key, ~jnp.asarray(params.walls, bool)))
