@@ -1,6 +1,7 @@
 """`make(name, **kwargs) -> (env, params)` and `names()`: one place to build any environment.
 
-Names: ours (`"cartpole"`, `"pendulum"`, ..., `"probe/action_reward"`), Brax (`"brax/ant"`) and
+Names: ours (`"cartpole"`, `"pendulum"`, ..., `"probe/action_reward"`), the meta-RL task families
+(`"meta/bandit"`, ...: `envs/tasks/` inside the `RL2` trial wrapper), Brax (`"brax/ant"`) and
 gymnax (`"gymnax/CartPole-v1"`). Keyword arguments that name a field of the environment's params
 override it (`make("cartpole", gravity=20.0)`); the others go to the environment's constructor
 (`make("probe/action_reward", continuous=True)`, `make("brax/ant", backend="generalized")`).
@@ -29,8 +30,10 @@ from rlsuite.envs.mountain_car_continuous import MountainCarContinuous
 from rlsuite.envs.pendulum import Pendulum
 from rlsuite.envs.point_mass import PointMass
 from rlsuite.envs.probes import PROBES
+from rlsuite.envs.tasks import bandits, maze, point_robot, tabular_mdp
 
 from rlsuite.environment import Environment
+from rlsuite.environment.meta import RL2
 from rlsuite.environment.wrappers import TimeLimit
 
 OURS: dict[str, type[Environment]] = {
@@ -40,6 +43,74 @@ OURS: dict[str, type[Environment]] = {
     "mountain_car_continuous": MountainCarContinuous,
     "point_mass": PointMass,
     **{f"probe/{name}": cls for name, cls in PROBES.items()},
+}
+
+
+def _trials(field: str, value: Any) -> int:
+    """A trial length given to a `meta/` name, checked to be an integer >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"invalid {field}={value!r}; allowed: an integer >= 1")
+    return value
+
+
+def meta_bandit(num_arms: int = 5, pulls: int = 10, memory: str = "trial") -> RL2:
+    """Duan et al.'s bandits: probs ~ U[0, 1]^num_arms per trial, `pulls` one-pull episodes."""
+    pulls = _trials("pulls", pulls)
+    env = bandits.BernoulliBandit(num_arms)
+    return RL2(env, bandits.sample_uniform, episodes_per_trial=pulls, memory=memory)
+
+
+def meta_two_arm_bandit(pulls: int = 100, memory: str = "trial") -> RL2:
+    """gymnax's two arms {p, 1 - p} in a random order per trial (`p` a params field, 0.1)."""
+    pulls = _trials("pulls", pulls)
+    env = bandits.BernoulliBandit(2)
+    return RL2(env, bandits.sample_paired, episodes_per_trial=pulls, memory=memory)
+
+
+def meta_tabular_mdp(
+    num_states: int = 10,
+    num_actions: int = 5,
+    horizon: int = 10,
+    episodes_per_trial: int = 10,
+    memory: str = "trial",
+) -> RL2:
+    """Duan et al.'s random tabular MDPs, `episodes_per_trial` episodes of `horizon` steps."""
+    episodes = _trials("episodes_per_trial", episodes_per_trial)
+    env = tabular_mdp.TabularMDP(num_states, num_actions, horizon)
+    return RL2(env, tabular_mdp.sample_task, episodes_per_trial=episodes, memory=memory)
+
+
+def meta_maze(
+    size: int = 5,
+    view: int = 3,
+    observe_position: bool = True,
+    max_steps: int | None = None,
+    episodes_per_trial: int = 3,
+    memory: str = "trial",
+) -> RL2:
+    """A grid maze with a goal per trial, `episodes_per_trial` episodes from random starts."""
+    episodes = _trials("episodes_per_trial", episodes_per_trial)
+    env = maze.Maze(size, view, observe_position, max_steps)
+    return RL2(env, maze.sample_task, episodes_per_trial=episodes, memory=memory)
+
+
+def meta_point_robot(
+    max_steps: int = 20, episodes_per_trial: int = 2, memory: str = "trial"
+) -> RL2:
+    """A point robot and a goal on the upper unit semicircle per trial."""
+    episodes = _trials("episodes_per_trial", episodes_per_trial)
+    env = point_robot.PointRobot(max_steps)
+    return RL2(env, point_robot.sample_task, episodes_per_trial=episodes, memory=memory)
+
+
+# Meta-RL task families, each trained across trials: `make` returns them `RL2`-wrapped, with no
+# `TimeLimit` (a trial ends by its length; every inner episode by the family's own horizon).
+META: dict[str, Any] = {
+    "meta/bandit": meta_bandit,
+    "meta/two_arm_bandit": meta_two_arm_bandit,
+    "meta/tabular_mdp": meta_tabular_mdp,
+    "meta/maze": meta_maze,
+    "meta/point_robot": meta_point_robot,
 }
 
 _DEFAULT = object()
@@ -53,7 +124,7 @@ def register(name: str, factory: Any, max_episode_steps: Any = _DEFAULT) -> None
     a name again replaces it."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"register: the name must be a non-empty string, got {name!r}")
-    if name in OURS or name.startswith(("brax/", "gymnax/")):
+    if name in OURS or name in META or name.startswith(("brax/", "gymnax/")):
         raise ValueError(f"register: {name!r} is a built-in environment's name; choose another")
     if not callable(factory):
         raise TypeError(
@@ -73,6 +144,7 @@ def names() -> list[str]:
 
     return (
         list(OURS)
+        + list(META)
         + [f"brax/{n}" for n in brax_names()]
         + [f"gymnax/{n}" for n in gymnax_names()]
         + list(REGISTERED)
@@ -86,6 +158,15 @@ def make(name: str, max_episode_steps: Any = _DEFAULT, **kwargs: Any) -> tuple[E
     if name in OURS:
         cls = OURS[name]
         return _build(name, cls, _constructor_args(cls), max_episode_steps, kwargs)
+    if name in META:
+        if max_episode_steps is not _DEFAULT:
+            raise ValueError(
+                f"make({name!r}): max_episode_steps does not apply to a meta-RL family; its "
+                "trial length is pulls or episodes_per_trial and its episode length the "
+                "family's own argument (horizon or max_steps)"
+            )
+        factory = META[name]
+        return _build(name, factory, _constructor_args(factory), None, kwargs)
     if name not in REGISTERED and ":" in name:
         _import_env(name)
     if name in REGISTERED:
@@ -183,7 +264,9 @@ def _build(
     return env, params
 
 
-def _constructor_args(cls: type) -> set[str]:
-    parameters = inspect.signature(cls.__init__).parameters.values()
+def _constructor_args(cls: Any) -> set[str]:
+    """The keyword names a class's constructor, or a factory function, takes."""
+    target = cls.__init__ if isinstance(cls, type) else cls
+    parameters = inspect.signature(target).parameters.values()
     variadic = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
     return {p.name for p in parameters if p.name != "self" and p.kind not in variadic}
