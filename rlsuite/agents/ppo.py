@@ -188,6 +188,10 @@ class PPOHparams:
     """weight of the value loss"""
     ent_coef: float = 0.01
     """weight of the entropy bonus"""
+    ent_decay: float = 1.0
+    """factor on the entropy weight per update (gymnax's meta-A2C decays it by 0.999)"""
+    ent_coef_min: float = 0.0
+    """floor of the decayed entropy weight"""
     max_grad_norm: float = 0.5
     """global gradient-norm clip"""
     adam_eps: float = 1e-5
@@ -224,7 +228,10 @@ def check_hparams(hp: PPOHparams) -> None:
     check_positive(hp, *fields, owner="ppo", kind="hparams")
     for field in ("gamma", "gae_lambda"):
         check_field(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "ppo", "hparams")
-    for field in ("vf_coef", "ent_coef"):
+    check_field(
+        hp, "ent_decay", lambda v: (v > 0) & (v <= 1), "a value in (0, 1]", "ppo", "hparams"
+    )
+    for field in ("vf_coef", "ent_coef", "ent_coef_min"):
         check_field(hp, field, lambda v: v >= 0, "a value >= 0", "ppo", "hparams")
 
 
@@ -485,10 +492,14 @@ def learning_batch(setup: PPOSetup, tr: Transition, advantages: jax.Array, carry
     }
 
 
-def loss(setup: PPOSetup, params, obs_stats, minibatch: dict, key, hp: PPOHparams):
+def loss(
+    setup: PPOSetup, params, obs_stats, minibatch: dict, key, hp: PPOHparams, entropy_weight=None
+):
     """`(total loss, metrics)` of one minibatch: clipped surrogate (`setup.policy_loss`), value
     loss (clipped around the rollout's values when the config says so) and entropy bonus."""
     config = setup.config
+    if entropy_weight is None:
+        entropy_weight = hp.ent_coef
     if setup.recurrent:
         memory = minibatch["carry"], minibatch["starts"]
         _, _, dist, value = apply(setup, params, obs_stats, minibatch["obs"], *memory)
@@ -510,7 +521,7 @@ def loss(setup: PPOSetup, params, obs_stats, minibatch: dict, key, hp: PPOHparam
         )
     else:
         v_loss = losses.value_loss(value, minibatch["targets"])
-    total = pi_loss + hp.vf_coef * v_loss - hp.ent_coef * entropy
+    total = pi_loss + hp.vf_coef * v_loss - entropy_weight * entropy
     metrics = {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": entropy, **pi_metrics}
     return total, metrics
 
@@ -523,17 +534,24 @@ def learning_rate(setup: PPOSetup, state: PPOState, hp: PPOHparams):
     return hp.learning_rate * jnp.maximum(1.0 - state.update_step / config.num_updates, 0.0)
 
 
+def entropy_weight(state: PPOState, hp: PPOHparams):
+    """This update's entropy weight: `ent_coef * ent_decay ** update`, at least `ent_coef_min`
+    (with the defaults, `ent_coef` itself)."""
+    return jnp.maximum(hp.ent_coef * hp.ent_decay**state.update_step, hp.ent_coef_min)
+
+
 def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams):
     """`config.update_epochs` epochs over `batch`, each a scan of gradient steps over the
     minibatches `setup.minibatches` slices; returns params, optimizer state, mean metrics."""
     config, squash = setup.config, setup.squash
     tx = _optimizer(hp)
+    weight = entropy_weight(state, hp)
 
     def minibatch_step(carry, xs):
         params, opt_state = carry
         minibatch, key = xs
         grads, metrics = jax.grad(functools.partial(loss, setup), has_aux=True)(
-            params, state.obs_stats, minibatch, key, hp
+            params, state.obs_stats, minibatch, key, hp, weight
         )
         updates, opt_state = tx.update(grads, opt_state, params)
         params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))

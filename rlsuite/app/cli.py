@@ -28,7 +28,6 @@ import traceback
 from typing import Annotated
 
 import jax
-import numpy as np
 import tyro
 
 from rlsuite.agents import registry
@@ -380,7 +379,7 @@ class EvalArgs:
     run: tyro.conf.Positional[str]
     """run directory written by `rlsuite train`"""
     episodes: int = 100
-    """evaluation episodes per seed"""
+    """evaluation episodes per seed (trials, for a task family)"""
     seed: int = 0
     """evaluation seed"""
     stochastic: bool = False
@@ -389,7 +388,7 @@ class EvalArgs:
 
 def evaluate(argv: list[str]) -> dict:
     from rlsuite.loop import driver
-    from rlsuite.loop.runner import eval_summary
+    from rlsuite.loop.runner import eval_summary, evaluate_policies
 
     args = tyro.cli(EvalArgs, args=argv, prog="rlsuite eval")
     if args.episodes < 1:
@@ -402,20 +401,35 @@ def evaluate(argv: list[str]) -> dict:
     states, meta = checkpoint.restore(
         out / "checkpoints", target, expect={"algo": record["algo"], "env": record["env"]}
     )
-    evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3, 4))
-    returns = np.asarray(
-        evaluation(
-            agent, states, jax.random.key(args.seed), args.episodes, not args.stochastic
-        ).returns
+    returns, trials = evaluate_policies(
+        agent, states, jax.random.key(args.seed), args.episodes, not args.stochastic
     )
     summary = {
         "run": str(out),
         "env_steps": meta["env_steps"],
         "episodes": args.episodes,
         **eval_summary(returns, _reference_returns(data)),
+        **trials,
     }
     print(json.dumps(summary, indent=2))
+    if "adaptation" in trials:
+        print(adaptation_table(trials["adaptation"]))
     return summary
+
+
+def adaptation_table(adaptation: dict) -> str:
+    """The adaptation curve as lines of text: per episode index of the trial, the mean return
+    and its 95% interval across seeds."""
+    lines = ["adaptation: mean return per episode of a trial (95% bootstrap interval, seeds)"]
+    rows = zip(
+        adaptation["episode_return_mean"],
+        adaptation["episode_return_low"],
+        adaptation["episode_return_high"],
+        strict=True,
+    )
+    for i, (mean, low, high) in enumerate(rows, start=1):
+        lines.append(f"  episode {i:>3}: {mean:9.3f}  [{low:.3f}, {high:.3f}]")
+    return "\n".join(lines)
 
 
 @dataclasses.dataclass
@@ -429,6 +443,9 @@ class PlotArgs:
     bin_steps: int | None = None
     """env steps per bin: each seed's mean per bin, then the mean and 95% interval across seeds
     (default: about 30 bins over the longest run, rounded to 1, 2 or 5 x 10^k)"""
+    adaptation: bool = False
+    """draw the adaptation curve of task-family runs (rl2) instead: the return per episode of a
+    trial at the final evaluation (`final.json`), mean and 95% interval across seeds"""
 
 
 def plot(argv: list[str]) -> dict:
@@ -445,6 +462,8 @@ def plot(argv: list[str]) -> dict:
         raise UsageError(f"--out {out}: {out.parent} is not a directory")
     if not args.runs:
         raise UsageError("plot needs at least one run directory: rlsuite plot RUN [RUN ...]")
+    if args.adaptation:
+        return _plot_adaptation(args.runs, out)
     runs = []
     for run in args.runs:
         if not (pathlib.Path(run) / JSONL).exists():
@@ -456,6 +475,26 @@ def plot(argv: list[str]) -> dict:
             raise UsageError(f"{run} {error}") from None
         runs.append((pathlib.Path(run).name, rows))
     plot_runs(runs, out, args.metric, args.bin_steps)
+    print(f"wrote {out}")
+    return {"out": str(out)}
+
+
+def _plot_adaptation(run_dirs: list[str], out: pathlib.Path) -> dict:
+    from rlsuite.app.plotting import plot_adaptation
+
+    runs = []
+    for run in run_dirs:
+        final = pathlib.Path(run) / "final.json"
+        if not final.exists():
+            raise UsageError(f"{run} holds no final.json (a finished run writes it)")
+        summary = json.loads(final.read_text())
+        if "adaptation" not in summary:
+            raise UsageError(
+                f"{run} has no adaptation curve: its environment ({summary.get('env')}) is not a "
+                "task family whose trials count episodes (meta/..., trained with rl2)"
+            )
+        runs.append((pathlib.Path(run).name, summary["adaptation"]))
+    plot_adaptation(runs, out)
     print(f"wrote {out}")
     return {"out": str(out)}
 

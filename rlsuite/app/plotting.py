@@ -139,9 +139,11 @@ def plot_curves(
     metric: str = "charts/episodic_return",
     title: str | None = None,
     legend_title: str | None = None,
+    xlabel: str = "environment steps",
 ) -> pathlib.Path:
-    """Draw `(label, env_steps, values [num_seeds, T])` curves with their 95% intervals to `out`.
-    Points are marked, so that one between two missing ones (NaN) still shows."""
+    """Draw `(label, x, values [num_seeds, T])` curves with their 95% intervals to `out` (`x`:
+    environment steps, or e.g. the episode index of a trial). Points are marked, so that one
+    between two missing ones (NaN) still shows."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -156,7 +158,7 @@ def plot_curves(
             steps, mean, marker="o", markersize=3, label=f"{label} ({_seeds(values.shape[0])})"
         )
         ax.fill_between(steps, low, high, alpha=0.25, color=line.get_color(), linewidth=0)
-    ax.set_xlabel("environment steps")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(metric)
     ax.set_title(title or f"{metric}: mean and 95% bootstrap interval across seeds")
     # Below the axes, where it hides no curve.
@@ -187,3 +189,19 @@ def _quiet_nan_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         yield
+
+
+def plot_adaptation(runs: Sequence[tuple[str, dict]], out: str | pathlib.Path) -> pathlib.Path:
+    """Draw each run's adaptation curve (`final.json`'s `adaptation`: the mean return per episode
+    index of a trial, per seed) with its 95% interval across seeds to `out`."""
+    curves = []
+    for label, adaptation in runs:
+        values = np.asarray(adaptation["episode_return_per_seed"], dtype=np.float64)
+        curves.append((label, np.arange(1, values.shape[1] + 1), values))
+    return plot_curves(
+        curves,
+        out,
+        "return of the episode",
+        title="adaptation within a trial: mean and 95% bootstrap interval across seeds",
+        xlabel="episode of the trial",
+    )

@@ -86,6 +86,32 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
             "reward_scale": 30.0,
         },
     },
+    # RL^2 on Duan et al.'s bandits (k = 5, n = 10) with A2C (RL2Config's defaults: one epoch of
+    # one minibatch, LSTM-64), 256 trials of 10 pulls per update, Adam 1e-3, 3,000 updates.
+    # tests/test_rl2.py asserts an evaluation total reward >= 5.84 (Thompson sampling's).
+    ("rl2", "meta/bandit"): {
+        "config": {"num_envs": 256, "num_steps": 10, "total_timesteps": 3_000 * 2_560},
+        "hparams": {"learning_rate": 1e-3},
+    },
+    # gymnax's meta-A2C notebook's recipe: LSTM-48, 64 trials of 100 pulls, lr 0.005, gamma 0.8,
+    # entropy weight 1.0 decayed by 0.999 per update to 0.01, gradient clip 5, 4,000 updates.
+    ("rl2", "meta/two_arm_bandit"): {
+        "config": {
+            "recurrent_size": 48,
+            "num_envs": 64,
+            "num_steps": 100,
+            "total_timesteps": 4_000 * 6_400,
+        },
+        "hparams": {
+            "learning_rate": 0.005,
+            "gamma": 0.8,
+            "vf_coef": 0.5,
+            "ent_coef": 1.0,
+            "ent_decay": 0.999,
+            "ent_coef_min": 0.01,
+            "max_grad_norm": 5.0,
+        },
+    },
 }
 
 

@@ -240,3 +240,26 @@ def _obs_bounds(space: Space, name: str) -> tuple[np.ndarray, np.ndarray]:
     raise ValueError(
         f"RL2: the observation space of {name} must be a Box or Discrete, got {space!r}"
     )
+
+
+def trial_wrapper(env: Environment) -> RL2 | None:
+    """The `RL2` wrapper among `env`'s wrappers (outermost first), or None: whether `env`'s
+    episodes are trials of a task family."""
+    while True:
+        if isinstance(env, RL2):
+            return env
+        if not isinstance(env, Wrapper):
+            return None
+        env = env.env
+
+
+def info_keys(env: Environment, params: Any = None) -> set[str]:
+    """The keys of the `info` dict `env.step` returns (traced abstractly: nothing is run)."""
+
+    def one_step(key):
+        key_reset, key_step = jax.random.split(key)
+        obs, state = env.reset(key_reset, params)
+        action = env.action_space(params).sample(key_step)
+        return env.step(key_step, state, action, params)[-1]
+
+    return set(jax.eval_shape(one_step, jax.random.key(0)))

@@ -39,7 +39,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from rlsuite.loop.agent import Agent, extra_args, policy
-from rlsuite.loop.evaluation import EvalResult, evaluate
+from rlsuite.loop.evaluation import EvalResult, TrialResult, evaluate, evaluate_trials
 
 RUNS = "runs"  # the mesh axis the runs are placed on
 YNN_OFF = "--xla_cpu_experimental_ynn_fusion_type="  # XLA:CPU with no YNNPACK fusions
@@ -148,6 +148,29 @@ def evaluate_batch(
     def one(state, key):
         acting = policy(agent, state, deterministic)
         return evaluate(agent.env, agent.env_params, acting, key, num_episodes, max_steps)
+
+    num_runs = jax.tree.leaves(states)[0].shape[0]
+    keys = jax.random.split(key, num_runs)
+    return per_device(jax.vmap(one), num_runs, PartitionSpec(RUNS))(states, keys)
+
+
+def evaluate_trials_batch(
+    agent: Agent,
+    states: Any,
+    key: jax.Array,
+    num_trials: int,
+    deterministic: bool = True,
+    sum_info: tuple[str, ...] = (),
+) -> TrialResult:
+    """`evaluate_batch` for a task family (an `RL2`-wrapped environment): every run's policy for
+    `num_trials` whole trials, with each episode's return (`[num_runs, num_trials, episodes]`)
+    and the `sum_info` keys summed over each trial (`rlsuite.loop.evaluation.evaluate_trials`)."""
+
+    def one(state, key):
+        acting = policy(agent, state, deterministic)
+        return evaluate_trials(
+            agent.env, agent.env_params, acting, key, num_trials, sum_info=sum_info
+        )
 
     num_runs = jax.tree.leaves(states)[0].shape[0]
     keys = jax.random.split(key, num_runs)

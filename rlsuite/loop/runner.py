@@ -31,8 +31,10 @@ from typing import Any
 import jax
 import numpy as np
 
+from rlsuite.environment.meta import info_keys, trial_wrapper
 from rlsuite.loop import checkpoint, driver
 from rlsuite.loop.agent import Agent, config_dict
+from rlsuite.loop.evaluation import adaptation_curve
 from rlsuite.loop.loggers import MetricsLogger, check_backends
 from rlsuite.ops import memory
 
@@ -205,8 +207,7 @@ def fit(
     if logger is not None:
         logger.close()
 
-    evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
-    eval_returns = np.asarray(evaluation(agent, states, key_eval, eval_episodes).returns)
+    eval_returns, trials = evaluate_policies(agent, states, key_eval, eval_episodes)
     steps_run = (num_updates - start) * steps_per_update
     unit = step_unit(data)
     summary = {
@@ -222,6 +223,7 @@ def fit(
         ),
         "eval_episodes": eval_episodes,
         **eval_summary(eval_returns, reference_returns),
+        **trials,
     }
     if final_path is not None:
         final_path.write_text(json.dumps(summary, indent=2) + "\n")
@@ -262,6 +264,45 @@ def chunk_length(num_updates: int, chunks: int = 10) -> int:
     if dividing:
         return num_updates // min(dividing, key=lambda c: (abs(c - chunks), -c))
     return max(1, num_updates // chunks)
+
+
+def evaluate_policies(
+    agent, states, key: jax.Array, episodes: int, deterministic: bool = True
+) -> tuple[np.ndarray, dict]:
+    """Every run's evaluation returns `[num_runs, episodes]`, and for a task family (episodes
+    that are trials, `rlsuite.environment.meta.RL2`) the `trial_summary` of the same episodes
+    (else `{}`)."""
+    if trial_wrapper(agent.env) is None:
+        evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3, 4))
+        return np.asarray(evaluation(agent, states, key, episodes, deterministic).returns), {}
+    sums = tuple(k for k in TRIAL_SUMS if k in info_keys(agent.env, agent.env_params))
+    evaluation = jax.jit(driver.evaluate_trials_batch, static_argnums=(0, 3, 4, 5))
+    result = evaluation(agent, states, key, episodes, deterministic, sums)
+    return np.asarray(result.returns), trial_summary(result)
+
+
+TRIAL_SUMS = ("regret",)  # info keys a task family may report, summed over each trial
+
+
+def trial_summary(result) -> dict:
+    """What `final.json` and `rlsuite eval` say of a task family's trials: the adaptation curve
+    (mean return per episode index of the trial, bootstrap 95% interval across seeds, and each
+    seed's curve) and each summed info key's mean per trial, per seed."""
+    episode_returns = np.asarray(result.episode_returns)
+    summary = {}
+    if episode_returns.shape[-1] > 0:
+        mean, low, high = adaptation_curve(episode_returns)
+        summary["adaptation"] = {
+            "episode_return_mean": mean.tolist(),
+            "episode_return_low": low.tolist(),
+            "episode_return_high": high.tolist(),
+            "episode_return_per_seed": episode_returns.mean(axis=1).tolist(),
+        }
+    for name, values in result.sums.items():
+        per_seed = np.asarray(values).mean(axis=1)
+        summary[f"eval_{name}_per_seed"] = per_seed.tolist()
+        summary[f"eval_{name}_mean"] = float(per_seed.mean())
+    return summary
 
 
 def eval_summary(eval_returns: np.ndarray, reference_returns=None) -> dict:
