@@ -83,7 +83,7 @@ def meta_tabular_mdp(
 def meta_maze(
     size: int = 5,
     view: int = 3,
-    observe_position: bool = True,
+    observe_position: bool = False,
     max_steps: int | None = None,
     episodes_per_trial: int = 3,
     memory: str = "trial",

@@ -133,7 +133,7 @@ def _cells(rows):
 
 
 def test_maze_view_walls_and_goal_by_hand():
-    env = Maze(size=5)
+    env = Maze(size=5, observe_position=True)
     walls = jnp.zeros((5, 5), bool).at[1, 1].set(True)
     params = env.default_params.replace(goal=jnp.array([0, 2]), walls=walls)
     state = MazeState(jnp.array([0, 1]), jnp.zeros((), jnp.int32))
@@ -154,6 +154,10 @@ def test_maze_view_walls_and_goal_by_hand():
     np.testing.assert_allclose(reward, 0.95)
     assert bool(terminated) and not bool(truncated)
     np.testing.assert_array_equal(obs, [*_cells(["###", ".G.", "#.."]), 0.0, 0.5])
+    # By default the window alone: 3 x 3 cells of 3 channels.
+    plain = Maze(size=5)
+    assert plain.observation_space(params).shape == (27,)
+    np.testing.assert_array_equal(plain._observation(state, params), window)
 
 
 def test_maze_starts_and_goals_are_free_cells():

@@ -8,16 +8,16 @@
 | action      | `Discrete(4)`: 0 up (row - 1), 1 right (col + 1), 2 down, 3 left; a wall blocks |
 | observation | float32 [view * view * 3 (+ 2)]: the `view` x `view` window (3) centred on the  |
 |             | agent, one-hot channels (wall, goal, empty) per cell, outside the grid a wall,  |
-|             | flattened row-major; then (row, col) / (size - 1) where `observe_position`      |
+|             | flattened row-major; then (row, col) / (size - 1) if `observe_position` (off)   |
 | reward      | `goal_reward` (1) on reaching the goal, minus `step_penalty` (0.05) every step: |
 |             | an episode reaching it in t steps returns 1 - 0.05 t                            |
 | episode     | `terminated` on reaching the goal; `truncated` after `max_steps` (4 * size)     |
 
 Why later episodes can earn more: in the first episode of a trial the agent must search for the
 goal (it sees one cell around itself); once found, an agent that remembers where it is walks
-straight there from each later start (on 5 x 5, 10/3 steps on average, the mean distance between
-two distinct cells: a return of 0.83). With `observe_position` (the default) the agent knows its
-cell, so remembering the goal is enough; without it, it must also locate itself from the walls.
+straight there from each later start (on an open 5 x 5, 10/3 steps on average, the mean distance
+between two distinct cells: a return of 0.83). It locates itself from the walls in its window
+(16 of the 25 cells touch the border), or, with `observe_position=True`, from its coordinates.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ class Maze(Environment):
         self,
         size: int = 5,
         view: int = 3,
-        observe_position: bool = True,
+        observe_position: bool = False,
         max_steps: int | None = None,
     ):
         if _not_int(size) or size < 2:
