@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 
-from rlsuite.agents import bc, cql, iql, ppo, registry, sac, td3, td3_bc
+from rlsuite.agents import bc, cql, iql, ppo, registry, rl2, sac, td3, td3_bc
 from rlsuite.agents.registry import Algorithm
 from rlsuite.app import cli, tuned
 from rlsuite.loop.loggers import read_metrics
@@ -22,6 +22,7 @@ BUILT_IN = {
     "td3_bc": (td3_bc, td3_bc.TD3BCConfig, td3_bc.TD3BCHparams, True, "pendulum"),
     "iql": (iql, iql.IQLConfig, iql.IQLHparams, True, "pendulum"),
     "cql": (cql, cql.CQLConfig, cql.CQLHparams, True, "pendulum"),
+    "rl2": (rl2, rl2.RL2Config, ppo.PPOHparams, False, "meta/bandit"),
 }
 
 
@@ -37,20 +38,20 @@ def toy():
 
 def test_every_built_in_family_is_registered_with_its_record():
     assert registry.names() == list(BUILT_IN)
-    assert registry.online() == ["ppo", "sac", "td3"]
+    assert registry.online() == ["ppo", "sac", "td3", "rl2"]
     assert registry.offline() == ["bc", "td3_bc", "iql", "cql"]
     for name, (module, config_cls, hparams_cls, offline, default_env) in BUILT_IN.items():
         expected = Algorithm(name, module.make, config_cls, hparams_cls, offline, default_env)
         assert registry.get(name) == expected, name
         assert registry.ALGORITHMS[name] is registry.get(name) is module.ALGORITHM
         assert tuned.default_env(name) == default_env
-    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 7
+    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 8
 
 
 def test_the_tuned_table_names_registered_algorithms():
     for algo, _ in tuned.TUNED:
         assert algo in registry.names(), algo
-    assert {algo for algo, _ in tuned.TUNED} == {"ppo", "sac", "td3"}
+    assert {algo for algo, _ in tuned.TUNED} == {"ppo", "sac", "td3", "rl2"}
 
 
 def test_a_registered_toy_family_trains_and_evaluates_with_no_cli_change(toy, tmp_path, capsys):
@@ -91,7 +92,7 @@ def test_a_registered_toy_family_trains_and_evaluates_with_no_cli_change(toy, tm
 def test_an_unknown_algorithm_is_refused_with_the_registered_names(capsys):
     assert cli.main(["train", "nosuch"]) == 2
     err = capsys.readouterr().err
-    allowed = "(allowed: ppo, sac, td3, bc, td3_bc, iql, cql)"
+    allowed = "(allowed: ppo, sac, td3, bc, td3_bc, iql, cql, rl2)"
     assert err == f"rlsuite train: error: unknown algorithm 'nosuch' {allowed}\n"
     with pytest.raises(ValueError, match="unknown algorithm 'nosuch'; registered: ppo, sac, td3"):
         registry.get("nosuch")

@@ -41,7 +41,9 @@ def test_the_wheel_holds_envs_inside_rlsuite_and_no_top_level_envs(wheel):
         assert f"rlsuite/envs/{module}" in names
     # Every package of the checkout is in the wheel (pyproject lists them by hand).
     packages = {p.parent.relative_to(ROOT).as_posix() for p in ROOT.glob("rlsuite/**/__init__.py")}
-    packages |= {"rlsuite/envs"}
+    packages |= {
+        f"rlsuite/{p.parent.relative_to(ROOT).as_posix()}" for p in ROOT.glob("envs/**/__init__.py")
+    }
     assert packages == {
         pathlib.PurePosixPath(n).parent.as_posix() for n in names if n.endswith("/__init__.py")
     }

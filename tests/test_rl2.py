@@ -1,0 +1,136 @@
+"""RL^2 (`rlsuite.agents.rl2`): recurrent A2C/PPO on task families learns to adapt within a trial.
+
+Thresholds measured on the CI machine (2 cores, no accelerator):
+- Duan et al.'s bandits, k = 5, n = 10, the tuned A2C: evaluation total reward >= 5.84, Thompson
+  sampling's (tests/test_bandit_baselines.py); the same agent with its memory and previous inputs
+  reset every episode is memoryless and earns 5.0 in expectation (<= 5.05 asserted).
+- the maze, 3 episodes per trial: episode 3 returns more than episode 1, the paired bootstrap
+  interval of the difference above 0.
+- gymnax's two-arm bandit with the notebook's recipe (slow): regret per 100 pulls <= 1.0, 1.5,
+  4.5 for p = 0.1, 0.25, 0.4.
+"""
+
+import jax
+import numpy as np
+import pytest
+
+from rlsuite import envs
+from rlsuite.agents import ppo, registry, rl2
+from rlsuite.app import tuned
+from rlsuite.loop import agent as agent_lib
+from rlsuite.loop import driver
+from rlsuite.loop.evaluation import evaluate_trials, paired_difference
+
+THOMPSON_K5_N10 = 5.84
+
+
+def _tuned_agent(env_name, **env_kwargs):
+    entry = tuned.tuned("rl2", env_name)
+    env, params = envs.make(env_name, **env_kwargs)
+    agent = rl2.make(rl2.RL2Config(**entry["config"]), env, params)
+    return agent, ppo.PPOHparams(**entry["hparams"])
+
+
+def _train(agent, hparams, seed=0):
+    train = jax.jit(driver.train, static_argnums=(0, 3))
+    state, metrics = train(agent, jax.random.key(seed), hparams, agent.config.num_updates)
+    return state, metrics
+
+
+@pytest.fixture(scope="module")
+def duan():
+    agent, hparams = _tuned_agent("meta/bandit")
+    assert agent.config.num_updates == 3000 and agent.config.num_envs == 256
+    state, _ = _train(agent, hparams)
+    return agent, state
+
+
+def test_duan_bandit_a2c_beats_thompson_sampling(duan):
+    agent, state = duan
+    policy = agent_lib.policy(agent, state, True)
+    result = evaluate_trials(agent.env, agent.env_params, policy, jax.random.key(1), 20_000)
+    total = float(result.returns.mean())
+    assert total >= THOMPSON_K5_N10, total
+    # It adapts: the last pull of a trial earns more than the first (which can only guess).
+    curve = np.asarray(result.episode_returns).mean(axis=0)
+    assert curve[-1] > curve[0] + 0.1, curve
+
+
+def test_without_memory_across_pulls_the_same_agent_earns_chance(duan):
+    # The negative control: the trained agent on the same task distribution, its carry and its
+    # previous inputs reset at every pull (memory="episode"): every pull is then the same fresh
+    # policy on exchangeable arms, worth E[p] = 0.5, so a trial of 10 is worth 5.0.
+    agent, state = duan
+    env, params = envs.make("meta/bandit", memory="episode")
+    policy = agent_lib.policy(agent, state, True)
+    result = evaluate_trials(env, params, policy, jax.random.key(2), 50_000)
+    total = float(result.returns.mean())
+    assert total <= 5.05, total  # standard error about 0.015 over 50,000 trials
+    assert np.ptp(np.asarray(result.episode_returns).mean(axis=0)) < 0.03  # a flat curve
+
+
+def test_maze_later_episodes_of_a_trial_return_more():
+    env, params = envs.make("meta/maze")
+    config = rl2.RL2Config(num_envs=64, num_steps=60, update_epochs=4, num_minibatches=4,
+                           hidden_sizes=(64,), total_timesteps=120 * 64 * 60)  # fmt: skip
+    agent = rl2.make(config, env, params)
+    state, _ = _train(agent, ppo.PPOHparams(learning_rate=1e-3, ent_coef=0.01))
+    policy = agent_lib.policy(agent, state, False)
+    result = evaluate_trials(agent.env, agent.env_params, policy, jax.random.key(3), 2000)
+    returns = np.asarray(result.episode_returns)  # [trials, 3]
+    # Trials are the resampled unit of the paired bootstrap (one seed): [trials, 1, episodes].
+    mean, low, high = paired_difference(returns[:, None, :], later=2, earlier=0)
+    assert low > 0, (mean, low, high, returns.mean(axis=0))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("p, bound", [(0.1, 1.0), (0.25, 1.5), (0.4, 4.5)])
+def test_two_arm_bandit_regret_with_the_gymnax_notebook_recipe(p, bound):
+    agent, hparams = _tuned_agent("meta/two_arm_bandit", p=p)
+    assert agent.config.num_updates == 4000
+    state, _ = _train(agent, hparams)
+    policy = agent_lib.policy(agent, state, True)
+    result = evaluate_trials(
+        agent.env, agent.env_params, policy, jax.random.key(4), 1000, sum_info=("regret",)
+    )
+    regret = float(result.sums["regret"].mean())
+    assert regret <= bound, (p, regret)
+
+
+def test_rl2_refuses_what_it_cannot_train_before_compiling():
+    bandit, params = envs.make("meta/bandit")
+    with pytest.raises(ValueError, match=r"RL2Config.recurrent=None: RL\^2 needs a recurrent"):
+        rl2.RL2Config(recurrent=None)
+    with pytest.raises(ValueError, match=r"PPOConfig.recurrent=None: RL\^2 needs"):
+        rl2.make(ppo.PPOConfig(), bandit, params)
+    with pytest.raises(ValueError, match="wrapped in rlsuite.environment.meta.RL2"):
+        rl2.make(rl2.RL2Config(), *envs.make("cartpole"))
+    with pytest.raises(ValueError, match=r"action space .* the policy takes a bounded 1-D Box"):
+        rl2.make(rl2.RL2Config(distribution="tanh_gaussian"), bandit, params)
+    with pytest.raises(ValueError, match=r"recurrent='transformer' is not one of: lstm, gru"):
+        rl2.RL2Config(recurrent="transformer")
+    assert registry.get("rl2").make is rl2.make
+
+
+def test_train_eval_and_plot_the_adaptation_curve_from_the_cli(tmp_path):
+    from tests.test_cli import rlsuite
+
+    out = tmp_path / "run"
+    tiny = ["--total-timesteps", "640", "--num-envs", "8", "--num-steps", "10"]
+    tiny += ["--recurrent-size", "8", "--hidden-sizes", "8", "--num-seeds", "2", "--no-progress"]
+    proc = rlsuite("train", "rl2", *tiny, "--eval-episodes", "20", "--out", out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "rl2 on meta/bandit: 2 seeds x 640 env steps" in proc.stdout
+    final = (out / "final.json").read_text()
+    assert '"adaptation"' in final and '"eval_regret_mean"' in final
+    proc = rlsuite("eval", out, "--episodes", "30")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "adaptation: mean return per episode of a trial" in proc.stdout
+    assert proc.stdout.count("  episode ") == 10  # one line per pull of the trial
+    image = tmp_path / "adaptation.png"
+    proc = rlsuite("plot", out, "--adaptation", "--out", image)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert image.stat().st_size > 10_000
+    proc = rlsuite("plot", out, "--adaptation", "--out", image)
+    assert proc.returncode == 2 and "exists" in proc.stderr  # never overwritten
