@@ -83,3 +83,34 @@ def test_ppo_ablation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     ]
     assert len(images) == 1
     assert list(tmp_path.iterdir()) == []  # the notebook writes no files
+
+
+@pytest.mark.timeout(300)
+def test_rl2_adaptation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLSUITE_NOTEBOOK_UPDATES", "2")
+    monkeypatch.setenv("RLSUITE_NOTEBOOK_SEEDS", "2")
+    monkeypatch.setenv(
+        "JAX_COMPILATION_CACHE_DIR",
+        os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.expanduser("~/.cache/rlsuite/jax")),
+    )
+    nb = nbformat.read(NOTEBOOKS / "rl2_adaptation.ipynb", as_version=4)
+    client = nbclient.NotebookClient(
+        nb, kernel_name="python3", timeout=240, resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()
+    text = _stream_text(nb)
+    assert "2 updates per run, 2 seeds" in text and "2 seeds x 5,120 env steps" in text
+    rows = re.findall(r"^\s*(with memory|memory reset every pull)\s+(\S+) \[.*$", text, re.M)
+    assert [label for label, _ in rows] == ["with memory", "memory reset every pull"], text
+    for _, total in rows:  # a trial of 10 pulls earns 0 to 10
+        assert 0.0 <= float(total) <= 10.0, rows
+    assert "Bayes-optimal 6.660" in text
+    images = [
+        out
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        if out.output_type == "display_data" and "image/png" in out.get("data", {})
+    ]
+    assert len(images) == 1
+    assert list(tmp_path.iterdir()) == []
