@@ -33,6 +33,9 @@ AGENTS = {
     "td3_bc": OFFLINE,
     "cql": [*OFFLINE, "--num-sampled-actions", "2"],
     "iql": OFFLINE,
+    # The recurrent PPO of RL^2: the LSTM's carry is part of the state that resumes bitwise.
+    "rl2": ["--env", "meta/bandit", *PPO[2:8], "--num-minibatches", "2", "--chunks", "3", *SMALL]
+    + ["--recurrent-size", "8"],
 }
 
 
@@ -55,7 +58,7 @@ def _final(out) -> dict:
 @pytest.mark.parametrize("algo", list(AGENTS))
 def test_every_agent_resumes_bitwise_on_two_devices(algo, dataset, tmp_path):
     args = list(AGENTS[algo])
-    if algo not in ("ppo", "sac", "td3"):
+    if algo not in ("ppo", "sac", "td3", "rl2"):
         args += ["--dataset", dataset]
     full = tmp_path / "full"
     proc = rlsuite("train", algo, *args, *TWO_DEVICES, "--out", full)
