@@ -134,3 +134,13 @@ def test_train_eval_and_plot_the_adaptation_curve_from_the_cli(tmp_path):
     assert image.stat().st_size > 10_000
     proc = rlsuite("plot", out, "--adaptation", "--out", image)
     assert proc.returncode == 2 and "exists" in proc.stderr  # never overwritten
+
+
+def test_a_recurrent_policy_for_a_family_without_memory_is_refused(capsys):
+    from rlsuite.app import cli
+
+    assert cli.main(["train", "sac", "--recurrent", "lstm"]) == 2
+    err = capsys.readouterr().err
+    assert "sac takes no recurrent policy (--recurrent); the families with memory: ppo, rl2" in err
+    assert cli.main(["train", "td3", "--recurrent-size=8"]) == 2
+    assert "td3 takes no recurrent policy (--recurrent-size)" in capsys.readouterr().err

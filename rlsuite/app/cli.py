@@ -169,6 +169,24 @@ def _load_dataset(path: str, env=None, env_params=None):
     return load_d4rl(file, env=env, env_params=env_params), sha
 
 
+def _check_memory(algo: registry.Algorithm, argv: list[str]) -> None:
+    """Refuse a recurrent policy (`--recurrent`, `--recurrent-size`) for a family whose config has
+    none, naming the families that take one."""
+    flags = [
+        a.split("=")[0] for a in argv if a.split("=")[0] in ("--recurrent", "--recurrent-size")
+    ]
+    fields = {f.name for f in dataclasses.fields(algo.config_cls)}
+    if flags and "recurrent" not in fields:
+        with_memory = [
+            n for n in registry.names()
+            if "recurrent" in {f.name for f in dataclasses.fields(registry.get(n).config_cls)}
+        ]  # fmt: skip
+        raise UsageError(
+            f"{algo.name} takes no recurrent policy ({flags[0]}); the families with memory: "
+            f"{', '.join(with_memory)}"
+        )
+
+
 def _env_name(algo: registry.Algorithm, argv: list[str]) -> str:
     """The environment of a new run: `--env` or the algorithm's default for an online one; for an
     offline one, the environment its dataset was made in."""
@@ -207,6 +225,7 @@ def train(argv: list[str]) -> dict:
     name, argv = argv[0], argv[1:]
     _choose("algorithm", name, registry.names())
     algo = registry.get(name)
+    _check_memory(algo, argv)
     env_name = _env_name(algo, argv)
     from rlsuite import envs
 
