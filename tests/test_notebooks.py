@@ -27,6 +27,16 @@ def _stream_text(nb) -> str:
     )
 
 
+def _images(nb) -> list:
+    return [
+        out
+        for cell in nb.cells
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        if out.output_type == "display_data" and "image/png" in out.get("data", {})
+    ]
+
+
 def test_notebooks_are_stored_without_outputs():
     notebooks = sorted(NOTEBOOKS.glob("*.ipynb"))
     assert ABLATION in notebooks
@@ -74,14 +84,7 @@ def test_ppo_ablation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     for *_, train_return, eval_return in rows:  # CartPole returns lie in [1, 500]
         assert 1.0 <= float(train_return) <= 500.0 and 1.0 <= float(eval_return) <= 500.0, rows
 
-    images = [
-        out
-        for cell in nb.cells
-        if cell.cell_type == "code"
-        for out in cell.outputs
-        if out.output_type == "display_data" and "image/png" in out.get("data", {})
-    ]
-    assert len(images) == 1
+    assert len(_images(nb)) == 1
     assert list(tmp_path.iterdir()) == []  # the notebook writes no files
 
 
@@ -105,12 +108,5 @@ def test_rl2_adaptation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     for _, total in rows:  # a trial of 10 pulls earns 0 to 10
         assert 0.0 <= float(total) <= 10.0, rows
     assert "Bayes-optimal 6.660" in text
-    images = [
-        out
-        for cell in nb.cells
-        if cell.cell_type == "code"
-        for out in cell.outputs
-        if out.output_type == "display_data" and "image/png" in out.get("data", {})
-    ]
-    assert len(images) == 1
+    assert len(_images(nb)) == 1
     assert list(tmp_path.iterdir()) == []
