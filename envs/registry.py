@@ -30,7 +30,7 @@ from rlsuite.envs.mountain_car_continuous import MountainCarContinuous
 from rlsuite.envs.pendulum import Pendulum
 from rlsuite.envs.point_mass import PointMass
 from rlsuite.envs.probes import PROBES
-from rlsuite.envs.tasks import bandits, maze, point_robot, tabular_mdp
+from rlsuite.envs.tasks import bandits, maze, mjx_tasks, point_robot, tabular_mdp
 
 from rlsuite.environment import Environment
 from rlsuite.environment.meta import RL2
@@ -103,6 +103,26 @@ def meta_point_robot(
     return RL2(env, point_robot.sample_task, episodes_per_trial=episodes, memory=memory)
 
 
+def meta_cheetah_velocity(
+    max_steps: int = 200, episodes_per_trial: int = 2, backend: str = "mjx", memory: str = "trial"
+) -> RL2:
+    """Brax's halfcheetah (MJX) with a target velocity ~ U[velocity_low, velocity_high] per
+    trial (params fields, default [0, 3]), `episodes_per_trial` episodes of `max_steps` steps."""
+    episodes = _trials("episodes_per_trial", episodes_per_trial)
+    env = mjx_tasks.CheetahVelocity(max_steps, backend)
+    return RL2(env, mjx_tasks.sample_velocity, episodes_per_trial=episodes, memory=memory)
+
+
+def meta_ant_direction(
+    max_steps: int = 200, episodes_per_trial: int = 2, backend: str = "mjx", memory: str = "trial"
+) -> RL2:
+    """Brax's ant (MJX) rewarded along a direction per trial: forward or backward (params
+    forward_backward, default) or any angle in the plane."""
+    episodes = _trials("episodes_per_trial", episodes_per_trial)
+    env = mjx_tasks.AntDirection(max_steps, backend)
+    return RL2(env, mjx_tasks.sample_direction, episodes_per_trial=episodes, memory=memory)
+
+
 # Meta-RL task families, each trained across trials: `make` returns them `RL2`-wrapped, with no
 # `TimeLimit` (a trial ends by its length; every inner episode by the family's own horizon).
 META: dict[str, Any] = {
@@ -111,6 +131,8 @@ META: dict[str, Any] = {
     "meta/tabular_mdp": meta_tabular_mdp,
     "meta/maze": meta_maze,
     "meta/point_robot": meta_point_robot,
+    "meta/cheetah_velocity": meta_cheetah_velocity,
+    "meta/ant_direction": meta_ant_direction,
 }
 
 _DEFAULT = object()
