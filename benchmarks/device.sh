@@ -17,6 +17,10 @@
 #               experiments/offline.py on brax/<env> (MJX): a SAC behaviour policy at brax's
 #               hopper configuration, medium / medium-replay / medium-expert datasets, and the
 #               normalised scores of BC, TD3+BC, CQL and IQL, 5 vmapped seeds each; 560 s at most.
+#   rl2-cheetah benchmarks/rl2_device.py: RL^2-PPO on meta/cheetah_velocity (MJX), 4 vmapped seeds,
+#               RLSUITE_DEVICE_RL2_SECONDS (default 300) of training; episode 1 and 2 returns and
+#               |v - v*| on 64 held-out targets against env steps; passes where episode 2 beats
+#               episode 1 (paired bootstrap interval above 0). Its limit: the budget + 210 s.
 #
 # Each part runs under `timeout` (250 + 180 + 60 s), so the whole command, the install of the
 # wheels included, ends within about 8.5 minutes. Writes to $OUT (default
@@ -28,6 +32,7 @@
 #     RLSUITE_DEVICE_TINY=1 OUT=/tmp/devout bash benchmarks/device.sh   # every part tiny, on a CPU
 #
 #     RLSUITE_DEVICE_PARTS=table-hopper bash benchmarks/device.sh
+#     RLSUITE_DEVICE_PARTS=rl2-cheetah bash benchmarks/device.sh
 #
 # Environment: OUT; PYTHON (default python3); RLSUITE_DEVICE_PARTS (default "ant hopper offline",
 # the parts to run); RLSUITE_DEVICE_ANT_SECONDS and RLSUITE_DEVICE_HOPPER_SECONDS (whole seconds
@@ -95,6 +100,9 @@ if [ "$TINY" = 1 ]; then
   TABLE_LIMIT=1200
   TABLE=(--behaviour-timesteps 16384 --episode-length 100 --size 1000 --num-updates 2
     --gradient-steps 10 --hidden-sizes 32 32 --num-seeds 2 --eval-episodes 2)
+  RL2_LIMIT=1200
+  RL2=(--budget-seconds 30 --num-envs 4 --num-steps 10 --num-minibatches 2 --eval-trials 8
+    --max-steps 20 --eval-every-seconds 10)
 else
   # Each side stops at its first evaluation past its budget; a part's limit adds 60 s for the
   # process, imports, env set-up and those last chunks.
@@ -110,6 +118,9 @@ else
   TABLE=(--behaviour-timesteps "${RLSUITE_DEVICE_TABLE_STEPS:-262144}" --size 100000
     --record-envs 100 --num-updates "${RLSUITE_DEVICE_TABLE_UPDATES:-100}" --gradient-steps 100
     --hidden-sizes 256 256 --num-seeds 5 --eval-episodes 10)
+  RL2_SECONDS=${RLSUITE_DEVICE_RL2_SECONDS:-300}
+  RL2_LIMIT=$((RL2_SECONDS + 210))
+  RL2=(--budget-seconds "$RL2_SECONDS")
 fi
 
 # part NAME LIMIT COMMAND...: run COMMAND under `timeout LIMIT`, its output in $OUT/NAME.log.
@@ -136,6 +147,8 @@ for env in hopper walker2d halfcheetah; do
   part "table-$env" "$TABLE_LIMIT" "$PYTHON" experiments/offline.py --env "brax/$env" \
     --qualities medium medium-replay medium-expert "${TABLE[@]}" --out "$OUT/table-$env.json"
 done
+part rl2-cheetah "$RL2_LIMIT" "$PYTHON" benchmarks/rl2_device.py "${RL2[@]}" \
+  --out "$OUT/rl2-cheetah.json"
 
 echo
 echo "=== summary ($((SECONDS - start)) s in all)"
@@ -160,6 +173,12 @@ for name in parts:
     data = json.loads(path.read_text())
     partial = " (partial: the part was stopped)" if data.get("partial") else ""
     print(f"\n{name}{partial}\n")
+    if name == "rl2-cheetah":
+        from rl2_device import tables
+
+        for title, header, body in tables(data):
+            print(f"**{title}**\n\n{markdown(header, body)}\n")
+        continue
     if name.startswith("table-"):
         algos = data["args"]["algos"]
         cells = [
