@@ -161,8 +161,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, "benchmarks")
-from env_throughput import markdown  # noqa: E402
-from ppo import curve_table  # noqa: E402
+from report import markdown  # noqa: E402
+from side_by_side import curve_table  # noqa: E402
 
 out, parts = Path(sys.argv[1]), sys.argv[2:]
 for name in parts:

@@ -1,7 +1,7 @@
 """Every registered environment trains from the command line: PPO (which takes discrete and
 continuous actions, vector, image and categorical observations) for a tiny budget on each name
 `envs.names()` lists, evaluated at the end. Brax's are slow on a CPU (MJX compiles for minutes):
-marked slow."""
+marked slow, and so are the task families on MJX."""
 
 import json
 
@@ -15,9 +15,13 @@ TINY += ["--num-minibatches", "2", "--update-epochs", "1", "--hidden-sizes", "8"
 TINY += ["--eval-episodes", "1", "--chunks", "1", "--no-progress", "--cpu-devices", "1"]
 
 
+MJX_TASK_FAMILIES = ("meta/cheetah_velocity", "meta/ant_direction")  # Brax's physics too
+
+
 def _params():
     for name in envs.names():
-        marks = [pytest.mark.slow, pytest.mark.timeout(1800)] if name.startswith("brax/") else []
+        mjx = name.startswith("brax/") or name in MJX_TASK_FAMILIES
+        marks = [pytest.mark.slow, pytest.mark.timeout(1800)] if mjx else []
         yield pytest.param(name, marks=marks, id=name)
 
 

@@ -9,6 +9,8 @@ Wrap one in `rlsuite.environment.meta.RL2` to train across trials; `envs.make("m
 | tabular_mdp | TabularMDP(S, A)          | transitions, reward_means   | sample_task        |
 | maze        | Maze(size, view)          | goal [2] (and walls)        | sample_task        |
 | point_robot | PointRobot()              | goal [2] on the unit circle | sample_task        |
+| mjx_tasks   | CheetahVelocity() (MJX)   | target_velocity             | sample_velocity    |
+|             | AntDirection() (MJX)      | direction [2]               | sample_direction   |
 
 Every family ends its own episodes: `max_episode_steps` (a constructor argument) is its horizon,
 counted in `step_env` (`truncated` there), so no `TimeLimit` goes inside the trial wrapper.
