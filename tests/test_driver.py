@@ -129,7 +129,13 @@ def test_runs_sharded_over_four_cpu_devices_match_the_unsharded_run():
 
 CORES = textwrap.dedent(
     """
-    import json, jax
+    import importlib, json, pkgutil, jax
+    import rlsuite, rlsuite.envs
+    # Importing any module of the suite must not start JAX (a module-level jnp array would),
+    # or use_cpu_cores could no longer set the device count.
+    for package in (rlsuite, rlsuite.envs):
+        for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            importlib.import_module(module.name)
     from rlsuite.loop import driver
     out = {"first": driver.use_cpu_cores(3), "again": driver.use_cpu_cores(2)}
     out["mesh"] = {n: None if (m := driver.run_mesh(n)) is None else m.devices.size

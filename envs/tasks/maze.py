@@ -32,7 +32,7 @@ from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Box, Discrete
 from rlsuite.ops.validators import check_field
 
-MOVES = jnp.array([[-1, 0], [0, 1], [1, 0], [0, -1]], jnp.int32)  # up, right, down, left
+MOVES = np.array([[-1, 0], [0, 1], [1, 0], [0, -1]], np.int32)  # up, right, down, left
 CHANNELS = 3  # wall, goal, empty
 
 
@@ -113,7 +113,7 @@ class Maze(Environment):
 
     def step_env(self, key, state: MazeState, action, params: MazeParams):
         goal = jnp.asarray(params.goal, jnp.int32)
-        target = state.position + MOVES[action]
+        target = state.position + jnp.asarray(MOVES)[action]
         inside = jnp.all((target >= 0) & (target < self.size))
         clipped = jnp.clip(target, 0, self.size - 1)
         open_ = inside & ~jnp.asarray(params.walls, bool)[clipped[0], clipped[1]]
