@@ -84,9 +84,7 @@ def test_next_values_use_the_memory_of_their_step():
                            recurrent_size=8, hidden_sizes=(8,))  # fmt: skip
     setup, state = _rollout_and_batch(config)
     _, tr = ppo.collect(setup, state, jax.random.key(5))
-    next_values = ppo.recurrent_next_values(
-        setup, state.params, state.obs_stats, tr, state.env.carry
-    )
+    next_values = ppo.recurrent_next_values(setup, state.params, state.obs_stats, tr)
     carry = state.env.carry
     fresh = setup.network.initial(2)
     for t in range(7):

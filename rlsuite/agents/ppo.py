@@ -412,7 +412,7 @@ def collect(setup: PPOSetup, state: PPOState, key: jax.Array) -> tuple[EnvBatch,
     def recurrent_policy(key, obs, carry):
         dist, value, carry = step(setup, state.params, state.obs_stats, obs, carry)
         action, extras = jax.tree.map(lambda x: x[0], sample(key, dist, value))
-        return action, extras, carry
+        return action, {**extras, "carry": carry}, carry
 
     if setup.recurrent:
         initial = functools.partial(initial_carry, setup, state)
@@ -446,9 +446,7 @@ def advantages(setup: PPOSetup, state: PPOState, tr: Transition, rewards, hp: PP
     aware: `rlsuite.ops.returns.gae`). Recurrent: `V(next_obs_t)` under the memory after step
     `t` (`next_values`)."""
     if setup.recurrent:
-        next_values = recurrent_next_values(
-            setup, state.params, state.obs_stats, tr, state.env.carry
-        )
+        next_values = recurrent_next_values(setup, state.params, state.obs_stats, tr)
     else:
         _, next_values = apply(setup, state.params, state.obs_stats, tr.next_obs)
     values = tr.extras["value"]
@@ -463,16 +461,16 @@ def sequence_starts(tr: Transition) -> jax.Array:
     return jnp.concatenate([jnp.zeros_like(ends[:1]), ends[:-1]])
 
 
-def recurrent_next_values(setup: PPOSetup, params, obs_stats, tr: Transition, carry) -> jax.Array:
-    """`V(next_obs_t)` `[num_steps, num_envs]` for a recurrent network: the rollout re-run from
-    its starting `carry`, then each step's next observation under the carry after that step
-    (before any reset), one call of length 1 over all `num_steps * num_envs` of them."""
-    _, carries, _, _ = apply(setup, params, obs_stats, tr.obs, carry, sequence_starts(tr))
+def recurrent_next_values(setup: PPOSetup, params, obs_stats, tr: Transition) -> jax.Array:
+    """`V(next_obs_t)` `[num_steps, num_envs]` for a recurrent network: each step's next
+    observation under the memory after that step (before any reset), which the rollout keeps in
+    `extras["carry"]`; one call of length 1 over all `num_steps * num_envs` of them, so the
+    sequence is not run again."""
     num_steps, num_envs = tr.reward.shape
-    flat = lambda x: x.reshape(1, num_steps * num_envs, *x.shape[2:])  # noqa: E731
-    after = jax.tree.map(lambda x: x.reshape(num_steps * num_envs, *x.shape[2:]), carries)
+    merge = lambda x: x.reshape(num_steps * num_envs, *x.shape[2:])  # noqa: E731
+    after = jax.tree.map(merge, tr.extras["carry"])
     starts = jnp.zeros((1, num_steps * num_envs), bool)
-    _, _, _, values = apply(setup, params, obs_stats, flat(tr.next_obs), after, starts)
+    _, _, _, values = apply(setup, params, obs_stats, merge(tr.next_obs)[None], after, starts)
     return values.reshape(num_steps, num_envs)
 
 
