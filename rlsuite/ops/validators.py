@@ -73,3 +73,12 @@ def check_hidden_sizes(config: Any, field: str = "hidden_sizes") -> None:
             f"got {sizes!r}"
         )
     object.__setattr__(config, field, tuple(int(h) for h in sizes))
+
+
+def check_int(value: Any, name: str, minimum: int = 1, owner: str = "") -> None:
+    """Raise a `ValueError` naming `name` unless `value` is an integer >= `minimum` (a plain
+    argument, not a field: a buffer's capacity, a sample size)."""
+    valid = isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    if not valid or value < minimum:
+        where = f"{owner}: " if owner else ""
+        raise ValueError(f"{where}{name} must be an integer >= {minimum}, got {value!r}")
