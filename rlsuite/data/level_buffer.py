@@ -1,7 +1,7 @@
 """A prioritised level buffer for unsupervised environment design (PLR, Robust PLR, ACCEL).
 
-Pure functions over an explicit ``LevelBufferState``, so the buffer sits in the learner state,
-jits, vmaps over seeds and over the numeric leaves of ``LevelBufferConfig``, and is checkpointed
+Pure functions over an explicit `LevelBufferState`, so the buffer sits in the learner state,
+jits, vmaps over seeds and over the numeric leaves of `LevelBufferConfig`, and is checkpointed
 with everything else::
 
     state = init(capacity, example_level, extras={"max_return": -jnp.inf})
@@ -13,26 +13,26 @@ with everything else::
     idxs, scores, levels = highest(state, k)
 
 Replay distribution (Jiang et al. 2021, "Prioritized Level Replay", arXiv:2010.03934):
-``P = (1 - staleness_coeff) P_S + staleness_coeff P_C`` over the filled slots, with the score part
-``P_S(i) = h(S_i)^(1/T) / sum_j h(S_j)^(1/T)`` (``rank``: ``h = 1/rank(S_i)``, rank 1 the highest
-score, ties broken by the lower slot; ``proportional``: ``h = max(S_i, 0)``, uniform when no score
+`P = (1 - staleness_coeff) P_S + staleness_coeff P_C` over the filled slots, with the score part
+`P_S(i) = h(S_i)^(1/T) / sum_j h(S_j)^(1/T)` (`rank`: `h = 1/rank(S_i)`, rank 1 the highest
+score, ties broken by the lower slot; `proportional`: `h = max(S_i, 0)`, uniform when no score
 is positive) and the staleness part
-``P_C(i) = (count - timestamp_i) / sum_j (count - timestamp_j)``, uniform over the filled slots
-when every level is fresh. ``count`` counts insert and sample events
-(jaxued's ``episode_count``): an insert stamps its slot with ``count + 1`` and advances ``count``,
+`P_C(i) = (count - timestamp_i) / sum_j (count - timestamp_j)`, uniform over the filled slots
+when every level is fresh. `count` counts insert and sample events
+(jaxued's `episode_count`): an insert stamps its slot with `count + 1` and advances `count`,
 even when the level is refused for a low score; a non-finite score is no event at all. Rank
-weights are float powers of float ranks: no integer truncation and no ``1/0`` (minimax issues #6
+weights are float powers of float ranks: no integer truncation and no `1/0` (minimax issues #6
 and #7).
 
 Inserting into a full buffer replaces the slot of lowest replay weight (not always the lowest
 score: staleness counts too) only when the new score is strictly higher than that slot's score.
-With ``config.duplicate_check`` a level equal (every leaf) to a stored one updates that slot's
+With `config.duplicate_check` a level equal (every leaf) to a stored one updates that slot's
 score, extras and timestamp instead of adding a copy. Non-finite (NaN, inf) scores are refused by
-``insert`` and ignored by ``update``, so they are never stored or sampled.
+`insert` and ignored by `update`, so they are never stored or sampled.
 
-Validation: every function taking a config calls ``check_config`` first, which raises on concrete
-values and skips traced ones; call ``check_config(config)`` on a batch of configs before
-``jax.vmap`` or ``jax.jit`` to have it checked before anything is compiled.
+Validation: every function taking a config calls `check_config` first, which raises on concrete
+values and skips traced ones; call `check_config(config)` on a batch of configs before
+`jax.vmap` or `jax.jit` to have it checked before anything is compiled.
 """
 
 from typing import Any
@@ -58,11 +58,11 @@ class LevelBufferConfig:
     Defaults are minimax's maze PLR settings.
 
     Attributes:
-      replay_prob: in [0, 1], the chance that ``should_replay`` says replay once the buffer is warm.
+      replay_prob: in [0, 1], the chance that `should_replay` says replay once the buffer is warm.
       staleness_coeff: in [0, 1], the weight of the staleness part of the replay distribution.
-      temperature: > 0, ``T`` in ``h^(1/T)``; small ``T`` concentrates on the top scores.
-      minimum_fill: in [0, 1], the fill ratio ``size / capacity`` below which nothing is replayed.
-      prioritization: static, ``"rank"`` or ``"proportional"``.
+      temperature: > 0, `T` in `h^(1/T)`; small `T` concentrates on the top scores.
+      minimum_fill: in [0, 1], the fill ratio `size / capacity` below which nothing is replayed.
+      prioritization: static, `"rank"` or `"proportional"`.
       duplicate_check: static, an inserted level equal to a stored one updates that slot.
     """
 
@@ -76,16 +76,16 @@ class LevelBufferConfig:
 
 @struct.dataclass
 class LevelBufferState:
-    """Level storage; slots ``[0, size)`` are filled, in insertion order, and never emptied.
+    """Level storage; slots `[0, size)` are filled, in insertion order, and never emptied.
 
     Attributes:
-      levels: the level pytree with every leaf ``[capacity, *leaf_shape]``.
-      scores: float32 ``[capacity]`` (0 in empty slots).
-      timestamps: int32 ``[capacity]``, the ``count`` at the slot's last insert, update by
+      levels: the level pytree with every leaf `[capacity, *leaf_shape]`.
+      scores: float32 `[capacity]` (0 in empty slots).
+      timestamps: int32 `[capacity]`, the `count` at the slot's last insert, update by
         duplicate or sample.
-      size: int32 ``[]``, the number of filled slots.
-      count: int32 ``[]``, insert and sample events so far.
-      extras: the per-level extras pytree, leaves ``[capacity, ...]`` (``None`` if none).
+      size: int32 `[]`, the number of filled slots.
+      count: int32 `[]`, insert and sample events so far.
+      extras: the per-level extras pytree, leaves `[capacity, ...]` (`None` if none).
     """
 
     levels: PyTree
@@ -127,7 +127,7 @@ def _filled(state: LevelBufferState) -> Array:
 
 
 def _conform(stored: PyTree, given: PyTree, lead: tuple[int, ...], what: str) -> PyTree:
-    """``given`` as arrays shaped like one stored slot with ``lead`` axes in front, cast to the
+    """`given` as arrays shaped like one stored slot with `lead` axes in front, cast to the
     stored dtypes (same kind only); a `ValueError` naming the leaf otherwise."""
     if jax.tree.structure(stored) != jax.tree.structure(given):
         raise ValueError(
@@ -157,9 +157,9 @@ def _check_extras(state: LevelBufferState, extras: PyTree, lead: tuple[int, ...]
 
 
 def init(capacity: int, example_level: PyTree, extras: PyTree = None) -> LevelBufferState:
-    """An empty buffer of ``capacity`` (static int >= 1) slots shaped like ``example_level``
-    (one level's leaves); every slot holds ``example_level`` and, if given, ``extras`` (one
-    level's extras, e.g. ``{"max_return": -jnp.inf}``) until written."""
+    """An empty buffer of `capacity` (static int >= 1) slots shaped like `example_level`
+    (one level's leaves); every slot holds `example_level` and, if given, `extras` (one
+    level's extras, e.g. `{"max_return": -jnp.inf}`) until written."""
     check_int(capacity, "capacity", 1, _OWNER)
 
     def repeat(x):
@@ -176,14 +176,14 @@ def init(capacity: int, example_level: PyTree, extras: PyTree = None) -> LevelBu
 
 
 def _normalise(h: Array, filled: Array) -> Array:
-    """``h / sum(h)``, uniform over the filled slots when the sum is 0, zeros when none is."""
+    """`h / sum(h)`, uniform over the filled slots when the sum is 0, zeros when none is."""
     total = h.sum()
     uniform = filled / jnp.maximum(filled.sum(), 1)
     return jnp.where(total > 0, h / jnp.where(total > 0, total, 1.0), uniform)
 
 
 def score_weights(state: LevelBufferState, config: LevelBufferConfig) -> Array:
-    """The score part ``P_S``, float32 ``[capacity]`` (see the module docstring)."""
+    """The score part `P_S`, float32 `[capacity]` (see the module docstring)."""
     check_config(config)
     filled = _filled(state)
     temperature = jnp.asarray(config.temperature, jnp.float32)
@@ -209,19 +209,19 @@ def _staleness(timestamps: Array, count: Array, filled: Array) -> Array:
 
 
 def staleness_weights(state: LevelBufferState) -> Array:
-    """The staleness part ``P_C``, float32 ``[capacity]`` (see the module docstring)."""
+    """The staleness part `P_C`, float32 `[capacity]` (see the module docstring)."""
     return _staleness(state.timestamps, state.count, _filled(state))
 
 
 def weights(state: LevelBufferState, config: LevelBufferConfig) -> Array:
-    """The replay distribution, float32 ``[capacity]``: sums to 1 over the filled slots, 0 on
+    """The replay distribution, float32 `[capacity]`: sums to 1 over the filled slots, 0 on
     empty ones (all zeros for an empty buffer)."""
     coeff = jnp.asarray(config.staleness_coeff, jnp.float32)
     return (1.0 - coeff) * score_weights(state, config) + coeff * staleness_weights(state)
 
 
 def find(state: LevelBufferState, level: PyTree) -> Array:
-    """The filled slot holding a level equal (every leaf) to ``level``, int32, or -1."""
+    """The filled slot holding a level equal (every leaf) to `level`, int32, or -1."""
     level = _conform(state.levels, level, (), "level")
     cap = _capacity(state)
     equal = _filled(state)
@@ -237,10 +237,10 @@ def insert(
     extras: PyTree,
     config: LevelBufferConfig,
 ) -> tuple[LevelBufferState, Array]:
-    """Insert one level with its scalar ``score`` and ``extras`` (``None`` if the buffer has none).
+    """Insert one level with its scalar `score` and `extras` (`None` if the buffer has none).
 
     Returns the new state and the int32 slot written (-1 if refused: a non-finite score, or a
-    full buffer whose lowest-weight slot holds a score >= ``score``).
+    full buffer whose lowest-weight slot holds a score >= `score`).
     """
     check_config(config)
     level = _conform(state.levels, level, (), "level")
@@ -281,9 +281,9 @@ def insert_batch(
     config: LevelBufferConfig,
     valid: Array | None = None,
 ) -> tuple[LevelBufferState, Array]:
-    """``insert`` each of ``B`` levels (leaves ``[B, ...]``, scores ``[B]``) in order; items with
-    ``valid`` (bool ``[B]``) False are skipped like a NaN score. Returns the slots, int32
-    ``[B]``."""
+    """`insert` each of `B` levels (leaves `[B, ...]`, scores `[B]`) in order; items with
+    `valid` (bool `[B]`) False are skipped like a NaN score. Returns the slots, int32
+    `[B]`."""
     check_config(config)
     scores = jnp.asarray(scores, jnp.float32)
     if scores.ndim != 1:
@@ -304,9 +304,9 @@ def insert_batch(
 def update(
     state: LevelBufferState, indices: Array, scores: Array, extras: PyTree = None
 ) -> LevelBufferState:
-    """Set the scores (and extras, leaves ``[B, ...]``) of the slots ``indices`` (int ``[B]``),
+    """Set the scores (and extras, leaves `[B, ...]`) of the slots `indices` (int `[B]`),
     in order (a repeated slot keeps the last). Entries whose score is not finite or whose index
-    is not a filled slot (e.g. -1) are skipped. Timestamps are left alone (``sample`` set them)."""
+    is not a filled slot (e.g. -1) are skipped. Timestamps are left alone (`sample` set them)."""
     indices = jnp.asarray(indices, jnp.int32)
     scores = jnp.asarray(scores, jnp.float32)
     if indices.ndim != 1 or scores.shape != indices.shape:
@@ -334,8 +334,8 @@ def update(
 
 
 def should_replay(state: LevelBufferState, key: Array, config: LevelBufferConfig) -> Array:
-    """Bool array: the buffer is non-empty, filled to at least ``minimum_fill`` of its capacity,
-    and a uniform draw falls below ``replay_prob``."""
+    """Bool array: the buffer is non-empty, filled to at least `minimum_fill` of its capacity,
+    and a uniform draw falls below `replay_prob`."""
     check_config(config)
     fill = state.size.astype(jnp.float32) / _capacity(state)
     warm = (state.size > 0) & (fill >= jnp.asarray(config.minimum_fill, jnp.float32))
@@ -345,11 +345,11 @@ def should_replay(state: LevelBufferState, key: Array, config: LevelBufferConfig
 def sample(
     state: LevelBufferState, key: Array, n: int, config: LevelBufferConfig
 ) -> tuple[LevelBufferState, Array, PyTree]:
-    """Draw ``n`` (static) levels one after another from ``weights``: each draw stamps its slot
-    with ``count + 1`` and advances ``count``, so later draws see the new staleness (jaxued's
-    ``sample_replay_levels``). Returns the state, int32 slots ``[n]`` and the levels (leaves
-    ``[n, ...]``). An empty buffer is left unchanged and gives slots -1 with the placeholder
-    level of slot 0: gate on ``should_replay``."""
+    """Draw `n` (static) levels one after another from `weights`: each draw stamps its slot
+    with `count + 1` and advances `count`, so later draws see the new staleness (jaxued's
+    `sample_replay_levels`). Returns the state, int32 slots `[n]` and the levels (leaves
+    `[n, ...]`). An empty buffer is left unchanged and gives slots -1 with the placeholder
+    level of slot 0: gate on `should_replay`."""
     check_config(config)
     check_int(n, "n", 1, _OWNER)
     filled = _filled(state)
@@ -376,9 +376,9 @@ def sample(
 
 
 def highest(state: LevelBufferState, k: int) -> tuple[Array, Array, PyTree]:
-    """The ``k`` (static, <= capacity) highest-scored filled levels, best first (ties: lower
-    slot first): int32 slots ``[k]``, scores ``[k]`` and levels (leaves ``[k, ...]``). Beyond
-    ``size`` the slot is -1, the score -inf and the level the placeholder of slot 0."""
+    """The `k` (static, <= capacity) highest-scored filled levels, best first (ties: lower
+    slot first): int32 slots `[k]`, scores `[k]` and levels (leaves `[k, ...]`). Beyond
+    `size` the slot is -1, the score -inf and the level the placeholder of slot 0."""
     check_int(k, "k", 1, _OWNER)
     if k > _capacity(state):
         raise ValueError(f"{_OWNER}: k must be <= capacity {_capacity(state)}, got {k}")
