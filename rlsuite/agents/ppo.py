@@ -568,32 +568,55 @@ def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams
     return params, opt_state, jax.tree.map(jnp.mean, metrics)
 
 
-def update(setup: PPOSetup, state: PPOState, hp: PPOHparams) -> tuple[PPOState, dict]:
-    """One PPO iteration: collect -> rewards -> advantages -> epochs of minibatches."""
-    key, key_collect, key_learn = jax.random.split(state.key, 3)
-    env_batch, tr = collect(setup, state, key_collect)
+class Experience(NamedTuple):
+    """One rollout and what PPO derives from it before learning (`experience`)."""
+
+    env: EnvBatch  # the batch after the rollout
+    transitions: Transition  # [num_steps, num_envs] leaves
+    advantages: jax.Array  # [num_steps, num_envs]
+    return_stats: running_stats.RunningStats
+    discounted_return: jax.Array  # [num_envs]
+
+
+def experience(setup: PPOSetup, state: PPOState, key, hp: PPOHparams) -> Experience:
+    """Collect a rollout with `key`, scale its rewards and compute its advantages."""
+    env_batch, tr = collect(setup, state, key)
     rewards, return_stats, discounted_return = scale_rewards(setup, state, tr, hp)
     adv = advantages(setup, state, tr, rewards, hp)
-    lr = learning_rate(setup, state, hp)
-    batch = learning_batch(setup, tr, adv, state.env.carry)
-    params, opt_state, metrics = learn(setup, state, batch, key_learn, lr, hp)
+    return Experience(env_batch, tr, adv, return_stats, discounted_return)
+
+
+def absorb(setup: PPOSetup, state: PPOState, exp: Experience, learned, key, lr):
+    """The state after `exp`: the `(params, opt_state, metrics)` that `learn` returned on it,
+    the rollout's environments and statistics, `key` as the next key; and the update's metrics."""
+    params, opt_state, metrics = learned
     obs_stats = state.obs_stats
     if setup.config.normalize_observations:
-        obs_stats = running_stats.update(obs_stats, tr.obs)
+        obs_stats = running_stats.update(obs_stats, exp.transitions.obs)
     state = PPOState(
         params=params,
         opt_state=opt_state,
         obs_stats=obs_stats,
-        return_stats=return_stats,
-        discounted_return=discounted_return,
-        env=env_batch,
+        return_stats=exp.return_stats,
+        discounted_return=exp.discounted_return,
+        env=exp.env,
         key=key,
         update_step=state.update_step + 1,
     )
     metrics = {f"losses/{k}": v for k, v in metrics.items()}
-    metrics.update(episode_metrics(tr.info))
+    metrics.update(episode_metrics(exp.transitions.info))
     metrics["charts/learning_rate"] = lr
     return state, metrics
+
+
+def update(setup: PPOSetup, state: PPOState, hp: PPOHparams) -> tuple[PPOState, dict]:
+    """One PPO iteration: collect -> rewards -> advantages -> epochs of minibatches."""
+    key, key_collect, key_learn = jax.random.split(state.key, 3)
+    exp = experience(setup, state, key_collect, hp)
+    lr = learning_rate(setup, state, hp)
+    batch = learning_batch(setup, exp.transitions, exp.advantages, state.env.carry)
+    learned = learn(setup, state, batch, key_learn, lr, hp)
+    return absorb(setup, state, exp, learned, key, lr)
 
 
 def act(setup: PPOSetup, state: PPOState, obs, key, deterministic: bool = False, carry=None):
