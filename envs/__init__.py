@@ -1,4 +1,6 @@
-"""Environments for rlsuite: our pure-JAX tasks, probe environments, and Brax / gymnax adapters.
+"""Environments for rlsuite: our pure-JAX tasks, probe environments, meta-RL task families
+(`tasks/`), the UED maze with its level generator, mutator and held-out mazes (`maze/`), and
+Brax / gymnax adapters.
 
 Build any of them by name with `envs.make("cartpole")`, which returns `(env, params)`.
 """

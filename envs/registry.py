@@ -1,13 +1,15 @@
 """`make(name, **kwargs) -> (env, params)` and `names()`: one place to build any environment.
 
 Names: ours (`"cartpole"`, `"pendulum"`, ..., `"probe/action_reward"`), the meta-RL task families
-(`"meta/bandit"`, ...: `envs/tasks/` inside the `RL2` trial wrapper), Brax (`"brax/ant"`) and
-gymnax (`"gymnax/CartPole-v1"`). Keyword arguments that name a field of the environment's params
+(`"meta/bandit"`, ...: `envs/tasks/` inside the `RL2` trial wrapper), the UED maze (`"maze"`:
+`envs/maze/`, a DR level at every reset), Brax (`"brax/ant"`) and gymnax
+(`"gymnax/CartPole-v1"`). Keyword arguments that name a field of the environment's params
 override it (`make("cartpole", gravity=20.0)`); the others go to the environment's constructor
 (`make("probe/action_reward", continuous=True)`, `make("brax/ant", backend="generalized")`).
 Our environments and Brax come wrapped in `TimeLimit` at their standard episode length unless
 `max_episode_steps` says otherwise (`None`: no limit); gymnax environments keep their own limit
-(`params.max_steps_in_episode`, which `max_episode_steps` sets).
+(`params.max_steps_in_episode`, which `max_episode_steps` sets), and so does the maze
+(`params.max_steps`, the horizon its reward is scaled by).
 
 A user's environment (an `rlsuite.environment.Environment` subclass) is reached by name in two
 ways: `register("my/grid", GridWorld, max_episode_steps=100)` in a script, or, where nothing
@@ -24,6 +26,7 @@ import difflib
 import inspect
 from typing import Any
 
+from rlsuite.envs import maze as ued
 from rlsuite.envs.acrobot import Acrobot
 from rlsuite.envs.cartpole import CartPole
 from rlsuite.envs.mountain_car_continuous import MountainCarContinuous
@@ -135,6 +138,20 @@ META: dict[str, Any] = {
     "meta/ant_direction": meta_ant_direction,
 }
 
+
+def ued_maze(
+    height: int = 13, width: int = 13, n_walls: int = 25, view_size: int = 5, max_steps: int = 250
+) -> ued.Maze:
+    """The UED maze with domain randomisation: a fresh `height` x `width` level of up to
+    `n_walls` walls at every reset (jaxued's maze defaults: 13 x 13, 25 walls, horizon 250)."""
+    generator = ued.make_generator(height, width, n_walls)
+    return ued.Maze(height, width, view_size, max_steps, generator=generator)
+
+
+# Environments whose level lives in params (`envs/maze/`): each counts its own horizon
+# (`params.max_steps`, which `max_episode_steps` sets), so no `TimeLimit` goes around it.
+UED: dict[str, Any] = {"maze": ued_maze}
+
 _DEFAULT = object()
 REGISTERED: dict[str, tuple[Any, Any]] = {}  # name -> (factory, max_episode_steps)
 
@@ -146,7 +163,7 @@ def register(name: str, factory: Any, max_episode_steps: Any = _DEFAULT) -> None
     a name again replaces it."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"register: the name must be a non-empty string, got {name!r}")
-    if name in OURS or name in META or name.startswith(("brax/", "gymnax/")):
+    if name in OURS or name in META or name in UED or name.startswith(("brax/", "gymnax/")):
         raise ValueError(f"register: {name!r} is a built-in environment's name; choose another")
     if not callable(factory):
         raise TypeError(
@@ -167,6 +184,7 @@ def names() -> list[str]:
     return (
         list(OURS)
         + list(META)
+        + list(UED)
         + [f"brax/{n}" for n in brax_names()]
         + [f"gymnax/{n}" for n in gymnax_names()]
         + list(REGISTERED)
@@ -188,6 +206,16 @@ def make(name: str, max_episode_steps: Any = _DEFAULT, **kwargs: Any) -> tuple[E
                 "family's own argument (horizon or max_steps)"
             )
         factory = META[name]
+        return _build(name, factory, _constructor_args(factory), None, kwargs)
+    if name in UED:
+        if max_episode_steps is None:
+            raise ValueError(
+                f"make({name!r}): max_episode_steps=None; the maze counts its own horizon "
+                "(params.max_steps): give an integer >= 1"
+            )
+        if max_episode_steps is not _DEFAULT:
+            kwargs = {**kwargs, "max_steps": max_episode_steps}
+        factory = UED[name]
         return _build(name, factory, _constructor_args(factory), None, kwargs)
     if name not in REGISTERED and ":" in name:
         _import_env(name)
