@@ -10,6 +10,7 @@ whose level lives in the env params, with what a curriculum passes to its algori
 | generator | `make_generator(height, width, n_walls)`: DR's random levels                      |
 | mutator   | `mutate(key, level, num_edits)`: ACCEL's edits                                    |
 | held_out  | the eight 13 x 13 evaluation mazes (from minimax), `held_out_levels()`            |
+| render    | `render(level, cell)`: an RGB picture (NumPy uint8) of a level                    |
 
 `envs.make("maze")` is a 13 x 13 `Maze` drawing a DR level of up to 25 walls at every reset
 (jaxued's maze defaults), horizon 250.
@@ -33,6 +34,7 @@ from rlsuite.envs.maze.level import (
     well_formed,
 )
 from rlsuite.envs.maze.mutator import mutate
+from rlsuite.envs.maze.render import render
 
 __all__ = [
     "EVAL_MAX_STEPS",
@@ -50,6 +52,7 @@ __all__ = [
     "mutate",
     "pad",
     "params_for_levels",
+    "render",
     "stack",
     "to_jaxued",
     "well_formed",

@@ -28,6 +28,7 @@ import traceback
 from typing import Annotated
 
 import jax
+import numpy as np
 import tyro
 
 from rlsuite.agents import registry
@@ -448,6 +449,34 @@ def adaptation_table(adaptation: dict) -> str:
     )
     for i, (mean, low, high) in enumerate(rows, start=1):
         lines.append(f"  episode {i:>3}: {mean:9.3f}  [{low:.3f}, {high:.3f}]")
+    return "\n".join(lines)
+
+
+def solve_rate_table(names, returns) -> str:
+    """A markdown table of held-out levels: per level its name, solve rate (the share of
+    attempts with a return above 0), mean return and number of attempts, then a `mean` row
+    (the means over the levels, the attempts summed).
+
+    `returns` is `[num_levels, attempts]` (`rlsuite.loop.evaluation.evaluate_levels`) or
+    `[num_runs, num_levels, attempts]` (`evaluate_levels_batch`), whose runs' attempts are
+    pooled; `names` has one name per level.
+    """
+    values = np.asarray(returns, dtype=np.float64)
+    names = list(names)
+    if values.ndim == 3:
+        values = np.moveaxis(values, 1, 0).reshape(values.shape[1], -1)
+    if values.ndim != 2 or values.shape[0] != len(names) or values.shape[1] == 0:
+        raise ValueError(
+            f"solve_rate_table: returns must be [num_levels, attempts] or [num_runs, "
+            f"num_levels, attempts] with {len(names)} levels (one per name) and at least one "
+            f"attempt, got shape {np.shape(returns)}"
+        )
+    solved = (values > 0).mean(axis=1)
+    means = values.mean(axis=1)
+    lines = ["| level | solve rate | mean return | attempts |", "|---|---:|---:|---:|"]
+    for name, rate, mean in zip(names, solved, means, strict=True):
+        lines.append(f"| {name} | {rate:.2f} | {mean:.3f} | {values.shape[1]} |")
+    lines.append(f"| mean | {solved.mean():.2f} | {means.mean():.3f} | {values.size} |")
     return "\n".join(lines)
 
 

@@ -205,3 +205,49 @@ def plot_adaptation(runs: Sequence[tuple[str, dict]], out: str | pathlib.Path) -
         title="adaptation within a trial: mean and 95% bootstrap interval across seeds",
         xlabel="episode of the trial",
     )
+
+
+def plot_levels(
+    images: Sequence[np.ndarray],
+    titles: Sequence[str],
+    out: str | pathlib.Path,
+    ncols: int = 4,
+    panel_inches: float = 2.0,
+    dpi: int = 100,
+) -> pathlib.Path:
+    """Draw `images` (each RGB `[H, W, 3]`, uint8 or floats in [0, 1], e.g. a maze level's
+    `rlsuite.envs.maze.render`) in a grid of `ncols` columns, each under its title (e.g.
+    `"SixteenRooms\\nsolved 0.75"`), to `out`.
+
+    Each panel is `panel_inches` wide and 1.25 times that high (the title above the picture),
+    so a PNG is `ncols * panel_inches * dpi` pixels wide and `rows * 1.25 * panel_inches * dpi`
+    high; unused panels of the last row stay empty.
+    """
+    images, titles = list(images), list(titles)
+    if not images or len(titles) != len(images):
+        raise ValueError(
+            f"plot_levels: give one title per image and at least one image, got "
+            f"{len(images)} images and {len(titles)} titles"
+        )
+    for index, image in enumerate(images):
+        if np.ndim(image) != 3 or np.shape(image)[-1] != 3:
+            raise ValueError(
+                f"plot_levels: image {index} has shape {np.shape(image)}; allowed: RGB [H, W, 3]"
+            )
+    if isinstance(ncols, bool) or not isinstance(ncols, int) or ncols < 1:
+        raise ValueError(f"plot_levels: ncols must be an integer >= 1, got {ncols!r}")
+    out = image_path(out)
+    from matplotlib.figure import Figure
+
+    ncols = min(ncols, len(images))
+    nrows = math.ceil(len(images) / ncols)
+    fig = Figure(figsize=(ncols * panel_inches, nrows * 1.25 * panel_inches), dpi=dpi)
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for ax in axes.flat:
+        ax.set_axis_off()
+    for ax, image, title in zip(axes.flat, images, titles, strict=False):
+        ax.imshow(np.asarray(image), interpolation="nearest")
+        ax.set_title(title, fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out, dpi=dpi)
+    return out

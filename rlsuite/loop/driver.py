@@ -39,7 +39,14 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from rlsuite.loop.agent import Agent, extra_args, policy
-from rlsuite.loop.evaluation import EvalResult, TrialResult, evaluate, evaluate_trials
+from rlsuite.loop.evaluation import (
+    EvalResult,
+    LevelResult,
+    TrialResult,
+    evaluate,
+    evaluate_levels,
+    evaluate_trials,
+)
 
 RUNS = "runs"  # the mesh axis the runs are placed on
 YNN_OFF = "--xla_cpu_experimental_ynn_fusion_type="  # XLA:CPU with no YNNPACK fusions
@@ -145,13 +152,10 @@ def evaluate_batch(
     if max_steps is None:
         max_steps = getattr(agent.env, "max_episode_steps", None) or EVAL_STEP_CAP
 
-    def one(state, key):
-        acting = policy(agent, state, deterministic)
+    def one(acting, key):
         return evaluate(agent.env, agent.env_params, acting, key, num_episodes, max_steps)
 
-    num_runs = jax.tree.leaves(states)[0].shape[0]
-    keys = jax.random.split(key, num_runs)
-    return per_device(jax.vmap(one), num_runs, PartitionSpec(RUNS))(states, keys)
+    return _evaluate_runs(agent, states, key, deterministic, one)
 
 
 def evaluate_trials_batch(
@@ -166,15 +170,52 @@ def evaluate_trials_batch(
     `num_trials` whole trials, with each episode's return (`[num_runs, num_trials, episodes]`)
     and the `sum_info` keys summed over each trial (`rlsuite.loop.evaluation.evaluate_trials`)."""
 
-    def one(state, key):
-        acting = policy(agent, state, deterministic)
+    def one(acting, key):
         return evaluate_trials(
             agent.env, agent.env_params, acting, key, num_trials, sum_info=sum_info
         )
 
+    return _evaluate_runs(agent, states, key, deterministic, one)
+
+
+def evaluate_levels_batch(
+    agent: Agent,
+    states: Any,
+    key: jax.Array,
+    level_params: Any,
+    attempts: int,
+    deterministic: bool = True,
+    max_steps: int | None = None,
+) -> LevelResult:
+    """`evaluate_batch` on given levels (UED's held-out mazes): every run's policy for
+    `attempts` episodes on each level of `level_params` (the environment's params with a leading
+    `[num_levels]` axis, `rlsuite.loop.evaluation.evaluate_levels`); results are
+    `[num_runs, num_levels, attempts]`. `max_steps` defaults as `evaluate_batch`'s (an episode
+    still ends at the horizon its params set, e.g. the maze's `params.max_steps`)."""
+    if max_steps is None:
+        max_steps = getattr(agent.env, "max_episode_steps", None) or EVAL_STEP_CAP
+
+    def one(acting, key, level_params):
+        return evaluate_levels(agent.env, level_params, acting, key, attempts, max_steps)
+
+    return _evaluate_runs(agent, states, key, deterministic, one, level_params)
+
+
+def _evaluate_runs(
+    agent: Agent, states: Any, key: jax.Array, deterministic: bool, evaluate_one, *shared: Any
+) -> Any:
+    """`evaluate_one(policy, key, *shared)` for every run's policy (`states` stacked on a leading
+    run axis), each with its own key split from `key`, vmapped over the runs and spread over
+    the devices (`per_device`); `shared` arguments are the same for every run."""
+
+    def one(state, key, *shared):
+        return evaluate_one(policy(agent, state, deterministic), key, *shared)
+
     num_runs = jax.tree.leaves(states)[0].shape[0]
     keys = jax.random.split(key, num_runs)
-    return per_device(jax.vmap(one), num_runs, PartitionSpec(RUNS))(states, keys)
+    batched = jax.vmap(one, in_axes=(0, 0, *[None] * len(shared)))
+    specs = (PartitionSpec(RUNS), PartitionSpec(RUNS), *[PartitionSpec()] * len(shared))
+    return per_device(batched, num_runs, specs)(states, keys, *shared)
 
 
 def run_mesh(num_runs: int) -> Mesh | None:

@@ -1,6 +1,8 @@
 """`evaluate`: run a fixed number of episodes inside `jit`; per-episode returns and lengths.
 `evaluate_trials`: the same for the trials of an `RL2`-wrapped environment, with the return of
 each episode inside them; `adaptation_curve` and `paired_difference` summarise those across seeds.
+`evaluate_levels`: a number of attempts on each of a batch of levels (held-out mazes, per-level
+params), per-level returns and lengths `[num_levels, attempts]`.
 
 All episodes run side by side (a vmapped batch), each until its first episode end; the loop stops as
 soon as all have ended or after `max_steps`. No episode is reset: the steps are
@@ -34,6 +36,7 @@ from rlsuite.loop.rollout import (
     reset_carry,
 )
 from rlsuite.ops.bootstrap import bootstrap_ci
+from rlsuite.ops.validators import check_int
 
 
 class EvalResult(NamedTuple):
@@ -50,6 +53,14 @@ class TrialResult(NamedTuple):
     episode_returns: jax.Array  # [num_trials, episodes_per_trial]: the return of each episode
     returns: jax.Array  # [num_trials]: the trial's return (the sum of its episodes')
     sums: dict  # {info key: [num_trials]}: the key summed over the trial's steps, float32
+
+
+class LevelResult(NamedTuple):
+    """Per-level results of `evaluate_levels`, each `[num_levels, attempts]`."""
+
+    returns: jax.Array  # undiscounted return, float32
+    lengths: jax.Array  # steps taken, int32
+    finished: jax.Array  # False where the episode was still running after `max_steps`
 
 
 class _Run(NamedTuple):
@@ -221,6 +232,50 @@ def evaluate_trials(
         ("episode_returns",),
     )
     return TrialResult(run.last["episode_returns"], run.returns, run.sums)
+
+
+def evaluate_levels(
+    env: Environment,
+    level_params: Any,
+    policy: Policy | RecurrentPolicy,
+    key: jax.Array,
+    attempts: int,
+    max_steps: int | None = None,
+) -> LevelResult:
+    """Run `policy` for `attempts` episodes on each level of `level_params`: environment params
+    with a leading axis `[num_levels]` on every leaf, one set per level (e.g.
+    `rlsuite.envs.maze.params_for_levels(env.default_params, held_out_levels())`).
+
+    The `num_levels * attempts` episodes run side by side in `evaluate`'s loop (one set of
+    params per episode: attempt `j` on level `i` is episode `i * attempts + j`, with its own
+    key), so a recurrent policy starts each attempt from its fresh carry. Row `i` of each
+    result is level `i`. A level counts as solved in an attempt whose return is above 0 (the
+    maze rewards only reaching the goal): `(returns > 0).mean(-1)` is the solve rate per level,
+    `returns.mean(-1)` the mean return. `max_steps` defaults to the environment's
+    `max_episode_steps`; an environment that counts its own horizon in its params (the maze's
+    `params.max_steps`) needs it given (`rlsuite.envs.maze.EVAL_MAX_STEPS`).
+    """
+    max_steps = _max_steps(env, max_steps, "evaluate_levels")
+    check_int(attempts, "attempts", owner="evaluate_levels")
+    num_levels = _num_levels(level_params)
+    level_params = env.check_params(level_params)
+    # Each level's params `attempts` times in a row: episode i * attempts + j plays level i.
+    params = jax.tree.map(lambda x: jnp.repeat(x, attempts, axis=0), level_params)
+    run = _run_episodes(env, params, policy, key, num_levels * attempts, max_steps, 0)
+    shape = (num_levels, attempts)
+    return LevelResult(*(x.reshape(shape) for x in (run.returns, run.lengths, run.finished)))
+
+
+def _num_levels(level_params: Any) -> int:
+    """The leading axis every leaf of `level_params` shares; a `ValueError` otherwise."""
+    shapes = [np.shape(x) for x in jax.tree.leaves(level_params)]
+    sizes = {shape[0] if shape else None for shape in shapes}
+    if not shapes or None in sizes or len(sizes) != 1 or 0 in sizes:
+        raise ValueError(
+            "evaluate_levels: level_params must have a leading [num_levels] axis (>= 1) on every "
+            f"leaf, one set of params per level (e.g. params_for_levels); got leaf shapes {shapes}"
+        )
+    return sizes.pop()
 
 
 def adaptation_curve(
