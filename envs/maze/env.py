@@ -39,8 +39,10 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 from rlsuite.envs.maze.level import DIRECTIONS, Level, as_level, check_level, level_hash, pad
+from rlsuite.envs.maze.mutator import mutate
 
 from rlsuite.environment import Environment
+from rlsuite.environment.levels import Levels
 from rlsuite.environment.spaces import Box, Discrete
 from rlsuite.ops.validators import check_field
 
@@ -131,6 +133,16 @@ class Maze(Environment):
         params = self.default_params if params is None else params
         check_level(level, self.name)
         return params.replace(level=pad(level, self.height, self.width), random_level=False)
+
+    def levels(self) -> Levels:
+        """What a curriculum (`rlsuite.agents.ued`) needs: the generator, ACCEL's `mutate` and
+        `params_for_levels`. Refused without a generator."""
+        if self.generator is None:
+            raise ValueError(
+                f"{self.name}: a curriculum needs random levels, and this Maze has no generator; "
+                "build it with Maze(..., generator=make_generator(...)) or envs.make('maze')"
+            )
+        return Levels(self.generator, mutate, params_for_levels)
 
     def validate_params(self, params: MazeParams) -> None:
         if not isinstance(params.level, Level):

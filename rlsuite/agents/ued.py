@@ -1,0 +1,341 @@
+"""Unsupervised environment design: a recurrent PPO student trained on levels that a curriculum
+chooses (`rlsuite train ued --curriculum plr --env maze`).
+
+| curriculum   | the levels the student plays                                   | learns on   |
+|--------------|----------------------------------------------------------------|-------------|
+| `dr`         | domain randomisation: a fresh random level every episode       | every update|
+| `plr`        | Prioritized Level Replay (Jiang et al. 2021, arXiv:2010.03934): | every update|
+|              | new random levels or, with `replay_prob` once the buffer is    |             |
+|              | warm, levels drawn from it by score rank and staleness         |             |
+| `robust_plr` | PLR learning from replays only (Jiang et al. 2021, "Replay-    | replays     |
+|              | Guided Adversarial Environment Design", arXiv:2110.02439)      |             |
+| `accel`      | Robust PLR whose every replay is followed by an update on      | replays     |
+|              | mutations of the levels just replayed (Parker-Holder et al.    |             |
+|              | 2022, arXiv:2203.01302)                                        |             |
+
+One update of `plr`, `robust_plr` and `accel` is one branch, chosen on the device: *new* (N levels
+from `Levels.generate`), *replay* (N levels sampled from the buffer) or *mutate* (ACCEL: the
+levels of the previous replay, each given `num_edits` edits by `Levels.mutate`). The N
+environments are reset onto the branch's levels with a fresh memory and play one rollout of
+`num_steps` steps, replaying their level at every episode end. Each level is scored from that
+rollout (`config.score`: MaxMC, positive value loss or SFL's learnability,
+`rlsuite.ops.level_scores`; or a function passed to `make`); new and mutated levels with a
+finished episode are inserted into the buffer (`rlsuite.data.level_buffer`), replayed levels get
+their new scores. The branch is data, not Python control flow: every update computes the three
+candidate level batches (cheap beside the rollout) and selects one, and the learning step is a
+`lax.cond` (a select when seeds are vmapped), so one compiled update serves every branch and a
+vmapped batch of seeds may take different branches. Where the curriculum does not learn on a
+branch, the student's parameters and optimiser state are left bit-identical.
+
+The student is `rlsuite.agents.ppo` with a recurrent core (`UEDConfig` is a `PPOConfig`), its
+update taken apart as `experience -> learning_batch -> learn -> absorb`; the curriculum
+replaces nothing of it but the levels the environments hold and whether `learn` runs. The
+environment provides its level functions (`rlsuite.environment.levels.Levels`, from its
+`levels()`; `make(..., levels=...)` passes others). The buffer's numeric settings
+(`replay_prob`, `staleness_coeff`, `temperature`, `minimum_fill`) are hyperparameters in
+`UEDHparams`, so a batch of them is a `vmap` axis like the learning rate.
+
+Choices, written down:
+- DR plays a fresh level per episode (the environment's own random levels, jaxued's DR), not a
+  batch of levels per update; it has no buffer.
+- The branch after a replay is always *mutate* under ACCEL (jaxued); so with replay
+  probability p the long-run fractions of new, replay and mutate updates are
+  (1 - p) / (1 + p), p / (1 + p), p / (1 + p) (1/9, 4/9, 4/9 at p = 0.8).
+- MaxMC's best return per level is a buffer extra (`max_return`), raised by every rollout on
+  the level (minimax).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+from rlsuite.agents import ppo, registry
+from rlsuite.data import level_buffer
+from rlsuite.environment import Environment
+from rlsuite.environment.levels import Levels, levels_of
+from rlsuite.environment.spaces import Discrete
+from rlsuite.loop.agent import Agent
+from rlsuite.loop.rollout import reset_each
+from rlsuite.ops import level_scores
+
+CURRICULA = ("dr", "plr", "robust_plr", "accel")
+SCORES = ("maxmc", "pvl", "learnability")
+NEW, REPLAY, MUTATE = 0, 1, 2
+
+
+@dataclasses.dataclass(frozen=True)
+class UEDConfig(ppo.PPOConfig):
+    """`PPOConfig` of the student (an LSTM by default) and the curriculum's static choices."""
+
+    curriculum: str = "plr"
+    """dr, plr, robust_plr or accel"""
+    score: str = "maxmc"
+    """the level score: maxmc (MaxMC), pvl (positive value loss) or learnability (SFL)"""
+    buffer_capacity: int = 4000
+    """levels the buffer holds"""
+    num_edits: int = 5
+    """ACCEL: edits per mutated level"""
+    recurrent: str | None = "lstm"
+    """the student's recurrent core: lstm, gru or None (feed-forward)"""
+    recurrent_size: int = 256
+    """units of the recurrent core"""
+    num_envs: int = 32
+    """levels played at once"""
+    num_steps: int = 256
+    """steps per rollout"""
+    num_minibatches: int = 1
+    """minibatches per epoch (whole environment sequences)"""
+    update_epochs: int = 5
+    """passes over each rollout"""
+    anneal_lr: bool = False
+    """anneal the learning rate linearly to 0 over total_timesteps"""
+
+    def __post_init__(self):
+        for field, allowed in (("curriculum", CURRICULA), ("score", SCORES)):
+            value = getattr(self, field)
+            if value not in allowed:
+                raise ValueError(f"UEDConfig.{field}={value!r}; allowed: {', '.join(allowed)}")
+        for field in ("buffer_capacity",):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"UEDConfig.{field}={value!r}; allowed: an integer >= 1")
+        if isinstance(self.num_edits, bool) or not isinstance(self.num_edits, int):
+            raise ValueError(f"UEDConfig.num_edits={self.num_edits!r}; allowed: an integer >= 0")
+        if self.num_edits < 0:
+            raise ValueError(f"UEDConfig.num_edits={self.num_edits!r}; allowed: an integer >= 0")
+        super().__post_init__()
+
+
+@struct.dataclass
+class UEDHparams(ppo.PPOHparams):
+    """The student's PPO hyperparameters and the level buffer's numeric settings (traced: a
+    batch of them is a `vmap` axis). Defaults: jaxued's maze PLR (`replay_prob` 0.8,
+    `staleness_coeff` 0.3, `temperature` 0.3, `minimum_fill` 0.5)."""
+
+    replay_prob: float = 0.8
+    """chance of a replay update once the buffer is filled to minimum_fill"""
+    staleness_coeff: float = 0.3
+    """weight of staleness in the replay distribution"""
+    temperature: float = 0.3
+    """rank prioritisation temperature (> 0)"""
+    minimum_fill: float = 0.5
+    """fill of the buffer (share of its capacity) below which nothing is replayed"""
+
+
+@struct.dataclass
+class UEDState:
+    student: ppo.PPOState
+    buffer: level_buffer.LevelBufferState
+    levels: Any  # [num_envs] the levels of the last update (ACCEL mutates them after a replay)
+    branch: jax.Array  # int32: the last update's branch (NEW, REPLAY, MUTATE)
+    key: jax.Array
+
+
+def buffer_config(hp: UEDHparams) -> level_buffer.LevelBufferConfig:
+    """The level buffer's settings from the hyperparameters (rank prioritisation, duplicates
+    updated in place)."""
+    return level_buffer.LevelBufferConfig(
+        replay_prob=hp.replay_prob,
+        staleness_coeff=hp.staleness_coeff,
+        temperature=hp.temperature,
+        minimum_fill=hp.minimum_fill,
+    )
+
+
+def check_hparams(hp: UEDHparams) -> None:
+    """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
+    if not isinstance(hp, UEDHparams):
+        raise TypeError(f"ued: hparams must be a UEDHparams, got {type(hp).__name__}")
+    ppo.check_hparams(hp)
+    level_buffer.check_config(buffer_config(hp))
+
+
+def score_levels(config: UEDConfig, tr, advantages, max_returns) -> jax.Array:
+    """`config.score` of each environment's level from its rollout (NaN where no episode
+    finished: such a level is not inserted)."""
+    dones = tr.terminated | tr.truncated
+    if config.score == "maxmc":
+        return level_scores.max_mc(dones, tr.reward, tr.extras["value"], max_returns)
+    if config.score == "pvl":
+        return level_scores.positive_value_loss(dones, advantages)
+    return level_scores.learnability(dones, tr.reward > 0)
+
+
+class UEDSetup(struct.PyTreeNode):
+    config: UEDConfig = struct.field(pytree_node=False)
+    student: ppo.PPOSetup = struct.field(pytree_node=False)
+    levels: Levels = struct.field(pytree_node=False)
+    score: Callable = struct.field(pytree_node=False)
+
+
+def init(setup: UEDSetup, key: jax.Array, hp: UEDHparams) -> UEDState:
+    key, key_student, key_levels = jax.random.split(key, 3)
+    student = ppo.init(setup.student, key_student, hp)
+    num_envs = setup.config.num_envs
+    levels = jax.vmap(setup.levels.generate)(jax.random.split(key_levels, num_envs))
+    example = jax.tree.map(lambda x: x[0], levels)
+    buffer = level_buffer.init(
+        setup.config.buffer_capacity, example, {"max_return": jnp.float32(-jnp.inf)}
+    )
+    if setup.config.curriculum != "dr":  # the environments hold one level each from the start
+        student = student.replace(env=_play(setup, student, levels, key_levels))
+    return UEDState(student, buffer, levels, jnp.asarray(NEW, jnp.int32), key)
+
+
+def _play(setup: UEDSetup, student: ppo.PPOState, levels, key):
+    """The student's environments reset onto `levels` (one each), with a fresh memory."""
+    student_setup = setup.student
+    params = setup.levels.params_for(student_setup.env_params, levels)
+    env = reset_each(student_setup.env, params, key)
+    num_envs = setup.config.num_envs
+    return env._replace(carry=ppo.initial_carry(student_setup, student, num_envs))
+
+
+def next_branch(curriculum: str, previous, replay) -> jax.Array:
+    """The branch of an update (int32 NEW, REPLAY or MUTATE) after `previous`: REPLAY where the
+    buffer said `replay`, else NEW; under accel, MUTATE after every REPLAY."""
+    branch = jnp.where(replay, REPLAY, NEW)
+    if curriculum == "accel":
+        branch = jnp.where(previous == REPLAY, MUTATE, branch)
+    return branch.astype(jnp.int32)
+
+
+def choose_levels(setup: UEDSetup, state: UEDState, key, hp: UEDHparams):
+    """This update's branch, levels `[num_envs]`, the buffer (with the sampled slots stamped
+    on a replay) and the replayed slots (-1 elsewhere)."""
+    config, num_envs = setup.config, setup.config.num_envs
+    key_replay, key_new, key_sample, key_mutate = jax.random.split(key, 4)
+    cfg = buffer_config(hp)
+    replay = level_buffer.should_replay(state.buffer, key_replay, cfg)
+    branch = next_branch(config.curriculum, state.branch, replay)
+    new = jax.vmap(setup.levels.generate)(jax.random.split(key_new, num_envs))
+    sampled_buffer, slots, replayed = level_buffer.sample(state.buffer, key_sample, num_envs, cfg)
+    candidates = [new, replayed]
+    if config.curriculum == "accel":
+        mutate = functools.partial(setup.levels.mutate, num_edits=config.num_edits)
+        candidates.append(jax.vmap(mutate)(jax.random.split(key_mutate, num_envs), state.levels))
+    levels = jax.tree.map(lambda *xs: jnp.stack(xs)[branch], *candidates)
+    is_replay = branch == REPLAY
+    buffer = jax.tree.map(lambda s, b: jnp.where(is_replay, s, b), sampled_buffer, state.buffer)
+    slots = jnp.where(is_replay, slots, -1)
+    return branch, levels, buffer, slots
+
+
+def learns(config: UEDConfig, branch) -> jax.Array:
+    """Whether the student learns from this update's rollout: always, except under robust_plr
+    and accel, which learn from replays only."""
+    if config.curriculum in ("robust_plr", "accel"):
+        return branch == REPLAY
+    return jnp.ones((), bool)
+
+
+def update(setup: UEDSetup, state: UEDState, hp: UEDHparams) -> tuple[UEDState, dict]:
+    config, student_setup = setup.config, setup.student
+    if config.curriculum == "dr":
+        student, metrics = ppo.update(student_setup, state.student, hp)
+        return state.replace(student=student), metrics
+    key, key_choose, key_reset = jax.random.split(state.key, 3)
+    branch, levels, buffer, slots = choose_levels(setup, state, key_choose, hp)
+    env = _play(setup, state.student, levels, key_reset)
+    student = state.student.replace(env=env)
+
+    key_next, key_collect, key_learn = jax.random.split(student.key, 3)
+    exp = ppo.experience(student_setup, student, key_collect, hp)
+    lr = ppo.learning_rate(student_setup, student, hp)
+    batch = ppo.learning_batch(student_setup, exp.transitions, exp.advantages, env.carry)
+    learn = functools.partial(ppo.learn, student_setup, student, batch, key_learn, lr, hp)
+    shapes = jax.eval_shape(learn)[2]
+
+    def keep():
+        zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        return student.params, student.opt_state, zeros
+
+    learning = learns(config, branch)
+    learned = jax.lax.cond(learning, learn, keep)
+    student, metrics = ppo.absorb(student_setup, student, exp, learned, key_next, lr)
+
+    tr = exp.transitions
+    known = jnp.where(slots >= 0, buffer.extras["max_return"][jnp.maximum(slots, 0)], -jnp.inf)
+    scores = setup.score(config, tr, exp.advantages, known)
+    dones = tr.terminated | tr.truncated
+    best = jnp.fmax(known, level_scores.max_return(dones, tr.reward))
+    extras = {"max_return": best}
+    is_replay = branch == REPLAY
+    cfg = buffer_config(hp)
+    inserted, _ = level_buffer.insert_batch(
+        buffer, levels, scores, extras, cfg, valid=level_scores.finished(dones) & ~is_replay
+    )
+    updated = level_buffer.update(buffer, slots, scores, extras)
+    buffer = jax.tree.map(lambda u, i: jnp.where(is_replay, u, i), updated, inserted)
+
+    state = UEDState(student, buffer, levels, branch, key)
+    metrics["ued/branch"] = branch
+    metrics["ued/learned"] = learning.astype(jnp.float32)
+    metrics["ued/buffer_size"] = buffer.size
+    metrics["ued/mean_score"] = jnp.nanmean(scores)
+    metrics["ued/solved"] = jnp.mean(jnp.any(tr.reward > 0, axis=0))
+    return state, metrics
+
+
+def act(setup: UEDSetup, state: UEDState, obs, key, deterministic: bool = False, carry=None):
+    return ppo.act(setup.student, state.student, obs, key, deterministic, carry)
+
+
+def initial_carry(setup: UEDSetup, state: UEDState, num_envs: int):
+    return ppo.initial_carry(setup.student, state.student, num_envs)
+
+
+def make(
+    config: UEDConfig,
+    env: Environment,
+    env_params=None,
+    levels: Levels | None = None,
+    score: Callable | None = None,
+    **variants,
+) -> Agent:
+    """A UED student and curriculum on `env`, whose levels come from `levels` (default: the
+    environment's own, `env.levels()`). `score(config, transitions, advantages, max_returns)
+    -> [num_envs]` replaces the configured level score (a research variant); `variants` are
+    `ppo.make`'s (`policy_loss`, `minibatches`, `network`)."""
+    if not isinstance(config, UEDConfig):
+        raise TypeError(f"ued.make needs a UEDConfig, got {type(config).__name__}")
+    if levels is None:
+        levels = levels_of(env)
+    if levels is None:
+        raise ValueError(
+            f"ued trains on an environment with levels (a levels() method giving "
+            f"rlsuite.environment.levels.Levels, e.g. maze); {env.name} has none"
+        )
+    env_params = env.check_params(env_params)
+    if not isinstance(env.action_space(env_params), Discrete):
+        raise ValueError(
+            f"ued: the action space of {env.name} is {env.action_space(env_params)!r}; the "
+            "student takes Discrete actions"
+        )
+    student = ppo.prepare(config, env, env_params, **variants)
+    setup = UEDSetup(config, student, levels, score_levels if score is None else score)
+    memory = functools.partial(initial_carry, setup) if student.recurrent else None
+    return Agent(
+        name="ued",
+        config=config,
+        env=student.env,
+        env_params=student.env_params,
+        default_hparams=UEDHparams(),
+        init=functools.partial(init, setup),
+        update=functools.partial(update, setup),
+        act=functools.partial(act, setup),
+        check_hparams=check_hparams,
+        env_steps_per_update=config.num_envs * config.num_steps,
+        initial_carry=memory,
+    )
+
+
+# This family in the algorithm registry (`rlsuite train ued`).
+ALGORITHM = registry.register(registry.Algorithm("ued", make, UEDConfig, UEDHparams, False, "maze"))

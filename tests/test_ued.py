@@ -1,0 +1,214 @@
+"""The UED curricula (`rlsuite.agents.ued`) on the maze: scheduling, what each branch does to the
+student and the buffer, replay rollouts that stay on their level, and refusals."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from rlsuite.envs.maze import level_hash
+
+from rlsuite import envs
+from rlsuite.agents import ppo, ued
+from rlsuite.data import level_buffer
+from rlsuite.loop import driver
+from rlsuite.ops import level_scores
+
+NEW, REPLAY, MUTATE = ued.NEW, ued.REPLAY, ued.MUTATE
+
+
+def small(curriculum, **overrides):
+    """A 5 x 5 maze of up to 3 walls and horizon 12 (episodes end often), 4 levels at a time."""
+    env, params = envs.make("maze", height=5, width=5, n_walls=3, max_episode_steps=12)
+    fields = dict(curriculum=curriculum, num_envs=4, num_steps=32, recurrent_size=8,
+                  hidden_sizes=(16,), buffer_capacity=8, update_epochs=2,
+                  total_timesteps=4 * 32 * 40)  # fmt: skip
+    fields.update(overrides)
+    return ued.make(ued.UEDConfig(**fields), env, params)
+
+
+def hparams(agent, **fields):
+    return agent.default_hparams.replace(**fields)
+
+
+def test_accel_schedule_has_the_stationary_fractions_of_its_chain():
+    # After a replay ACCEL always mutates; otherwise it replays with probability p, else it
+    # draws new levels. Stationary: r = p (n + m), m = r, n + m + r = 1, so r = p (1 - r):
+    # r = m = p / (1 + p) = 4/9 and n = 1 - 2 r = 1/9 at p = 0.8. PLR: n = 0.2, r = 0.8.
+    buffer = level_buffer.init(4, jnp.zeros(2))
+    config = level_buffer.LevelBufferConfig(replay_prob=0.8, minimum_fill=0.5)
+    for i, score in enumerate([0.1, 0.5, 0.3, 0.2]):
+        buffer, _ = level_buffer.insert(buffer, jnp.full(2, i), score, None, config)
+
+    def fractions(curriculum):
+        def step(previous, key):
+            branch = ued.next_branch(
+                curriculum, previous, level_buffer.should_replay(buffer, key, config)
+            )
+            return branch, branch
+
+        keys = jax.random.split(jax.random.key(0), 20_000)
+        _, branches = jax.lax.scan(step, jnp.int32(NEW), keys)
+        return np.bincount(np.asarray(branches), minlength=3) / 20_000
+
+    np.testing.assert_allclose(fractions("accel"), [1 / 9, 4 / 9, 4 / 9], atol=0.02)
+    np.testing.assert_allclose(fractions("plr"), [0.2, 0.8, 0.0], atol=0.02)
+    # An empty buffer, or one below its minimum fill, never replays, whatever replay_prob.
+    empty = level_buffer.init(4, jnp.zeros(2))
+    always = level_buffer.LevelBufferConfig(replay_prob=1.0, minimum_fill=0.0)
+    assert not bool(level_buffer.should_replay(empty, jax.random.key(1), always))
+
+
+@pytest.mark.parametrize("curriculum", ["robust_plr", "accel"])
+def test_robust_curricula_learn_from_replays_only(curriculum):
+    # minimum_fill 0 and replay_prob 0.5: new, replay (and mutate) updates all occur.
+    agent = small(curriculum, num_edits=0)
+    hp = hparams(agent, replay_prob=0.5, minimum_fill=0.0)
+    update = jax.jit(agent.update)
+    state = agent.init(jax.random.key(3), hp)
+    seen = set()
+    for _ in range(14):
+        before = state
+        state, metrics = update(state, hp)
+        branch = int(state.branch)
+        seen.add(branch)
+        same = [
+            np.array_equal(a, b)
+            for a, b in zip(
+                jax.tree.leaves((before.student.params, before.student.opt_state)),
+                jax.tree.leaves((state.student.params, state.student.opt_state)),
+                strict=True,
+            )
+        ]
+        if branch == REPLAY:
+            assert not all(same) and float(metrics["ued/learned"]) == 1.0
+        else:  # new and mutate: parameters and optimiser state bit-identical
+            assert all(same) and float(metrics["ued/learned"]) == 0.0
+        if curriculum == "accel" and int(before.branch) == REPLAY:
+            # A replay is always followed by a mutation, of the levels just replayed; with 0
+            # edits those very levels.
+            assert branch == MUTATE
+            for a, b in zip(
+                jax.tree.leaves(before.levels), jax.tree.leaves(state.levels), strict=True
+            ):
+                np.testing.assert_array_equal(a, b)
+    assert {NEW, REPLAY} <= seen and (MUTATE in seen) == (curriculum == "accel")
+
+
+def test_plr_learns_on_every_update():
+    agent = small("plr")
+    hp = hparams(agent, replay_prob=0.5, minimum_fill=0.0)
+    state = agent.init(jax.random.key(4), hp)
+    update = jax.jit(agent.update)
+    for _ in range(6):
+        before = state
+        state, metrics = update(state, hp)
+        assert float(metrics["ued/learned"]) == 1.0
+        assert not np.array_equal(
+            jax.tree.leaves(before.student.params)[0], jax.tree.leaves(state.student.params)[0]
+        )
+
+
+def test_new_levels_with_a_finished_episode_enter_the_buffer_with_their_scores():
+    agent = small("plr", num_envs=6, buffer_capacity=16)
+    hp = hparams(agent, replay_prob=0.0)
+    setup = agent.update.args[0]  # the UEDSetup bound by make
+    state = agent.init(jax.random.key(5), hp)
+    # The update's own pieces, replayed by hand: the branch's levels, the rollout, the scores.
+    key, key_choose, key_reset = jax.random.split(state.key, 3)
+    branch, levels, _, slots = ued.choose_levels(setup, state, key_choose, hp)
+    assert int(branch) == NEW and np.all(np.asarray(slots) == -1)
+    student = state.student.replace(env=ued._play(setup, state.student, levels, key_reset))
+    _, key_collect, _ = jax.random.split(student.key, 3)
+    exp = ppo.experience(setup.student, student, key_collect, hp)
+    dones = exp.transitions.terminated | exp.transitions.truncated
+    expected = level_scores.max_mc(
+        dones, exp.transitions.reward, exp.transitions.extras["value"], jnp.full(6, -jnp.inf)
+    )
+    finished = np.asarray(level_scores.finished(dones))
+    assert finished.any()
+
+    state, _ = jax.jit(agent.update)(state, hp)
+    buffer = state.buffer
+    assert int(buffer.size) == int(finished.sum())
+    np.testing.assert_allclose(
+        np.asarray(buffer.scores[: int(buffer.size)]),
+        np.asarray(expected)[finished],
+        rtol=1e-5,
+    )
+    stored = np.asarray(
+        jax.vmap(level_hash)(jax.tree.map(lambda x: x[: int(buffer.size)], buffer.levels))
+    )
+    np.testing.assert_array_equal(stored, np.asarray(jax.vmap(level_hash)(levels))[finished])
+    # MaxMC's best return per level is kept as the buffer's extra.
+    best = np.asarray(level_scores.max_return(dones, exp.transitions.reward))[finished]
+    np.testing.assert_allclose(np.asarray(buffer.extras["max_return"][: len(best)]), best)
+
+
+def test_a_replay_rollout_stays_on_its_levels():
+    # minimax #6: during a replay rollout of 256 steps every episode stays on the replayed
+    # level, through many episode ends (horizon 12).
+    agent = small("plr", num_steps=256, num_envs=4)
+    hp = hparams(agent, replay_prob=1.0, minimum_fill=0.0)
+    setup = agent.update.args[0]
+    state = agent.init(jax.random.key(6), hp)
+    update = jax.jit(agent.update)
+    while int(state.buffer.size) == 0:  # new levels until the buffer holds one
+        state, _ = update(state, hp)
+    key, key_choose, key_reset = jax.random.split(state.key, 3)
+    branch, levels, _, slots = ued.choose_levels(setup, state, key_choose, hp)
+    assert int(branch) == REPLAY and np.all(np.asarray(slots) >= 0)
+    student = state.student.replace(env=ued._play(setup, state.student, levels, key_reset))
+    _, tr = ppo.collect(setup.student, student, jax.random.key(7))
+    hashes = np.asarray(tr.info["level_hash"])  # [256, 4]
+    np.testing.assert_array_equal(
+        hashes, np.broadcast_to(np.asarray(jax.vmap(level_hash)(levels)), (256, 4))
+    )
+    # every 12 steps at least one episode end per environment: 21 each
+    assert int(np.asarray(tr.terminated | tr.truncated).sum()) >= 4 * (256 // 12)
+
+
+def test_seeds_and_buffer_settings_vmap():
+    agent = small("accel", num_steps=16)
+    hp = agent.default_hparams
+    batch = jax.tree.map(lambda x: jnp.stack([x, x]), hp).replace(
+        replay_prob=jnp.array([0.0, 1.0]), minimum_fill=jnp.array([0.0, 0.0])
+    )
+    keys = jax.random.split(jax.random.key(8), 2)
+    states = driver.init_batch(agent, keys, batch, hparams_axis=0)
+    states, metrics = driver.run_batch(agent, states, batch, 6, hparams_axis=0)
+    branches = np.asarray(metrics["ued/branch"])  # [2, 6]
+    assert set(branches[0]) == {NEW}  # replay_prob 0: only new levels
+    assert REPLAY in set(branches[1]) and MUTATE in set(branches[1])
+    again = driver.run_batch(agent, driver.init_batch(agent, keys, batch, 0), batch, 6, 0)[1]
+    np.testing.assert_array_equal(np.asarray(again["ued/branch"]), branches)
+
+
+def test_dr_is_the_student_on_random_levels():
+    agent = small("dr")
+    hp = agent.default_hparams
+    state = agent.init(jax.random.key(9), hp)
+    state, metrics = jax.jit(agent.update)(state, hp)
+    # No buffer and no levels set by the curriculum: the environments keep the shared params,
+    # which draw a fresh level at every reset.
+    assert "ued/branch" not in metrics and int(state.buffer.size) == 0
+    assert state.student.env.params is None and bool(agent.env_params.random_level)
+
+
+def test_bad_input_is_refused_before_anything_runs():
+    env, params = envs.make("maze", height=5, width=5, n_walls=3)
+    with pytest.raises(ValueError, match="curriculum='paired_x'.*dr, plr, robust_plr, accel"):
+        ued.UEDConfig(curriculum="paired_x")
+    with pytest.raises(ValueError, match="score='regret'.*maxmc, pvl, learnability"):
+        ued.UEDConfig(score="regret")
+    with pytest.raises(ValueError, match="buffer_capacity=0"):
+        ued.UEDConfig(buffer_capacity=0)
+    with pytest.raises(ValueError, match="num_edits=-1"):
+        ued.UEDConfig(num_edits=-1)
+    agent = ued.make(ued.UEDConfig(num_envs=2, num_steps=4), env, params)
+    for field, value in (("replay_prob", 1.5), ("staleness_coeff", -0.1), ("temperature", 0.0),
+                         ("minimum_fill", 2.0)):  # fmt: skip
+        with pytest.raises(ValueError, match=field):
+            agent.check_hparams(agent.default_hparams.replace(**{field: value}))
+    cartpole, cartpole_params = envs.make("cartpole")
+    with pytest.raises(ValueError, match="levels"):
+        ued.make(ued.UEDConfig(), cartpole, cartpole_params)
