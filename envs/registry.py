@@ -2,14 +2,16 @@
 
 Names: ours (`"cartpole"`, `"pendulum"`, ..., `"probe/action_reward"`), the meta-RL task families
 (`"meta/bandit"`, ...: `envs/tasks/` inside the `RL2` trial wrapper), the UED maze (`"maze"`:
-`envs/maze/`, a DR level at every reset), Brax (`"brax/ant"`) and gymnax
-(`"gymnax/CartPole-v1"`). Keyword arguments that name a field of the environment's params
-override it (`make("cartpole", gravity=20.0)`); the others go to the environment's constructor
-(`make("probe/action_reward", continuous=True)`, `make("brax/ant", backend="generalized")`).
+`envs/maze/`, a DR level at every reset) and PAIRED's level editor for it (`"maze/editor"`),
+Brax (`"brax/ant"`) and gymnax (`"gymnax/CartPole-v1"`). Keyword arguments that name a field of
+the environment's params override it (`make("cartpole", gravity=20.0)`); the others go to the
+environment's constructor (`make("probe/action_reward", continuous=True)`,
+`make("brax/ant", backend="generalized")`).
 Our environments and Brax come wrapped in `TimeLimit` at their standard episode length unless
 `max_episode_steps` says otherwise (`None`: no limit); gymnax environments keep their own limit
 (`params.max_steps_in_episode`, which `max_episode_steps` sets), and so does the maze
-(`params.max_steps`, the horizon its reward is scaled by).
+(`params.max_steps`, the horizon its reward is scaled by); the editor's episodes last
+`n_walls + 2` steps, so `max_episode_steps` does not apply to it.
 
 A user's environment (an `rlsuite.environment.Environment` subclass) is reached by name in two
 ways: `register("my/grid", GridWorld, max_episode_steps=100)` in a script, or, where nothing
@@ -148,9 +150,10 @@ def ued_maze(
     return ued.Maze(height, width, view_size, max_steps, generator=generator)
 
 
-# Environments whose level lives in params (`envs/maze/`): each counts its own horizon
-# (`params.max_steps`, which `max_episode_steps` sets), so no `TimeLimit` goes around it.
-UED: dict[str, Any] = {"maze": ued_maze}
+# The UED maze (`envs/maze/`): no `TimeLimit` goes around these. The maze's level lives in its
+# params and it counts its own horizon (`params.max_steps`, which `max_episode_steps` sets); the
+# editor (PAIRED's adversary) ends every episode after its `n_walls + 2` placements.
+UED: dict[str, Any] = {"maze": ued_maze, "maze/editor": ued.MazeEditor}
 
 _DEFAULT = object()
 REGISTERED: dict[str, tuple[Any, Any]] = {}  # name -> (factory, max_episode_steps)
@@ -208,6 +211,13 @@ def make(name: str, max_episode_steps: Any = _DEFAULT, **kwargs: Any) -> tuple[E
         factory = META[name]
         return _build(name, factory, _constructor_args(factory), None, kwargs)
     if name in UED:
+        factory = UED[name]
+        horizon = "max_steps" in _constructor_args(factory)
+        if max_episode_steps is not _DEFAULT and not horizon:
+            raise ValueError(
+                f"make({name!r}): max_episode_steps does not apply: an editing episode lasts "
+                "n_walls + 2 steps (give n_walls)"
+            )
         if max_episode_steps is None:
             raise ValueError(
                 f"make({name!r}): max_episode_steps=None; the maze counts its own horizon "
@@ -215,7 +225,6 @@ def make(name: str, max_episode_steps: Any = _DEFAULT, **kwargs: Any) -> tuple[E
             )
         if max_episode_steps is not _DEFAULT:
             kwargs = {**kwargs, "max_steps": max_episode_steps}
-        factory = UED[name]
         return _build(name, factory, _constructor_args(factory), None, kwargs)
     if name not in REGISTERED and ":" in name:
         _import_env(name)
