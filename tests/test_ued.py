@@ -1,11 +1,13 @@
 """The UED curricula (`rlsuite.agents.ued`) on the maze: scheduling, what each branch does to the
 student and the buffer, replay rollouts that stay on their level, and refusals."""
 
+import json
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from rlsuite.envs.maze import level_hash
+from rlsuite.envs.maze import HELD_OUT, level_hash
 
 from rlsuite import envs
 from rlsuite.agents import ppo, ued
@@ -212,3 +214,36 @@ def test_bad_input_is_refused_before_anything_runs():
     cartpole, cartpole_params = envs.make("cartpole")
     with pytest.raises(ValueError, match="levels"):
         ued.make(ued.UEDConfig(), cartpole, cartpole_params)
+
+
+def test_train_eval_and_plot_the_levels_from_the_cli(tmp_path):
+    from PIL import Image
+
+    from tests.test_cli import rlsuite
+
+    out = tmp_path / "run"
+    tiny = ["--curriculum", "plr", "--total-timesteps", "3072", "--num-envs", "4"]
+    tiny += ["--num-steps", "64", "--recurrent-size", "8", "--hidden-sizes", "8"]
+    tiny += ["--buffer-capacity", "8", "--minimum-fill", "0", "--num-seeds", "2", "--no-progress"]
+    proc = rlsuite("train", "ued", *tiny, "--eval-episodes", "2", "--out", out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "ued on maze: 2 seeds x 3,072 env steps" in proc.stdout
+    final = json.loads((out / "final.json").read_text())
+    held_out = final["held_out"]
+    assert held_out["names"] == list(HELD_OUT)
+    assert np.shape(held_out["returns"]) == (2, 8, 2)  # seeds x mazes x attempts
+    proc = rlsuite("eval", out, "--episodes", "3")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
+    assert rows[0] == "| level | solve rate | mean return | attempts |"
+    assert [row.split(" | ")[0][2:] for row in rows[1:]] == [*HELD_OUT, "mean"]
+    assert all(row.endswith(" | 6 |") for row in rows[1:-1])  # 3 attempts x 2 seeds
+    image = tmp_path / "levels.png"
+    proc = rlsuite("plot", out, "--levels", "--out", image)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # 8 mazes, then at least one buffer level (12 updates of PLR with minimum fill 0): 3 or 4
+    # rows of 4 panels, 800 pixels wide and 250 per row.
+    width, height = Image.open(image).size
+    assert width == 800 and height in (750, 1000)
+    proc = rlsuite("plot", out, "--levels", "--out", image)
+    assert proc.returncode == 2 and "exists" in proc.stderr  # never overwritten

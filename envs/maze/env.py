@@ -38,8 +38,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from rlsuite.envs.maze.held_out import NAMES, held_out_levels
 from rlsuite.envs.maze.level import DIRECTIONS, Level, as_level, check_level, level_hash, pad
 from rlsuite.envs.maze.mutator import mutate
+from rlsuite.envs.maze.render import render
 
 from rlsuite.environment import Environment
 from rlsuite.environment.levels import Levels
@@ -142,7 +144,13 @@ class Maze(Environment):
                 f"{self.name}: a curriculum needs random levels, and this Maze has no generator; "
                 "build it with Maze(..., generator=make_generator(...)) or envs.make('maze')"
             )
-        return Levels(self.generator, mutate, params_for_levels)
+        held_out = None
+        if self.height >= 13 and self.width >= 13:  # the eight named mazes are 13 x 13
+
+            def held_out():
+                return NAMES, held_out_levels(NAMES, self.height, self.width)
+
+        return Levels(self.generator, mutate, params_for_levels, held_out, render)
 
     def validate_params(self, params: MazeParams) -> None:
         if not isinstance(params.level, Level):

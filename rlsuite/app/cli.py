@@ -434,6 +434,8 @@ def evaluate(argv: list[str]) -> dict:
     print(json.dumps(summary, indent=2))
     if "adaptation" in trials:
         print(adaptation_table(trials["adaptation"]))
+    if "held_out" in trials:
+        print(solve_rate_table(trials["held_out"]["names"], trials["held_out"]["returns"]))
     return summary
 
 
@@ -494,6 +496,10 @@ class PlotArgs:
     adaptation: bool = False
     """draw the adaptation curve of task-family runs (rl2) instead: the return per episode of a
     trial at the final evaluation (`final.json`), mean and 95% interval across seeds"""
+    levels: bool = False
+    """draw the levels of one UED run (ued) instead: its named held-out levels with their solve
+    rates at the final evaluation (`final.json`), then the highest-scored levels of its level
+    buffer (first seed, last checkpoint)"""
 
 
 def plot(argv: list[str]) -> dict:
@@ -512,6 +518,8 @@ def plot(argv: list[str]) -> dict:
         raise UsageError("plot needs at least one run directory: rlsuite plot RUN [RUN ...]")
     if args.adaptation:
         return _plot_adaptation(args.runs, out)
+    if args.levels:
+        return _plot_levels(args.runs, out)
     runs = []
     for run in args.runs:
         if not (pathlib.Path(run) / JSONL).exists():
@@ -545,6 +553,53 @@ def _plot_adaptation(run_dirs: list[str], out: pathlib.Path) -> dict:
     plot_adaptation(runs, out)
     print(f"wrote {out}")
     return {"out": str(out)}
+
+
+TOP_LEVELS = 8  # buffer levels drawn by `rlsuite plot --levels`
+
+
+def _plot_levels(run_dirs: list[str], out: pathlib.Path) -> dict:
+    from rlsuite.app.plotting import plot_levels
+    from rlsuite.data import level_buffer
+    from rlsuite.environment.levels import levels_of
+    from rlsuite.loop import driver
+
+    if len(run_dirs) != 1:
+        raise UsageError(f"--levels draws one run's levels, got {len(run_dirs)} run directories")
+    run = pathlib.Path(run_dirs[0])
+    record = _read_record(run)
+    agent, hparams, data = _build(record)
+    levels = levels_of(agent.env)
+    if levels is None or levels.render is None:
+        raise UsageError(f"{run}: its environment ({record['env']}) has no levels to draw")
+    images, titles = [], []
+    final = run / "final.json"
+    summary = json.loads(final.read_text()) if final.exists() else {}
+    if "held_out" in summary and levels.held_out is not None:
+        names, held_out = levels.held_out()
+        solved = (np.asarray(summary["held_out"]["returns"]) > 0).mean(axis=(0, 2))
+        for i, (name, rate) in enumerate(zip(names, solved, strict=True)):
+            images.append(levels.render(jax.tree.map(lambda x, i=i: np.asarray(x[i]), held_out)))
+            titles.append(f"{name}\nsolved {rate:.2f}")
+    keys = jax.random.split(jax.random.key(0), record["num_seeds"])
+    target = jax.eval_shape(functools.partial(driver.init_batch, agent), keys, hparams, None, data)
+    states, _ = checkpoint.restore(
+        run / "checkpoints", target, expect={"algo": record["algo"], "env": record["env"]}
+    )
+    buffer = getattr(states, "buffer", None)
+    if isinstance(buffer, level_buffer.LevelBufferState):
+        first = jax.tree.map(lambda x: x[0], buffer)
+        k = min(TOP_LEVELS, int(first.size))
+        if k:
+            _, scores, top = level_buffer.highest(first, k)
+            for i in range(k):
+                images.append(levels.render(jax.tree.map(lambda x, i=i: np.asarray(x[i]), top)))
+                titles.append(f"buffer #{i + 1}\nscore {float(scores[i]):.3f}")
+    if not images:
+        raise UsageError(f"{run} has no held-out results in final.json and no level buffer")
+    plot_levels(images, titles, out)
+    print(f"wrote {out}")
+    return {"out": str(out), "panels": len(images)}
 
 
 @dataclasses.dataclass

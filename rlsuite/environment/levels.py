@@ -24,6 +24,10 @@ class Levels(NamedTuple):
     params_for: Callable[[Any, Any], Any]
     """`(env_params, levels [N]) -> params [N]`: params in which each of N environments
     replays its level"""
+    held_out: Callable[[], tuple[tuple[str, ...], Any]] | None = None
+    """`() -> (names, levels [N])`: named levels to evaluate on (the maze's eight), or None"""
+    render: Callable[[Any], Any] | None = None
+    """`level -> uint8 RGB [H, W, 3]` (NumPy): a picture of one level, or None"""
 
 
 def levels_of(env: Any) -> Levels | None:

@@ -31,6 +31,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from rlsuite.environment.levels import levels_of
 from rlsuite.environment.meta import info_keys, trial_wrapper
 from rlsuite.loop import checkpoint, driver
 from rlsuite.loop.agent import Agent, config_dict
@@ -273,12 +274,28 @@ def evaluate_policies(
     that are trials, `rlsuite.environment.meta.RL2`) the `trial_summary` of the same episodes
     (else `{}`)."""
     if trial_wrapper(agent.env) is None:
+        key, key_levels = jax.random.split(key)
         evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3, 4))
-        return np.asarray(evaluation(agent, states, key, episodes, deterministic).returns), {}
+        returns = np.asarray(evaluation(agent, states, key, episodes, deterministic).returns)
+        return returns, held_out_summary(agent, states, key_levels, episodes, deterministic)
     sums = tuple(k for k in TRIAL_SUMS if k in info_keys(agent.env, agent.env_params))
     evaluation = jax.jit(driver.evaluate_trials_batch, static_argnums=(0, 3, 4, 5))
     result = evaluation(agent, states, key, episodes, deterministic, sums)
     return np.asarray(result.returns), trial_summary(result)
+
+
+def held_out_summary(agent, states, key: jax.Array, attempts: int, deterministic: bool) -> dict:
+    """For an environment with named evaluation levels (`Levels.held_out`, the maze's eight):
+    `{"held_out": {"names", "returns"}}`, each run's returns `[num_runs, num_levels, attempts]`
+    (solve rate: the share above 0); else `{}`."""
+    levels = levels_of(agent.env)
+    if levels is None or levels.held_out is None:
+        return {}
+    names, held_out = levels.held_out()
+    level_params = levels.params_for(agent.env_params, held_out)
+    evaluation = jax.jit(driver.evaluate_levels_batch, static_argnums=(0, 4, 5))
+    result = evaluation(agent, states, key, level_params, attempts, deterministic)
+    return {"held_out": {"names": list(names), "returns": np.asarray(result.returns).tolist()}}
 
 
 TRIAL_SUMS = ("regret",)  # info keys a task family may report, summed over each trial
