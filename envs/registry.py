@@ -150,10 +150,22 @@ def ued_maze(
     return ued.Maze(height, width, view_size, max_steps, generator=generator)
 
 
+def ued_maze_small(
+    height: int = 7, width: int = 7, n_walls: int = 10, view_size: int = 5, max_steps: int = 196
+) -> ued.Maze:
+    """`maze` at the size a CPU trains a UED student on in minutes: 7 x 7, up to 10 walls,
+    horizon 196 (4 h w)."""
+    return ued_maze(height, width, n_walls, view_size, max_steps)
+
+
 # The UED maze (`envs/maze/`): no `TimeLimit` goes around these. The maze's level lives in its
 # params and it counts its own horizon (`params.max_steps`, which `max_episode_steps` sets); the
 # editor (PAIRED's adversary) ends every episode after its `n_walls + 2` placements.
-UED: dict[str, Any] = {"maze": ued_maze, "maze/editor": ued.MazeEditor}
+UED: dict[str, Any] = {
+    "maze": ued_maze,
+    "maze/small": ued_maze_small,
+    "maze/editor": ued.MazeEditor,
+}
 
 _DEFAULT = object()
 REGISTERED: dict[str, tuple[Any, Any]] = {}  # name -> (factory, max_episode_steps)

@@ -23,7 +23,7 @@ BUILT_IN = {
     "iql": (iql, iql.IQLConfig, iql.IQLHparams, True, "pendulum"),
     "cql": (cql, cql.CQLConfig, cql.CQLHparams, True, "pendulum"),
     "rl2": (rl2, rl2.RL2Config, ppo.PPOHparams, False, "meta/bandit"),
-    "ued": (ued, ued.UEDConfig, ued.UEDHparams, False, "maze"),
+    "ued": (ued, ued.UEDConfig, ued.UEDHparams, False, "maze/small"),
 }
 
 
@@ -52,7 +52,7 @@ def test_every_built_in_family_is_registered_with_its_record():
 def test_the_tuned_table_names_registered_algorithms():
     for algo, _ in tuned.TUNED:
         assert algo in registry.names(), algo
-    assert {algo for algo, _ in tuned.TUNED} == {"ppo", "sac", "td3", "rl2"}
+    assert {algo for algo, _ in tuned.TUNED} == {"ppo", "sac", "td3", "rl2", "ued"}
 
 
 def test_a_registered_toy_family_trains_and_evaluates_with_no_cli_change(toy, tmp_path, capsys):

@@ -222,7 +222,7 @@ def test_train_eval_and_plot_the_levels_from_the_cli(tmp_path):
     from tests.test_cli import rlsuite
 
     out = tmp_path / "run"
-    tiny = ["--curriculum", "plr", "--total-timesteps", "3072", "--num-envs", "4"]
+    tiny = ["--env", "maze", "--curriculum", "plr", "--total-timesteps", "3072", "--num-envs", "4"]
     tiny += ["--num-steps", "64", "--recurrent-size", "8", "--hidden-sizes", "8"]
     tiny += ["--buffer-capacity", "8", "--minimum-fill", "0", "--num-seeds", "2", "--no-progress"]
     proc = rlsuite("train", "ued", *tiny, "--eval-episodes", "2", "--out", out)

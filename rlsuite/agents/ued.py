@@ -116,9 +116,16 @@ class UEDConfig(ppo.PPOConfig):
 @struct.dataclass
 class UEDHparams(ppo.PPOHparams):
     """The student's PPO hyperparameters and the level buffer's numeric settings (traced: a
-    batch of them is a `vmap` axis). Defaults: jaxued's maze PLR (`replay_prob` 0.8,
-    `staleness_coeff` 0.3, `temperature` 0.3, `minimum_fill` 0.5)."""
+    batch of them is a `vmap` axis). Defaults: jaxued's maze PLR (`examples/maze_plr.py`)."""
 
+    learning_rate: float = 1e-4
+    """Adam step size"""
+    gamma: float = 0.995
+    """discount factor"""
+    gae_lambda: float = 0.98
+    """GAE trace parameter"""
+    ent_coef: float = 1e-3
+    """weight of the entropy bonus"""
     replay_prob: float = 0.8
     """chance of a replay update once the buffer is filled to minimum_fill"""
     staleness_coeff: float = 0.3
@@ -338,4 +345,6 @@ def make(
 
 
 # This family in the algorithm registry (`rlsuite train ued`).
-ALGORITHM = registry.register(registry.Algorithm("ued", make, UEDConfig, UEDHparams, False, "maze"))
+ALGORITHM = registry.register(
+    registry.Algorithm("ued", make, UEDConfig, UEDHparams, False, "maze/small")
+)

@@ -112,6 +112,23 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
             "max_grad_norm": 5.0,
         },
     },
+    # UED on the 13 x 13 maze: UEDConfig's and UEDHparams' defaults are jaxued's maze_plr.py
+    # (LSTM 256, 32 levels x 256 steps, 5 epochs of 1 minibatch, lr 1e-4, gamma 0.995, lambda
+    # 0.98, entropy 1e-3, buffer of 4,000, replay 0.8, temperature 0.3, staleness 0.3); its
+    # 30,000 updates are a GPU's run.
+    ("ued", "maze"): {"config": {"total_timesteps": 30_000 * 8_192}},
+    # The CPU's task (7 x 7, 10 walls, horizon 196): 32 levels x 64 steps, LSTM 64, 500 updates;
+    # tests/test_ued.py asserts DR's and Robust PLR's solve rates on 256 held-out DR levels.
+    ("ued", "maze/small"): {
+        "config": {
+            "recurrent_size": 64,
+            "hidden_sizes": (64,),
+            "num_steps": 64,
+            "buffer_capacity": 1_000,
+            "total_timesteps": 500 * 2_048,
+        },
+        "hparams": {"learning_rate": 5e-4},
+    },
 }
 
 

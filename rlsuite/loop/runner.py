@@ -274,9 +274,9 @@ def evaluate_policies(
     that are trials, `rlsuite.environment.meta.RL2`) the `trial_summary` of the same episodes
     (else `{}`)."""
     if trial_wrapper(agent.env) is None:
-        key, key_levels = jax.random.split(key)
         evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3, 4))
         returns = np.asarray(evaluation(agent, states, key, episodes, deterministic).returns)
+        key_levels = jax.random.fold_in(key, 1)  # `key` keeps the evaluation it always gave
         return returns, held_out_summary(agent, states, key_levels, episodes, deterministic)
     sums = tuple(k for k in TRIAL_SUMS if k in info_keys(agent.env, agent.env_params))
     evaluation = jax.jit(driver.evaluate_trials_batch, static_argnums=(0, 3, 4, 5))
