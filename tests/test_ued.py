@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from rlsuite.envs.maze import HELD_OUT, level_hash
+from rlsuite.envs.maze import HELD_OUT, level_hash, well_formed
 
 from rlsuite import envs
 from rlsuite.agents import ppo, ued
@@ -198,7 +198,9 @@ def test_dr_is_the_student_on_random_levels():
 
 def test_bad_input_is_refused_before_anything_runs():
     env, params = envs.make("maze", height=5, width=5, n_walls=3)
-    with pytest.raises(ValueError, match="curriculum='paired_x'.*dr, plr, robust_plr, accel"):
+    with pytest.raises(
+        ValueError, match="curriculum='paired_x'.*dr, plr, robust_plr, accel, paired"
+    ):
         ued.UEDConfig(curriculum="paired_x")
     with pytest.raises(ValueError, match="score='regret'.*maxmc, pvl, learnability"):
         ued.UEDConfig(score="regret")
@@ -211,6 +213,9 @@ def test_bad_input_is_refused_before_anything_runs():
                          ("minimum_fill", 2.0)):  # fmt: skip
         with pytest.raises(ValueError, match=field):
             agent.check_hparams(agent.default_hparams.replace(**{field: value}))
+    no_editor = env.levels()._replace(editor=None)
+    with pytest.raises(ValueError, match="curriculum='paired' needs a level editor"):
+        ued.make(ued.UEDConfig(curriculum="paired"), env, params, levels=no_editor)
     cartpole, cartpole_params = envs.make("cartpole")
     with pytest.raises(ValueError, match="levels"):
         ued.make(ued.UEDConfig(), cartpole, cartpole_params)
@@ -247,3 +252,26 @@ def test_train_eval_and_plot_the_levels_from_the_cli(tmp_path):
     assert width == 800 and height in (750, 1000)
     proc = rlsuite("plot", out, "--levels", "--out", image)
     assert proc.returncode == 2 and "exists" in proc.stderr  # never overwritten
+
+
+def test_paired_builds_levels_and_trains_all_three_agents():
+    agent = small("paired", num_envs=4, num_steps=32, regret_clip=True)
+    hp = agent.default_hparams
+    keys = jax.random.split(jax.random.key(10), 2)
+    states = driver.init_batch(agent, keys, hp)
+    after, metrics = driver.run_batch(agent, states, hp, 3)
+    for name in ("student", "antagonist", "adversary"):  # each learns on every update
+        before_params = jax.tree.leaves(getattr(states, name).params)[0]
+        after_params = jax.tree.leaves(getattr(after, name).params)[0]
+        assert not np.array_equal(before_params, after_params), name
+    regret = np.asarray(metrics["ued/regret"])
+    assert np.isfinite(regret).all() and (regret >= 0).all()  # clipped at 0
+    # The adversary's levels: 5 x 5, well formed, at most n_walls = 3 walls (the generator's).
+    levels = after.levels
+    assert levels.wall_map.shape == (2, 4, 5, 5)
+    assert bool(jax.vmap(jax.vmap(well_formed))(levels).all())
+    assert int(levels.wall_map.sum(axis=(-2, -1)).max()) <= 3
+    for name in ("ued/solved", "ued/antagonist_solved", "losses/value_loss"):
+        assert np.isfinite(np.asarray(metrics[name])).all(), name
+    # Different seeds build different levels.
+    assert not np.array_equal(np.asarray(levels.wall_map[0]), np.asarray(levels.wall_map[1]))

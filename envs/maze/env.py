@@ -38,6 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from rlsuite.envs.maze.editor import MazeEditor
 from rlsuite.envs.maze.held_out import NAMES, held_out_levels
 from rlsuite.envs.maze.level import DIRECTIONS, Level, as_level, check_level, level_hash, pad
 from rlsuite.envs.maze.mutator import mutate
@@ -150,7 +151,11 @@ class Maze(Environment):
             def held_out():
                 return NAMES, held_out_levels(NAMES, self.height, self.width)
 
-        return Levels(self.generator, mutate, params_for_levels, held_out, render)
+        def editor():
+            n_walls = getattr(self.generator, "n_walls", 25)
+            return MazeEditor(self.height, self.width, n_walls)
+
+        return Levels(self.generator, mutate, params_for_levels, held_out, render, editor)
 
     def validate_params(self, params: MazeParams) -> None:
         if not isinstance(params.level, Level):

@@ -57,4 +57,5 @@ def make_generator(height: int, width: int, n_walls: int) -> Callable[[jax.Array
         )
 
     generate.__qualname__ = f"make_generator({height}, {width}, {n_walls})"
+    generate.n_walls = n_walls  # PAIRED's editor places as many (`Maze.levels`)
     return generate

@@ -581,6 +581,12 @@ class Experience(NamedTuple):
 def experience(setup: PPOSetup, state: PPOState, key, hp: PPOHparams) -> Experience:
     """Collect a rollout with `key`, scale its rewards and compute its advantages."""
     env_batch, tr = collect(setup, state, key)
+    return experience_of(setup, state, env_batch, tr, hp)
+
+
+def experience_of(setup: PPOSetup, state: PPOState, env_batch, tr: Transition, hp: PPOHparams):
+    """The `Experience` of a collected rollout `tr` (whose rewards a caller may have set, as
+    PAIRED's adversary's regret) that left the environments at `env_batch`."""
     rewards, return_stats, discounted_return = scale_rewards(setup, state, tr, hp)
     adv = advantages(setup, state, tr, rewards, hp)
     return Experience(env_batch, tr, adv, return_stats, discounted_return)

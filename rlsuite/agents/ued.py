@@ -62,10 +62,10 @@ from rlsuite.environment import Environment
 from rlsuite.environment.levels import Levels, levels_of
 from rlsuite.environment.spaces import Discrete
 from rlsuite.loop.agent import Agent
-from rlsuite.loop.rollout import reset_each
+from rlsuite.loop.rollout import reset_batch, reset_each
 from rlsuite.ops import level_scores
 
-CURRICULA = ("dr", "plr", "robust_plr", "accel")
+CURRICULA = ("dr", "plr", "robust_plr", "accel", "paired")
 SCORES = ("maxmc", "pvl", "learnability")
 NEW, REPLAY, MUTATE = 0, 1, 2
 
@@ -75,13 +75,15 @@ class UEDConfig(ppo.PPOConfig):
     """`PPOConfig` of the student (an LSTM by default) and the curriculum's static choices."""
 
     curriculum: str = "plr"
-    """dr, plr, robust_plr or accel"""
+    """dr, plr, robust_plr, accel or paired"""
     score: str = "maxmc"
     """the level score: maxmc (MaxMC), pvl (positive value loss) or learnability (SFL)"""
     buffer_capacity: int = 4000
     """levels the buffer holds"""
     num_edits: int = 5
     """ACCEL: edits per mutated level"""
+    regret_clip: bool = False
+    """PAIRED: clip the regret estimate at 0 (minimax does; the paper and jaxued do not)"""
     recurrent: str | None = "lstm"
     """the student's recurrent core: lstm, gru or None (feed-forward)"""
     recurrent_size: int = 256
@@ -143,6 +145,8 @@ class UEDState:
     levels: Any  # [num_envs] the levels of the last update (ACCEL mutates them after a replay)
     branch: jax.Array  # int32: the last update's branch (NEW, REPLAY, MUTATE)
     key: jax.Array
+    antagonist: Any = None  # PAIRED: a second student (PPOState)
+    adversary: Any = None  # PAIRED: the level builder (PPOState on the editor)
 
 
 def buffer_config(hp: UEDHparams) -> level_buffer.LevelBufferConfig:
@@ -180,6 +184,7 @@ class UEDSetup(struct.PyTreeNode):
     student: ppo.PPOSetup = struct.field(pytree_node=False)
     levels: Levels = struct.field(pytree_node=False)
     score: Callable = struct.field(pytree_node=False)
+    adversary: ppo.PPOSetup | None = struct.field(pytree_node=False, default=None)
 
 
 def init(setup: UEDSetup, key: jax.Array, hp: UEDHparams) -> UEDState:
@@ -191,9 +196,18 @@ def init(setup: UEDSetup, key: jax.Array, hp: UEDHparams) -> UEDState:
     buffer = level_buffer.init(
         setup.config.buffer_capacity, example, {"max_return": jnp.float32(-jnp.inf)}
     )
-    if setup.config.curriculum != "dr":  # the environments hold one level each from the start
-        student = student.replace(env=_play(setup, student, levels, key_levels))
-    return UEDState(student, buffer, levels, jnp.asarray(NEW, jnp.int32), key)
+    state = UEDState(student, buffer, levels, jnp.asarray(NEW, jnp.int32), key)
+    if setup.config.curriculum == "dr":
+        return state
+    # The environments hold one level each from the start.
+    state = state.replace(student=student.replace(env=_play(setup, student, levels, key_levels)))
+    if setup.config.curriculum == "paired":
+        key_antagonist, key_adversary = jax.random.split(key_student)
+        antagonist = ppo.init(setup.student, key_antagonist, hp)
+        antagonist = antagonist.replace(env=_play(setup, antagonist, levels, key_levels))
+        adversary = ppo.init(setup.adversary, key_adversary, hp)
+        state = state.replace(antagonist=antagonist, adversary=adversary)
+    return state
 
 
 def _play(setup: UEDSetup, student: ppo.PPOState, levels, key):
@@ -243,30 +257,44 @@ def learns(config: UEDConfig, branch) -> jax.Array:
     return jnp.ones((), bool)
 
 
-def update(setup: UEDSetup, state: UEDState, hp: UEDHparams) -> tuple[UEDState, dict]:
-    config, student_setup = setup.config, setup.student
-    if config.curriculum == "dr":
-        student, metrics = ppo.update(student_setup, state.student, hp)
-        return state.replace(student=student), metrics
-    key, key_choose, key_reset = jax.random.split(state.key, 3)
-    branch, levels, buffer, slots = choose_levels(setup, state, key_choose, hp)
-    env = _play(setup, state.student, levels, key_reset)
-    student = state.student.replace(env=env)
-
+def play_and_learn(setup: UEDSetup, student: ppo.PPOState, levels, key, hp, learning=None):
+    """One PPO update of `student` on `levels`: its environments reset onto them (`_play`, with
+    `key`), a rollout, and `learn` where `learning` (a bool array; None: always), else the
+    parameters and optimiser state kept as they are. Returns the student, the rollout's
+    `ppo.Experience` and the update's metrics."""
+    student_setup = setup.student
+    env = _play(setup, student, levels, key)
+    student = student.replace(env=env)
     key_next, key_collect, key_learn = jax.random.split(student.key, 3)
     exp = ppo.experience(student_setup, student, key_collect, hp)
     lr = ppo.learning_rate(student_setup, student, hp)
     batch = ppo.learning_batch(student_setup, exp.transitions, exp.advantages, env.carry)
     learn = functools.partial(ppo.learn, student_setup, student, batch, key_learn, lr, hp)
-    shapes = jax.eval_shape(learn)[2]
+    if learning is None:
+        learned = learn()
+    else:
+        shapes = jax.eval_shape(learn)[2]
 
-    def keep():
-        zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-        return student.params, student.opt_state, zeros
+        def keep():
+            zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+            return student.params, student.opt_state, zeros
 
-    learning = learns(config, branch)
-    learned = jax.lax.cond(learning, learn, keep)
+        learned = jax.lax.cond(learning, learn, keep)
     student, metrics = ppo.absorb(student_setup, student, exp, learned, key_next, lr)
+    return student, exp, metrics
+
+
+def update(setup: UEDSetup, state: UEDState, hp: UEDHparams) -> tuple[UEDState, dict]:
+    config = setup.config
+    if config.curriculum == "dr":
+        student, metrics = ppo.update(setup.student, state.student, hp)
+        return state.replace(student=student), metrics
+    if config.curriculum == "paired":
+        return paired_update(setup, state, hp)
+    key, key_choose, key_reset = jax.random.split(state.key, 3)
+    branch, levels, buffer, slots = choose_levels(setup, state, key_choose, hp)
+    learning = learns(config, branch)
+    student, exp, metrics = play_and_learn(setup, state.student, levels, key_reset, hp, learning)
 
     tr = exp.transitions
     known = jnp.where(slots >= 0, buffer.extras["max_return"][jnp.maximum(slots, 0)], -jnp.inf)
@@ -282,12 +310,55 @@ def update(setup: UEDSetup, state: UEDState, hp: UEDHparams) -> tuple[UEDState, 
     updated = level_buffer.update(buffer, slots, scores, extras)
     buffer = jax.tree.map(lambda u, i: jnp.where(is_replay, u, i), updated, inserted)
 
-    state = UEDState(student, buffer, levels, branch, key)
+    state = state.replace(student=student, buffer=buffer, levels=levels, branch=branch, key=key)
     metrics["ued/branch"] = branch
     metrics["ued/learned"] = learning.astype(jnp.float32)
     metrics["ued/buffer_size"] = buffer.size
     metrics["ued/mean_score"] = jnp.nanmean(scores)
     metrics["ued/solved"] = jnp.mean(jnp.any(tr.reward > 0, axis=0))
+    return state, metrics
+
+
+def paired_update(setup: UEDSetup, state: UEDState, hp: UEDHparams) -> tuple[UEDState, dict]:
+    """PAIRED (Dennis et al. 2020, arXiv:2012.02096): the adversary builds `num_envs` levels
+    (one editing episode each, `Levels.editor`), the protagonist (`state.student`) and the
+    antagonist each play and learn on them, and the adversary learns from the regret estimate
+    `max(antagonist returns) - mean(protagonist returns)` per level
+    (`level_scores.paired_regret`; 0 where either finished no episode), its reward at the
+    editing episode's last step."""
+    config, adversary_setup, num_envs = setup.config, setup.adversary, setup.config.num_envs
+    key, key_editor, key_protagonist, key_antagonist = jax.random.split(state.key, 4)
+    adversary = state.adversary
+    editing = reset_batch(adversary_setup.env, adversary_setup.env_params, key_editor, num_envs)
+    editing = editing._replace(carry=ppo.initial_carry(adversary_setup, adversary, num_envs))
+    adversary = adversary.replace(env=editing)
+    key_next, key_collect, key_learn = jax.random.split(adversary.key, 3)
+    edited, tr = ppo.collect(adversary_setup, adversary, key_collect)
+    levels = jax.tree.map(lambda x: x[-1], tr.info["level"])  # each episode's last step
+
+    protagonist, played, metrics = play_and_learn(setup, state.student, levels, key_protagonist, hp)
+    antagonist, rival, _ = play_and_learn(setup, state.antagonist, levels, key_antagonist, hp)
+    p, a = played.transitions, rival.transitions
+    regret = level_scores.paired_regret(
+        p.terminated | p.truncated, p.reward, a.terminated | a.truncated, a.reward,
+        clip=config.regret_clip,
+    )  # fmt: skip
+    regret = jnp.nan_to_num(regret)
+    tr = tr._replace(reward=tr.reward.at[-1].set(regret))
+    exp = ppo.experience_of(adversary_setup, adversary, edited, tr, hp)
+    lr = ppo.learning_rate(adversary_setup, adversary, hp)
+    batch = ppo.learning_batch(adversary_setup, tr, exp.advantages, editing.carry)
+    learned = ppo.learn(adversary_setup, adversary, batch, key_learn, lr, hp)
+    adversary, built = ppo.absorb(adversary_setup, adversary, exp, learned, key_next, lr)
+
+    state = state.replace(
+        student=protagonist, antagonist=antagonist, adversary=adversary, levels=levels, key=key
+    )
+    metrics["ued/regret"] = jnp.mean(regret)
+    metrics["ued/solved"] = jnp.mean(jnp.any(p.reward > 0, axis=0))
+    metrics["ued/antagonist_solved"] = jnp.mean(jnp.any(a.reward > 0, axis=0))
+    metrics["ued/walls"] = jnp.mean(jnp.sum(levels.wall_map, axis=(-2, -1)))
+    metrics["ued/adversary_value_loss"] = built["losses/value_loss"]
     return state, metrics
 
 
@@ -327,7 +398,18 @@ def make(
             "student takes Discrete actions"
         )
     student = ppo.prepare(config, env, env_params, **variants)
-    setup = UEDSetup(config, student, levels, score_levels if score is None else score)
+    adversary = None
+    if config.curriculum == "paired":
+        if levels.editor is None:
+            raise ValueError(
+                f"ued: curriculum='paired' needs a level editor for the adversary "
+                f"(Levels.editor); {env.name}'s levels have none"
+            )
+        editor = levels.editor()
+        adversary_config = dataclasses.replace(config, num_steps=editor.episode_length)
+        adversary = ppo.prepare(adversary_config, editor, editor.default_params)
+    scoring = score_levels if score is None else score
+    setup = UEDSetup(config, student, levels, scoring, adversary)
     memory = functools.partial(initial_carry, setup) if student.recurrent else None
     return Agent(
         name="ued",

@@ -28,6 +28,10 @@ class Levels(NamedTuple):
     """`() -> (names, levels [N])`: named levels to evaluate on (the maze's eight), or None"""
     render: Callable[[Any], Any] | None = None
     """`level -> uint8 RGB [H, W, 3]` (NumPy): a picture of one level, or None"""
+    editor: Callable[[], Any] | None = None
+    """`() -> Environment`: PAIRED's adversary's environment, whose episodes (of
+    `episode_length` steps, a property) build one level each, reported in `info["level"]` at the
+    episode's last step; or None"""
 
 
 def levels_of(env: Any) -> Levels | None:
