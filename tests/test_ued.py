@@ -275,3 +275,25 @@ def test_paired_builds_levels_and_trains_all_three_agents():
         assert np.isfinite(np.asarray(metrics[name])).all(), name
     # Different seeds build different levels.
     assert not np.array_equal(np.asarray(levels.wall_map[0]), np.asarray(levels.wall_map[1]))
+
+
+def test_accel_mutates_the_easiest_levels_of_the_flat_score_array():
+    # dcd #11: "easy" parents are positions in the flat score array. Scores of 8 replayed
+    # levels, the lowest (0.1) at index 5: the 4 easiest are 5, 3 (0.3), 1 (0.4), 0 (0.5), each
+    # mutated twice; a NaN (no finished episode) is never among them.
+    scores = jnp.array([0.5, 0.4, 0.9, 0.3, 0.6, 0.1, 0.7, jnp.nan])
+    levels = {"id": jnp.arange(8)}
+    picked = ued.accel_parents("easy", levels, scores)["id"]
+    np.testing.assert_array_equal(picked, [5, 3, 1, 0, 5, 3, 1, 0])
+    assert ued.accel_parents("batch", levels, scores) is levels
+    # Through the curriculum: after a replay, a 0-edit mutation of the easiest levels.
+    agent = small("accel", num_envs=4, num_edits=0, accel_parents="easy")
+    hp = hparams(agent, replay_prob=0.5, minimum_fill=0.0)
+    setup = agent.update.args[0]
+    state = agent.init(jax.random.key(11), hp)
+    state = state.replace(branch=jnp.int32(REPLAY), scores=jnp.array([0.7, 0.2, 0.9, 0.4]))
+    branch, levels, _, slots = ued.choose_levels(setup, state, jax.random.key(12), hp)
+    assert int(branch) == MUTATE and np.all(np.asarray(slots) == -1)
+    expected = jax.tree.map(lambda x: x[jnp.array([1, 3, 0, 2])], state.levels)
+    for a, b in zip(*map(jax.tree.leaves, (levels, expected)), strict=True):
+        np.testing.assert_array_equal(a, b)

@@ -12,6 +12,9 @@ chooses (`rlsuite train ued --curriculum plr --env maze`).
 | `accel`      | Robust PLR whose every replay is followed by an update on      | replays     |
 |              | mutations of the levels just replayed (Parker-Holder et al.    |             |
 |              | 2022, arXiv:2203.01302)                                        |             |
+| `paired`     | PAIRED (Dennis et al. 2020, arXiv:2012.02096): an adversary    | every update|
+|              | builds the levels; protagonist and antagonist play them; the   |             |
+|              | adversary's reward is the regret estimate (`paired_update`)    |             |
 
 One update of `plr`, `robust_plr` and `accel` is one branch, chosen on the device: *new* (N levels
 from `Levels.generate`), *replay* (N levels sampled from the buffer) or *mutate* (ACCEL: the
@@ -43,6 +46,9 @@ Choices, written down:
   (1 - p) / (1 + p), p / (1 + p), p / (1 + p) (1/9, 4/9, 4/9 at p = 0.8).
 - MaxMC's best return per level is a buffer extra (`max_return`), raised by every rollout on
   the level (minimax).
+- The environment steps an update counts (`env_steps_per_update`, the x axis of every curve)
+  are the student's, `num_envs * num_steps`; PAIRED's antagonist plays as many again and its
+  adversary `num_envs * episode_length` editing steps besides.
 """
 
 from __future__ import annotations
@@ -68,6 +74,8 @@ from rlsuite.ops import level_scores
 CURRICULA = ("dr", "plr", "robust_plr", "accel", "paired")
 SCORES = ("maxmc", "pvl", "learnability")
 NEW, REPLAY, MUTATE = 0, 1, 2
+PARENTS = ("batch", "easy")
+EASY_PARENTS = 4  # accel_parents="easy": this many of the easiest levels, each mutated N / 4 times
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,6 +90,9 @@ class UEDConfig(ppo.PPOConfig):
     """levels the buffer holds"""
     num_edits: int = 5
     """ACCEL: edits per mutated level"""
+    accel_parents: str = "batch"
+    """ACCEL: the levels a mutation edits: batch (every level of the last replay, jaxued) or easy
+    (the EASY_PARENTS lowest-scored of them, dcd's base_levels=easy)"""
     regret_clip: bool = False
     """PAIRED: clip the regret estimate at 0 (minimax does; the paper and jaxued do not)"""
     recurrent: str | None = "lstm"
@@ -100,7 +111,11 @@ class UEDConfig(ppo.PPOConfig):
     """anneal the learning rate linearly to 0 over total_timesteps"""
 
     def __post_init__(self):
-        for field, allowed in (("curriculum", CURRICULA), ("score", SCORES)):
+        for field, allowed in (
+            ("curriculum", CURRICULA),
+            ("score", SCORES),
+            ("accel_parents", PARENTS),
+        ):
             value = getattr(self, field)
             if value not in allowed:
                 raise ValueError(f"UEDConfig.{field}={value!r}; allowed: {', '.join(allowed)}")
@@ -143,6 +158,7 @@ class UEDState:
     student: ppo.PPOState
     buffer: level_buffer.LevelBufferState
     levels: Any  # [num_envs] the levels of the last update (ACCEL mutates them after a replay)
+    scores: jax.Array  # [num_envs] their scores (NaN: no finished episode)
     branch: jax.Array  # int32: the last update's branch (NEW, REPLAY, MUTATE)
     key: jax.Array
     antagonist: Any = None  # PAIRED: a second student (PPOState)
@@ -196,7 +212,8 @@ def init(setup: UEDSetup, key: jax.Array, hp: UEDHparams) -> UEDState:
     buffer = level_buffer.init(
         setup.config.buffer_capacity, example, {"max_return": jnp.float32(-jnp.inf)}
     )
-    state = UEDState(student, buffer, levels, jnp.asarray(NEW, jnp.int32), key)
+    nan = jnp.full((num_envs,), jnp.nan, jnp.float32)
+    state = UEDState(student, buffer, levels, nan, jnp.asarray(NEW, jnp.int32), key)
     if setup.config.curriculum == "dr":
         return state
     # The environments hold one level each from the start.
@@ -241,12 +258,26 @@ def choose_levels(setup: UEDSetup, state: UEDState, key, hp: UEDHparams):
     candidates = [new, replayed]
     if config.curriculum == "accel":
         mutate = functools.partial(setup.levels.mutate, num_edits=config.num_edits)
-        candidates.append(jax.vmap(mutate)(jax.random.split(key_mutate, num_envs), state.levels))
+        parents = accel_parents(config.accel_parents, state.levels, state.scores)
+        candidates.append(jax.vmap(mutate)(jax.random.split(key_mutate, num_envs), parents))
     levels = jax.tree.map(lambda *xs: jnp.stack(xs)[branch], *candidates)
     is_replay = branch == REPLAY
     buffer = jax.tree.map(lambda s, b: jnp.where(is_replay, s, b), sampled_buffer, state.buffer)
     slots = jnp.where(is_replay, slots, -1)
     return branch, levels, buffer, slots
+
+
+def accel_parents(how: str, levels, scores) -> Any:
+    """The levels ACCEL mutates, `[N]`: `batch`, the last replay's levels themselves; `easy`,
+    its `min(EASY_PARENTS, N)` lowest-scored levels (a score per level `[N]`, NaN last), each
+    repeated to fill N in turn (dcd's `base_levels=easy`, with its issue #11 fixed: the indices
+    are positions in the flat score array, so each picks its own level)."""
+    if how == "batch":
+        return levels
+    n = scores.shape[0]
+    easiest = jnp.argsort(jnp.where(jnp.isnan(scores), jnp.inf, scores))[: min(EASY_PARENTS, n)]
+    picks = easiest[jnp.arange(n) % easiest.shape[0]]
+    return jax.tree.map(lambda x: x[picks], levels)
 
 
 def learns(config: UEDConfig, branch) -> jax.Array:
@@ -310,7 +341,9 @@ def update(setup: UEDSetup, state: UEDState, hp: UEDHparams) -> tuple[UEDState, 
     updated = level_buffer.update(buffer, slots, scores, extras)
     buffer = jax.tree.map(lambda u, i: jnp.where(is_replay, u, i), updated, inserted)
 
-    state = state.replace(student=student, buffer=buffer, levels=levels, branch=branch, key=key)
+    state = state.replace(
+        student=student, buffer=buffer, levels=levels, scores=scores, branch=branch, key=key
+    )
     metrics["ued/branch"] = branch
     metrics["ued/learned"] = learning.astype(jnp.float32)
     metrics["ued/buffer_size"] = buffer.size
