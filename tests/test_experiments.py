@@ -1,12 +1,17 @@
-"""Experiment scripts: subprocess smoke runs on tiny budgets (exit code, printed table, JSON)."""
+"""Experiment scripts: subprocess smoke runs on tiny budgets (exit code, printed table, JSON),
+and the research ideas they define, by hand."""
 
+import importlib.util
 import json
 import os
 import pathlib
 import re
 import subprocess
 import sys
+import types
 
+import jax.numpy as jnp
+import numpy as np
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -48,6 +53,7 @@ def test_random_rollout_smoke():
         ("sac.py", ["--num-seeds", "0"], "--num-seeds must be >= 1, got 0"),
         ("td3.py", ["--tau", "2"], r"td3: invalid hparams.tau=2.0; allowed: a value in \[0, 1\]"),
         ("random_rollout.py", ["--num-envs", "0"], "num_envs and num_steps must be >= 1"),
+        ("ued.py", ["--updates", "0"], "--updates must be >= 1, got 0"),
     ],
 )
 def test_scripts_report_bad_input_in_one_line(script, args, message, tmp_path):
@@ -195,3 +201,90 @@ def test_offline_script_refuses_to_replace_results_before_training(tmp_path):
         proc = run_script("offline.py", *bad)
         assert proc.returncode == 2 and f"offline.py: error: {message}" in proc.stderr
         assert "Traceback" not in proc.stderr, proc.stderr[-2000:]
+
+
+def load_script(script: str) -> types.ModuleType:
+    """An experiment script imported as a module (its `__main__` part does not run)."""
+    path = ROOT / "experiments" / script
+    spec = importlib.util.spec_from_file_location(f"experiment_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.timeout(420)
+def test_ued_script_smoke_on_the_named_mazes_with_a_score_passed_in(tmp_path):
+    from PIL import Image
+    from rlsuite.envs.maze import HELD_OUT
+
+    out = tmp_path / "run"
+    args = ["--env", "maze", "--curriculum", "dr", "accel", "--score-idea", "clipped-regret"]
+    args += ["--updates", "2", "--num-envs", "4", "--num-steps", "250", "--num-seeds", "2"]
+    args += ["--recurrent-size", "8", "--hidden-sizes", "8", "--out", str(out)]
+    proc = run_script("ued.py", *args, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for curriculum in ("dr", "accel"):  # 2 updates of 4 levels x 250 steps
+        assert re.search(rf"^{curriculum} on maze: 2 seeds x 2,000 env steps in", proc.stdout, re.M)
+
+    report = json.loads((out / "results.json").read_text())
+    assert report["held_out_names"] == list(HELD_OUT) and report["score_idea"] == "clipped-regret"
+    dr, accel = report["curricula"]["dr"], report["curricula"]["accel"]
+    assert dr["curve_env_steps"] == accel["curve_env_steps"] == [0, 1000, 2000]
+    # The same students at step 0; ACCEL learns from replays only, and its buffer (4,000 levels)
+    # is far from half full: its students end as they began.
+    assert dr["curve_solve_rate"][0] == accel["curve_solve_rate"][0]
+    assert accel["curve_solve_rate"] == [accel["curve_solve_rate"][0]] * 3
+
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
+    assert rows[0] == "| levels | dr | accel |"
+    names = [row.split(" | ")[0][2:] for row in rows[1:]]
+    assert names == ["256 DR levels", *HELD_OUT, "mean of the 8 named"]
+    cells = [re.findall(r"(\S+) \[(\S+), (\S+)\]", row) for row in rows[1:]]
+    for curriculum, column in (("dr", 0), ("accel", 1)):
+        result = report["curricula"][curriculum]
+        named = np.asarray(result["named_solve_rate"])  # [seeds, mazes]
+        expected = [np.mean(result["dr_solve_rate"]), *named.mean(axis=0), named.mean()]
+        for row, value in zip(cells, expected, strict=True):
+            mean, low, high = map(float, row[column])
+            assert mean == pytest.approx(value, abs=5e-4) and low <= mean <= high, rows
+
+    # The solve-rate curves (7 x 5 inches at 120 dpi) and a row of ACCEL's top 4 buffer levels
+    # (each episode of 250 steps ends, so every new level enters): 4 panels of 200 x 250.
+    assert Image.open(out / "solve_rate.png").size == (840, 600)
+    assert Image.open(out / "levels.png").size == (800, 250)
+    assert "wrote " in proc.stdout
+    # Its results are never replaced: refused before anything is trained.
+    before = (out / "results.json").read_text()
+    proc = run_script("ued.py", *args, timeout=100)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert re.search(r"^ued.py: error: .*solve_rate.png exists", proc.stderr, re.M), proc.stderr
+    assert " on maze:" not in proc.stdout and (out / "results.json").read_text() == before
+
+
+def test_ued_script_clipped_regret_by_hand():
+    """The score idea of experiments/ued.py: MaxMC with each step's regret clipped to
+    [0, R_max]. Three levels, 4 steps: level 0 ends an episode at step 1 with return 0.5 and runs
+    on; level 1 ends one unsolved (return 0) at step 1; level 2 ends none."""
+    clipped_regret = load_script("ued.py").clipped_regret
+    done = np.zeros((4, 3), bool)
+    done[1, :2] = True
+    reward = np.zeros((4, 3), np.float32)
+    reward[1, 0] = 0.5
+    value = np.array([[0.9, 0.3, 0.1], [0.1, -0.2, 0.1], [0.4, 0.3, 0.1], [0.4, 0.3, 0.1]])
+    tr = types.SimpleNamespace(
+        terminated=jnp.asarray(done),
+        truncated=jnp.zeros((4, 3), bool),
+        reward=jnp.asarray(reward),
+        extras={"value": jnp.asarray(value, jnp.float32)},
+    )
+    unknown = jnp.full(3, -jnp.inf)
+    score = np.asarray(clipped_regret(None, tr, None, unknown))
+    # Level 0: R_max 0.5, regrets 0.5 - 0.9 -> 0 and 0.5 - 0.1 = 0.4: 0.2 (MaxMC: -0.4, 0.4: 0).
+    # Level 1: R_max 0, so 0 whatever the values (MaxMC: -0.3, 0.2: -0.05). Level 2: NaN.
+    np.testing.assert_allclose(score[:2], [0.2, 0.0], atol=1e-6)
+    assert np.isnan(score[2])
+    # A best return of 0.8 seen before raises level 0's R_max: regrets 0 (0.8 - 0.9) and 0.7.
+    known = jnp.array([0.8, -jnp.inf, -jnp.inf])
+    np.testing.assert_allclose(
+        np.asarray(clipped_regret(None, tr, None, known))[0], 0.35, atol=1e-6
+    )

@@ -110,3 +110,37 @@ def test_rl2_adaptation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     assert "Bayes-optimal 6.660" in text
     assert len(_images(nb)) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.timeout(420)
+def test_ued_curricula_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLSUITE_NOTEBOOK_UPDATES", "2")
+    monkeypatch.setenv("RLSUITE_NOTEBOOK_SEEDS", "2")
+    monkeypatch.setenv(
+        "JAX_COMPILATION_CACHE_DIR",
+        os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.expanduser("~/.cache/rlsuite/jax")),
+    )
+    nb = nbformat.read(NOTEBOOKS / "ued_curricula.ipynb", as_version=4)
+    client = nbclient.NotebookClient(
+        nb, kernel_name="python3", timeout=360, resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()
+    text = _stream_text(nb)
+    assert "2 updates per run, 2 seeds, 3 curricula" in text
+    trained = re.findall(r"^\s*(\w+): 2 seeds x 4,096 env steps in", text, re.M)
+    assert trained == ["dr", "robust_plr", "accel"], text
+    rate = r"(\S+) \[(\S+), (\S+)\]"
+    rows = re.findall(rf"^\s*(dr|robust_plr|accel)\s+{rate}\s+{rate}$", text, re.M)
+    assert [row[0] for row in rows] == ["dr", "robust_plr", "accel"], text
+    for _, *cells in rows:
+        mean, low, high, final, final_low, final_high = map(float, cells)
+        assert 0.0 <= low <= mean <= high <= 1.0 and 0.0 <= final_low <= final <= final_high <= 1.0
+    # Every curriculum starts from the same students, and the robust ones learn nothing before
+    # their buffer is half full (500 levels): after 2 updates they solve what they did at step 0.
+    assert len({row[1:4] for row in rows}) == 1, rows
+    assert rows[1][1:4] == rows[1][4:] and rows[2][1:4] == rows[2][4:], rows
+    buffers = re.findall(r"^(robust_plr|accel): (\d+) levels in seed 0's buffer$", text, re.M)
+    assert [c for c, _ in buffers] == ["robust_plr", "accel"]
+    assert all(0 <= int(size) <= 64 for _, size in buffers)  # 2 updates of 32 new levels
+    assert len(_images(nb)) == 2  # the solve-rate curves and the buffers' top levels
+    assert list(tmp_path.iterdir()) == []
