@@ -73,7 +73,6 @@ dependency of the library).
 from __future__ import annotations
 
 import dataclasses
-import faulthandler
 import functools
 import hashlib
 import importlib.metadata
@@ -153,21 +152,6 @@ class Args:
     """Where to write the JSON results."""
     markdown: bool = True
     """Also print the tables as Markdown (for benchmarks/RESULTS.md)."""
-
-
-def call_with_timeout(fn, seconds: int):
-    """`fn` as a call that waits for its result under a hard limit of `seconds`: past it, every
-    thread's stack is dumped and the process exits (pytest-timeout's thread method), since a
-    deadlocked XLA computation cannot be interrupted from Python."""
-
-    def call():
-        faulthandler.dump_traceback_later(seconds, exit=True)
-        try:
-            return jax.block_until_ready(fn())
-        finally:
-            faulthandler.cancel_dump_traceback_later()
-
-    return call
 
 
 # -------------------------------------------------------------------- anchor: PureJaxRL's GRU PPO
@@ -326,8 +310,10 @@ def bench_cartpole(args: Args, save: Callable[[str, list], None]) -> list[dict]:
         pjr_keys = jax.random.key_data(keys)  # PureJaxRL uses raw uint32 keys
         label = f"cartpole n={n}"
         calls = {
-            "ours": call_with_timeout(functools.partial(train, keys), args.call_timeout),
-            "purejaxrl": call_with_timeout(
+            "ours": side_by_side.call_with_timeout(
+                functools.partial(train, keys), args.call_timeout
+            ),
+            "purejaxrl": side_by_side.call_with_timeout(
                 functools.partial(pjr_train, pjr_keys), args.call_timeout
             ),
         }

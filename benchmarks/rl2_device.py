@@ -36,6 +36,7 @@ import numpy as np
 import tyro
 from report import check_args, fmt, machine_info, markdown, print_table, progress
 from rich.console import Console
+from side_by_side import timed_compile
 
 from rlsuite import envs
 from rlsuite.agents import rl2
@@ -162,13 +163,6 @@ def evaluator(agent, held_out, tasks, num_trials: int):
         return jax.vmap(one)(states, keys)
 
     return jax.jit(evaluate)
-
-
-def timed_compile(fn, *args):
-    """`(compiled, seconds)`: `fn` (jitted) lowered and compiled ahead of time for `args`."""
-    start = time.perf_counter()
-    compiled = fn.lower(*args).compile()
-    return compiled, time.perf_counter() - start
 
 
 def row(env_steps: int, seconds: float, episode_returns, errors, max_steps: int, train) -> dict:

@@ -18,6 +18,7 @@ puts it back (see there).
 from __future__ import annotations
 
 import dataclasses
+import faulthandler
 import functools
 import gc
 import json
@@ -184,6 +185,13 @@ def timed(fn, *args) -> tuple[float, Any]:
     return time.perf_counter() - start, out
 
 
+def timed_compile(fn, *args):
+    """`(compiled, seconds)`: `fn` (jitted) lowered and compiled ahead of time for `args`."""
+    start = time.perf_counter()
+    compiled = fn.lower(*args).compile()
+    return compiled, time.perf_counter() - start
+
+
 def nanmean(x, axis=None):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -226,6 +234,21 @@ def ratios(ours: dict, anchor: dict) -> dict:
     return {
         k: ours[k] / anchor[k] if ours.get(k) and anchor.get(k) else None for k in keys if k in ours
     }
+
+
+def call_with_timeout(fn, seconds: int):
+    """`fn` as a call that waits for its result under a hard limit of `seconds`: past it, every
+    thread's stack is dumped and the process exits (pytest-timeout's thread method), since a
+    deadlocked XLA computation cannot be interrupted from Python."""
+
+    def call():
+        faulthandler.dump_traceback_later(seconds, exit=True)
+        try:
+            return jax.block_until_ready(fn())
+        finally:
+            faulthandler.cancel_dump_traceback_later()
+
+    return call
 
 
 def keys_for(seed: int, n: int) -> tuple[jax.Array, jax.Array]:
