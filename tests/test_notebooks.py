@@ -88,19 +88,26 @@ def test_ppo_ablation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []  # the notebook writes no files
 
 
-@pytest.mark.timeout(300)
-def test_rl2_adaptation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
+def _run_tiny(name: str, tmp_path, monkeypatch, timeout: int):
+    """Execute the notebook `name` at 2 updates and 2 seeds (its budget variables), in
+    `tmp_path`, with the tests' compilation cache; returns the executed notebook."""
     monkeypatch.setenv("RLSUITE_NOTEBOOK_UPDATES", "2")
     monkeypatch.setenv("RLSUITE_NOTEBOOK_SEEDS", "2")
     monkeypatch.setenv(
         "JAX_COMPILATION_CACHE_DIR",
         os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.expanduser("~/.cache/rlsuite/jax")),
     )
-    nb = nbformat.read(NOTEBOOKS / "rl2_adaptation.ipynb", as_version=4)
+    nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = nbclient.NotebookClient(
-        nb, kernel_name="python3", timeout=240, resources={"metadata": {"path": str(tmp_path)}}
+        nb, kernel_name="python3", timeout=timeout, resources={"metadata": {"path": str(tmp_path)}}
     )
     client.execute()
+    return nb
+
+
+@pytest.mark.timeout(300)
+def test_rl2_adaptation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
+    nb = _run_tiny("rl2_adaptation.ipynb", tmp_path, monkeypatch, timeout=240)
     text = _stream_text(nb)
     assert "2 updates per run, 2 seeds" in text and "2 seeds x 5,120 env steps" in text
     rows = re.findall(r"^\s*(with memory|memory reset every pull)\s+(\S+) \[.*$", text, re.M)
@@ -114,17 +121,7 @@ def test_rl2_adaptation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
 
 @pytest.mark.timeout(420)
 def test_ued_curricula_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
-    monkeypatch.setenv("RLSUITE_NOTEBOOK_UPDATES", "2")
-    monkeypatch.setenv("RLSUITE_NOTEBOOK_SEEDS", "2")
-    monkeypatch.setenv(
-        "JAX_COMPILATION_CACHE_DIR",
-        os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.expanduser("~/.cache/rlsuite/jax")),
-    )
-    nb = nbformat.read(NOTEBOOKS / "ued_curricula.ipynb", as_version=4)
-    client = nbclient.NotebookClient(
-        nb, kernel_name="python3", timeout=360, resources={"metadata": {"path": str(tmp_path)}}
-    )
-    client.execute()
+    nb = _run_tiny("ued_curricula.ipynb", tmp_path, monkeypatch, timeout=360)
     text = _stream_text(nb)
     assert "2 updates per run, 2 seeds, 3 curricula" in text
     trained = re.findall(r"^\s*(\w+): 2 seeds x 4,096 env steps in", text, re.M)
