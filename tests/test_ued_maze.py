@@ -236,6 +236,47 @@ def test_an_oracle_earns_the_optimal_return_on_each_held_out_maze():
         assert not trunc[index].any()
 
 
+def _minimax_mazes() -> dict[str, dict]:
+    """The eight singleton mazes of minimax 0.2.0's `envs/maze/maze_ood.py`, read from its source
+    with `ast` (the package is installed without its dependencies by .ci/run and never imported):
+    per class, the `wall_map` rows of 0/1, `goal_pos` and `agent_pos` as (x, y), `agent_dir_idx`."""
+    import ast
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.find_spec("minimax")  # a top-level package: nothing is executed
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("minimax-lib 0.2.0 is not installed (pip install --no-deps minimax-lib==0.2.0)")
+    source = Path(spec.submodule_search_locations[0], "envs", "maze", "maze_ood.py").read_text()
+    mazes = {}
+    for node in ast.parse(source).body:
+        if not (isinstance(node, ast.ClassDef) and node.name in HELD_OUT):
+            continue
+        init = next(f for f in node.body if isinstance(f, ast.FunctionDef) and f.name == "__init__")
+        values = {
+            statement.targets[0].id: ast.literal_eval(statement.value)
+            for statement in init.body
+            if isinstance(statement, ast.Assign) and isinstance(statement.targets[0], ast.Name)
+        }
+        mazes[node.name] = values
+    return mazes
+
+
+def test_held_out_mazes_equal_minimax_arrays_cell_for_cell():
+    mazes = _minimax_mazes()
+    assert sorted(mazes) == sorted(HELD_OUT)
+    for name, theirs in mazes.items():
+        level = held_out_level(name)
+        walls = np.array([[int(c) for c in row.split()] for row in theirs["wall_map"]], bool)
+        assert walls.shape == (13, 13), name
+        np.testing.assert_array_equal(np.asarray(level.wall_map), walls, err_msg=name)
+        assert tuple(np.asarray(level.goal_pos).tolist()) == tuple(theirs["goal_pos"]), name
+        assert tuple(np.asarray(level.agent_pos).tolist()) == tuple(theirs["agent_pos"]), name
+        # `agent_dir_idx = None` (four of them) becomes 0 in MazeSingleton's constructor.
+        direction = theirs["agent_dir_idx"]
+        assert int(level.agent_dir) == (0 if direction is None else direction), name
+
+
 # ----------------------------------------------------------------------------- jaxued parity
 def test_step_by_step_parity_with_jaxued():
     pytest.importorskip("jaxued")
