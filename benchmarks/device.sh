@@ -21,11 +21,17 @@
 #               RLSUITE_DEVICE_RL2_SECONDS (default 300) of training; episode 1 and 2 returns and
 #               |v - v*| on 64 held-out targets against env steps; passes where episode 2 beats
 #               episode 1 (paired bootstrap interval above 0). Its limit: the budget + 210 s.
-#   ued-maze    benchmarks/ued_device.py: our DR, Robust PLR and ACCEL on the 13 x 13 maze at
+#   ued-maze    benchmarks/ued_device.py: our DR and Robust PLR on the 13 x 13 maze at
 #               jaxued's configuration (32 x 256 steps, LSTM 256, MaxMC, replay 0.8, buffer 4,000),
 #               4 vmapped seeds each, RLSUITE_DEVICE_UED_SECONDS (default 90) of training per
 #               method; solve rate on the eight held-out mazes (10 sampled attempts) against env
-#               steps, and env steps/s. Its limit: 3 x the budget + 240 s.
+#               steps, and env steps/s. Its limit: 2 x the budget + 240 s.
+#   ued-maze-b  the same for ACCEL and PAIRED.
+#   ued-maze-jaxued  jaxued 0.0.1's maze_dr.py, maze_plr.py (Robust PLR, ACCEL) and
+#               maze_paired.py, one seed each, RLSUITE_DEVICE_UED_JAXUED_UPDATES (default 100)
+#               updates at the same sizes: their env steps/s (needs benchmarks/_anchors/jaxued/,
+#               benchmarks/README.md, carried to the device, and jaxued 0.0.1 as a wheel). The
+#               summary merges the three UED parts' figures into one table. Limit: 420 s.
 #
 # Each part runs under `timeout` (250 + 180 + 60 s), so the whole command, the install of the
 # wheels included, ends within about 8.5 minutes. Writes to $OUT (default
@@ -38,14 +44,16 @@
 #
 #     RLSUITE_DEVICE_PARTS=table-hopper bash benchmarks/device.sh
 #     RLSUITE_DEVICE_PARTS=rl2-cheetah bash benchmarks/device.sh
-#     RLSUITE_DEVICE_PARTS=ued-maze bash benchmarks/device.sh
+#     RLSUITE_DEVICE_PARTS=ued-maze bash benchmarks/device.sh      # then ued-maze-b, then
+#     RLSUITE_DEVICE_PARTS=ued-maze-jaxued bash benchmarks/device.sh  # (each under 10 minutes)
 #
 # Environment: OUT; PYTHON (default python3); RLSUITE_DEVICE_PARTS (default "ant hopper offline",
 # the parts to run); RLSUITE_DEVICE_ANT_SECONDS and RLSUITE_DEVICE_HOPPER_SECONDS (whole seconds
 # per side, default 95 and 60; the parts' limits follow); RLSUITE_DEVICE_TABLE_STEPS (the
 # behaviour policy's env steps, default 262,144) and RLSUITE_DEVICE_TABLE_UPDATES (offline
 # gradient steps per run, in hundreds, default 100); RLSUITE_DEVICE_UED_SECONDS (training
-# seconds per UED method, default 90); RLSUITE_DEVICE_TINY=1 (tiny sizes and CPU-sized limits, to
+# seconds per UED method, default 90); RLSUITE_DEVICE_UED_JAXUED_UPDATES (updates per jaxued
+# script, default 100); RLSUITE_DEVICE_TINY=1 (tiny sizes and CPU-sized limits, to
 # check the orchestration). The wheels are installed only where PYTHON is CPython 3.12 (what they
 # are built for).
 set -uo pipefail
@@ -110,9 +118,11 @@ if [ "$TINY" = 1 ]; then
   RL2_LIMIT=1200
   RL2=(--budget-seconds 30 --num-envs 4 --num-steps 10 --num-minibatches 2 --eval-trials 8
     --max-steps 20 --eval-every-seconds 10)
-  UED_LIMIT=900
+  UED_LIMIT=900 UED_JAXUED_LIMIT=900
   UED=(--budget-seconds 10 --num-envs 4 --num-steps 16 --recurrent-size 16 --buffer-capacity 64
     --eval-attempts 1 --seeds 2 --eval-every-seconds 5)
+  UED_JAXUED=(--no-ours --jaxued-updates 4 --num-envs 4 --num-steps 16 --recurrent-size 16
+    --buffer-capacity 64)
 else
   # Each side stops at its first evaluation past its budget; a part's limit adds 60 s for the
   # process, imports, env set-up and those last chunks.
@@ -132,8 +142,9 @@ else
   RL2_LIMIT=$((RL2_SECONDS + 210))
   RL2=(--budget-seconds "$RL2_SECONDS")
   UED_SECONDS=${RLSUITE_DEVICE_UED_SECONDS:-90}
-  UED_LIMIT=$((3 * UED_SECONDS + 240))
+  UED_LIMIT=$((2 * UED_SECONDS + 240)) UED_JAXUED_LIMIT=420
   UED=(--budget-seconds "$UED_SECONDS")
+  UED_JAXUED=(--no-ours --jaxued-updates "${RLSUITE_DEVICE_UED_JAXUED_UPDATES:-100}")
 fi
 
 # part NAME LIMIT COMMAND...: run COMMAND under `timeout LIMIT`, its output in $OUT/NAME.log.
@@ -163,7 +174,11 @@ done
 part rl2-cheetah "$RL2_LIMIT" "$PYTHON" benchmarks/rl2_device.py "${RL2[@]}" \
   --out "$OUT/rl2-cheetah.json"
 part ued-maze "$UED_LIMIT" "$PYTHON" benchmarks/ued_device.py "${UED[@]}" \
-  --out "$OUT/ued-maze.json"
+  --methods dr robust_plr --out "$OUT/ued-maze.json"
+part ued-maze-b "$UED_LIMIT" "$PYTHON" benchmarks/ued_device.py "${UED[@]}" \
+  --methods accel paired --out "$OUT/ued-maze-b.json"
+part ued-maze-jaxued "$UED_JAXUED_LIMIT" "$PYTHON" benchmarks/ued_device.py "${UED_JAXUED[@]}" \
+  --out "$OUT/ued-maze-jaxued.json"
 
 echo
 echo "=== summary ($((SECONDS - start)) s in all)"
@@ -188,11 +203,14 @@ for name in parts:
     data = json.loads(path.read_text())
     partial = " (partial: the part was stopped)" if data.get("partial") else ""
     print(f"\n{name}{partial}\n")
-    if name in ("rl2-cheetah", "ued-maze"):
+    if name in ("rl2-cheetah", "ued-maze", "ued-maze-b", "ued-maze-jaxued"):
         from importlib import import_module
 
-        tables = import_module("rl2_device" if name == "rl2-cheetah" else "ued_device").tables
-        for title, header, body in tables(data):
+        module = import_module("rl2_device" if name == "rl2-cheetah" else "ued_device")
+        if name.startswith("ued-maze"):  # the UED parts' figures in one table, where present
+            found = [out / f"{p}.json" for p in ("ued-maze", "ued-maze-b", "ued-maze-jaxued")]
+            data = module.merge(*(json.loads(f.read_text()) for f in found if f.exists()))
+        for title, header, body in module.tables(data):
             print(f"**{title}**\n\n{markdown(header, body)}\n")
         continue
     if name.startswith("table-"):

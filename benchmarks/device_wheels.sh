@@ -2,7 +2,8 @@
 # Fill .whl/ (ignored by git) with the wheels that benchmarks/device.sh installs on the GPU machine:
 # every package the benchmarks need there that its image lacks, for CPython 3.12 on manylinux
 # x86_64. The set is the dependency closure (Requires-Dist, extras ignored, markers evaluated for
-# Python 3.12 on Linux x86_64) of brax, mujoco, mujoco-mjx, distrax, gymnax and tyro, less the
+# Python 3.12 on Linux x86_64) of brax, mujoco, mujoco-mjx, distrax, gymnax, tyro and jaxued (the
+# UED part's anchor), less the
 # packages the image already has (GPU_HAS below). Versions are pinned to those of the development
 # environment (PINS below), so the GPU runs the code that was tested here; one version of each.
 #
@@ -28,7 +29,7 @@ try:
 except ImportError:  # pip vendors it
     from pip._vendor.packaging.requirements import Requirement
 
-ROOTS = ["brax", "mujoco", "mujoco-mjx", "distrax", "gymnax", "tyro"]
+ROOTS = ["brax", "mujoco", "mujoco-mjx", "distrax", "gymnax", "tyro", "jaxued"]
 PINS = {
     "blinker": "1.9.0",
     "brax": "0.14.2",
@@ -44,6 +45,7 @@ PINS = {
     "gymnasium": "1.3.0",
     "gymnax": "1.0.1",
     "itsdangerous": "2.2.0",
+    "jaxued": "0.0.1",
     "jaxopt": "0.8.5",
     "ml-collections": "1.1.0",
     "mujoco": "4.0.0",

@@ -48,9 +48,12 @@ image by `rlsuite.envs.maze.to_jaxued`: the maze's observation, reward and done 
 for step, tests/test_ued_maze.py); same per-seed keys on both sides. Solve rate: the share of
 returns > 0.
 
-Differences that remain (the scripts fix them): jaxued anneals its learning rate linearly to 0
-over `num_updates` optimiser steps (ours: constant; `--ours-anneal-lr` anneals ours to 0 over the
-updates, so under Robust PLR, where only replays step jaxued's optimiser, ours ends lower); a
+Same config: both sides anneal the learning rate linearly to 0 over `num_updates` learning
+steps (jaxued counts optimiser steps; our student's schedule advances with its learning steps, so
+under Robust PLR, where only replays learn, both end at the same rate; `--no-ours-anneal-lr`
+keeps the tuned entry's constant rate on our side).
+
+Differences that remain (the scripts fix them): a
 replayed level whose rollout finishes no episode gets the score -inf in jaxued's buffer (ranked
 last, replaced first) and keeps its score in ours; its network is a 16-channel
 3 x 3 convolution of the 5 x 5 x 3 MiniGrid image and a 5-unit embedding of the direction before
@@ -133,9 +136,10 @@ class Args:
     chunks after the first give its compile-free time."""
     eval_levels: int = 256
     """Held-out DR levels (from the fixed key 12345), one sampled attempt each per seed."""
-    ours_anneal_lr: bool = False
-    """Anneal our learning rate linearly to 0, as jaxued's scripts do (the tuned entry keeps it
-    constant)."""
+    ours_anneal_lr: bool = True
+    """Anneal our learning rate linearly to 0 over the student's learning steps, as jaxued's
+    scripts do (the same config on both sides); `--no-ours-anneal-lr` keeps the tuned entry's
+    constant rate."""
     call_timeout: int = 1800
     """Hard limit in seconds on each side's training call: past it the stacks are dumped and the
     process exits, keeping the JSON written so far."""
@@ -248,9 +252,17 @@ def load_example(directory: Path, name: str, lstm: int, maze: dict) -> types.Mod
     return module
 
 
-def jaxued_config(method: str, agent, hp: ued.UEDHparams, updates: int, chunks: int) -> dict:
-    """The config dict of jaxued's `__main__` (every flag of its argparse) with our task's
-    numbers; `seed` is set per run."""
+def jaxued_config(
+    method: str,
+    agent,
+    hp: ued.UEDHparams,
+    updates: int,
+    chunks: int,
+    n_walls: int = MAZE["n_walls"],
+    eval_levels: tuple[str, ...] = (PREFAB_NAME,),
+) -> dict:
+    """The config dict of maze_dr.py's and maze_plr.py's `__main__` (every flag of their
+    argparse) with our task's numbers (`agent`'s config and `hp`); `seed` is set per run."""
     config = agent.config
     return {
         "project": "rlsuite-benchmark",
@@ -264,7 +276,7 @@ def jaxued_config(method: str, agent, hp: ued.UEDHparams, updates: int, chunks: 
         "max_number_of_checkpoints": 60,
         "eval_freq": updates // chunks,
         "eval_num_attempts": 1,
-        "eval_levels": [PREFAB_NAME],
+        "eval_levels": list(eval_levels),
         "lr": float(hp.learning_rate),
         "max_grad_norm": float(hp.max_grad_norm),
         "num_updates": updates,
@@ -291,7 +303,52 @@ def jaxued_config(method: str, agent, hp: ued.UEDHparams, updates: int, chunks: 
         "use_accel": method == "accel",
         "num_edits": config.num_edits,
         "agent_view_size": 5,
-        "n_walls": MAZE["n_walls"],
+        "n_walls": n_walls,
+    }
+
+
+def jaxued_paired_config(
+    agent, hp: ued.UEDHparams, updates: int, chunks: int, eval_levels: tuple[str, ...]
+) -> dict:
+    """The config dict of maze_paired.py's `__main__` (every flag of its argparse): student and
+    adversary PPO from our `agent`'s config and `hp` (both sides' PAIRED use one set for the
+    three agents), jaxued's defaults for its editor: 50 adversary steps (ours: `n_walls` + 2,
+    27 on the 13 x 13 maze) and a random z of 16; `seed` set per run."""
+    config = agent.config
+    ppo = {
+        "lr": float(hp.learning_rate),
+        "max_grad_norm": float(hp.max_grad_norm),
+        "num_minibatches": config.num_minibatches,
+        "gamma": float(hp.gamma),
+        "epoch_ppo": config.update_epochs,
+        "clip_eps": float(hp.clip_eps),
+        "gae_lambda": float(hp.gae_lambda),
+        "entropy_coeff": float(hp.ent_coef),
+        "critic_coeff": float(hp.vf_coef),
+    }
+    return {
+        "project": "rlsuite-benchmark",
+        "run_name": "rlsuite-paired",
+        "group_name": "rlsuite-paired",
+        "seed": 0,
+        "mode": "train",
+        "checkpoint_directory": None,
+        "checkpoint_to_eval": -1,
+        "checkpoint_save_interval": 0,
+        "max_number_of_checkpoints": 60,
+        "eval_freq": updates // chunks,
+        "eval_num_attempts": 1,
+        "eval_levels": list(eval_levels),
+        "num_updates": updates,
+        "num_env_steps": None,
+        "num_train_envs": config.num_envs,
+        "student_num_steps": config.num_steps,
+        **{f"student_{k}": v for k, v in ppo.items()},
+        "adv_random_z_dimension": 16,
+        "adv_zero_out_random_z": False,
+        "adv_num_steps": 50,
+        **{f"adv_{k}": v for k, v in ppo.items()},
+        "agent_view_size": 5,
     }
 
 
@@ -330,7 +387,7 @@ def jaxued_run(module, config: dict, timeout: int) -> dict:
     else:
         steady, source = wall - compile_seconds(start, start + wall), "wall less compilation"
     return {
-        "params": state.params,
+        "params": getattr(state, "params", None),  # maze_paired.py returns its whole state
         "wall_s": wall,
         "steady_s": steady,
         "steady_from": source,

@@ -1,18 +1,25 @@
 """UED on the 13 x 13 maze (GPU): the part `ued-maze` of `benchmarks/device.sh`.
 
-Our DR, Robust PLR and ACCEL (`rlsuite.agents.ued`) at jaxued's maze configuration: the tuned
+Our DR, Robust PLR, ACCEL and PAIRED (`rlsuite.agents.ued`) at jaxued's maze configuration: the tuned
 entry `("ued", "maze")` on `envs.make("maze")` (13 x 13, up to 25 walls, horizon 250), that is
 `UEDConfig`'s and `UEDHparams`' defaults (jaxued's `examples/maze_plr.py`): 32 levels x 256 steps
 per update, an LSTM of 256, 5 epochs of 1 minibatch, lr 1e-4, gamma 0.995, lambda 0.98, entropy
 1e-3; MaxMC scores, replay probability 0.8, rank temperature 0.3, staleness 0.3, a buffer of
-4,000 levels; ACCEL: 5 edits. Each method trains `--seeds` seeds vmapped in one program for
+4,000 levels; ACCEL: 5 edits; PAIRED: the editor of 25 walls (`maze/editor`'s 13 x 13), one
+PPO configuration for protagonist, antagonist and adversary. Each method trains `--seeds` seeds vmapped in one program for
 `--budget-seconds` of training (compilation excluded and timed apart), in jitted chunks of
 `--updates-per-chunk` updates. At the start, every `--eval-every-seconds` of training and at the
 end, each seed's policy plays the eight held-out mazes (`env.levels().held_out()`: SixteenRooms,
 SixteenRooms2, Labyrinth, LabyrinthFlipped, Labyrinth2, StandardMaze, StandardMaze2,
 StandardMaze3) `--eval-attempts` times (jaxued's 10) with sampled actions, at most 250 steps
 (`driver.evaluate_levels_batch`); solve rate: the share of returns > 0. The tables give, per
-method, the solve rate (mean and per maze) against env steps per seed, and env steps per second.
+method, the solve rate (mean and per maze) against env steps per seed, and env steps per second
+(the student's; PAIRED's antagonist and adversary step besides). With `--jaxued-updates N`,
+after each method jaxued 0.0.1's example script for it (`maze_dr.py`, `maze_plr.py`,
+`maze_paired.py`, fetched into `--jaxued-dir` as benchmarks/README.md says, run as
+benchmarks/ued.py runs them) trains one seed for N updates at the same sizes on the same
+device, for its student env steps/s beside ours ("ours / jaxued": all our seeds together
+against its one).
 
     python benchmarks/ued_device.py                                   # GPU: about 6 minutes
     python benchmarks/ued_device.py --budget-seconds 10 --num-envs 4 --num-steps 16 \\
@@ -45,8 +52,17 @@ from rlsuite.loop import driver
 from rlsuite.loop.agent import config_dict
 
 ENV = "maze"
-METHODS = ("dr", "robust_plr", "accel")  # the default
-CURRICULA = ("dr", "plr", "robust_plr", "accel")
+METHODS = ("dr", "robust_plr", "accel", "paired")  # the default
+CURRICULA = ("dr", "plr", "robust_plr", "accel", "paired")
+JAXUED_SCRIPT = {
+    "dr": "maze_dr.py",
+    "plr": "maze_plr.py",
+    "robust_plr": "maze_plr.py",
+    "accel": "maze_plr.py",
+    "paired": "maze_paired.py",
+}
+MAZE = {"height": 13, "width": 13, "n_walls": 25, "max_steps": EVAL_MAX_STEPS}  # maze's defaults
+JAXUED_EVAL_LEVELS = ("SixteenRooms",)  # one prefab: its own evaluation is not what is timed
 
 
 @dataclasses.dataclass
@@ -54,7 +70,7 @@ class Args:
     """Flags of the UED maze device benchmark."""
 
     methods: list[str] = dataclasses.field(default_factory=lambda: list(METHODS))
-    """curricula to train, one after another (dr, plr, robust_plr, accel)"""
+    """curricula to train, one after another (dr, plr, robust_plr, accel, paired)"""
     budget_seconds: float = 90.0
     """training wall time per method (compilation and evaluations excluded)"""
     seeds: int = 4
@@ -75,6 +91,15 @@ class Args:
     """sampled attempts per held-out maze and seed"""
     seed: int = 0
     """random seed"""
+    ours: bool = True
+    """train our curricula (`--no-ours`: only jaxued's side, with --jaxued-updates)"""
+    jaxued_updates: int = 0
+    """after each of our methods, jaxued 0.0.1's example script for it (maze_dr.py,
+    maze_plr.py, maze_paired.py, from --jaxued-dir) trains one seed for this many updates at
+    the same sizes, in 2 jitted calls, for its env steps/s (compile-free: the second call);
+    0 skips it"""
+    jaxued_dir: Path = Path("benchmarks/_anchors/jaxued")
+    """folder of jaxued's example scripts (benchmarks/README.md says how to fetch them)"""
     out: Path | None = None
     """JSON path (default: $OUT/ued_device.json, or benchmarks/results/ued_device.json)"""
 
@@ -167,6 +192,55 @@ def train(args: Args, method: str, save) -> dict:
     return result
 
 
+def jaxued_side(args: Args, method: str, save, result: dict) -> None:
+    """jaxued's script for `method`, one seed, `args.jaxued_updates` updates at our sizes (the
+    module docstring of benchmarks/ued.py says how it is run unmodified): its env steps/s from
+    the compile-free second half, in `result["jaxued"]`."""
+    import ued as side  # benchmarks/ued.py: the shims and config builders of jaxued's examples
+
+    agent, hparams, _, _ = build(args, method)
+    module = side.load_example(
+        args.jaxued_dir, JAXUED_SCRIPT[method], args.recurrent_size, MAZE
+    )
+    updates, chunks = args.jaxued_updates, 2
+    if method == "paired":
+        config = side.jaxued_paired_config(agent, hparams, updates, chunks, JAXUED_EVAL_LEVELS)
+        steps_per_update = 2 * args.num_envs * args.num_steps  # protagonist and antagonist
+    else:
+        config = side.jaxued_config(
+            method, agent, hparams, updates, chunks, MAZE["n_walls"], JAXUED_EVAL_LEVELS
+        )
+        steps_per_update = args.num_envs * args.num_steps
+    config["seed"] = args.seed
+    run = side.jaxued_run(module, config, timeout=600)
+    student_steps = updates * args.num_envs * args.num_steps
+    result["jaxued"] = {
+        "script": JAXUED_SCRIPT[method],
+        "updates": updates,
+        "wall_s": run["wall_s"],
+        "steady_s": run["steady_s"],
+        "steady_from": run["steady_from"],
+        "env_steps_per_second": updates * steps_per_update / run["steady_s"],
+        "student_env_steps_per_second": student_steps / run["steady_s"],
+    }
+    progress(
+        f"jaxued {JAXUED_SCRIPT[method]} ({method}): {updates} updates, "
+        f"{result['jaxued']['student_env_steps_per_second']:,.0f} student env steps/s"
+    )
+    save(result)
+
+
+def merge(*datas: dict) -> dict:
+    """The JSON of several runs of this script (device.sh's UED parts) as one: per method, our
+    curve from the run that trained it and jaxued's figures from the run that measured them."""
+    methods: dict[str, dict] = {}
+    for data in datas:
+        for r in data.get("methods", []):
+            entry = methods.setdefault(r["method"], {})
+            entry.update({k: v for k, v in r.items() if v or k not in entry})
+    return {"methods": list(methods.values())}
+
+
 def tables(data: dict) -> list[tuple[str, list[str], list[list[str]]]]:
     """Per method its curve against env steps, then a summary of all methods, as (title,
     header, rows)."""
@@ -182,26 +256,34 @@ def tables(data: dict) -> list[tuple[str, list[str], list[list[str]]]]:
             ]
             for p in r["curve"]
         ]
-        out.append((f"{r['method']}: held-out mazes, solve rate", header, body))
+        if body:
+            out.append((f"{r['method']}: held-out mazes, solve rate", header, body))
         last = r["curve"][-1] if r["curve"] else None
         summary.append(
             [
                 r["method"],
                 fmt(r.get("env_steps_per_seed"), ",d"),
                 fmt(r.get("env_steps_per_second"), ",.0f"),
-                fmt(r["compile_seconds"]["train_chunk"]),
+                fmt(r["compile_seconds"].get("train_chunk")),
                 fmt(last and last["solve_rate_mean"], ".3f"),
                 " ".join(f"{x:.2f}" for x in last["solve_rate_per_seed"]) if last else "-",
+                fmt(r.get("jaxued", {}).get("student_env_steps_per_second"), ",.0f"),
+                fmt(
+                    r.get("jaxued")
+                    and r.get("env_steps_per_second")
+                    and r["env_steps_per_second"] / r["jaxued"]["student_env_steps_per_second"],
+                    ".2f",
+                ),
             ]
         )
     header = ["method", "env steps/seed", "env steps/s (all seeds)", "compile (s)"]
-    header += ["solve rate, last", "per seed"]
+    header += ["solve rate, last", "per seed", "jaxued env steps/s (1 seed)", "ours / jaxued"]
     out.append(("UED maze 13 x 13: summary", header, summary))
     return out
 
 
 def main(args: Args) -> int:
-    check_args(args, choices={"methods": CURRICULA})
+    check_args(args, may_be_zero=("jaxued_updates",), choices={"methods": CURRICULA})
     for name in ("budget_seconds", "eval_every_seconds"):
         if not getattr(args, name) > 0:
             raise ValueError(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
@@ -215,8 +297,19 @@ def main(args: Args) -> int:
         data["methods"] = [*methods, result]
         out.write_text(json.dumps(data, indent=1))
 
+    if args.jaxued_updates > 0:
+        import ued as side
+
+        jax.monitoring.register_event_duration_secs_listener(side._record_compile)
+    if not (args.ours or args.jaxued_updates > 0):
+        raise ValueError("--no-ours needs --jaxued-updates > 0: nothing would run")
     for method in args.methods:
-        train(args, method, save)
+        if args.ours:
+            result = train(args, method, save)
+        else:
+            result = {"method": method, "held_out": [], "curve": [], "compile_seconds": {}}
+        if args.jaxued_updates > 0:
+            jaxued_side(args, method, save, result)
     console = Console(width=200)
     for title, header, body in tables(data):
         print_table(console, title, header, body)

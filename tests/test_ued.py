@@ -81,10 +81,13 @@ def test_robust_curricula_learn_from_replays_only(curriculum):
                 strict=True,
             )
         ]
+        steps = int(state.student.update_step) - int(before.student.update_step)
         if branch == REPLAY:
             assert not all(same) and float(metrics["ued/learned"]) == 1.0
-        else:  # new and mutate: parameters and optimiser state bit-identical
+            assert steps == 1  # the schedules advance with learning steps
+        else:  # new and mutate: parameters, optimiser state and schedules as they were
             assert all(same) and float(metrics["ued/learned"]) == 0.0
+            assert steps == 0
         if curriculum == "accel" and int(before.branch) == REPLAY:
             # A replay is always followed by a mutation, of the levels just replayed; with 0
             # edits those very levels.

@@ -291,8 +291,8 @@ def learns(config: UEDConfig, branch) -> jax.Array:
 def play_and_learn(setup: UEDSetup, student: ppo.PPOState, levels, key, hp, learning=None):
     """One PPO update of `student` on `levels`: its environments reset onto them (`_play`, with
     `key`), a rollout, and `learn` where `learning` (a bool array; None: always), else the
-    parameters and optimiser state kept as they are. Returns the student, the rollout's
-    `ppo.Experience` and the update's metrics."""
+    parameters, optimiser state and `update_step` kept as they are. Returns the student, the
+    rollout's `ppo.Experience` and the update's metrics."""
     student_setup = setup.student
     env = _play(setup, student, levels, key)
     student = student.replace(env=env)
@@ -311,7 +311,12 @@ def play_and_learn(setup: UEDSetup, student: ppo.PPOState, levels, key, hp, lear
             return student.params, student.opt_state, zeros
 
         learned = jax.lax.cond(learning, learn, keep)
+    before = student.update_step
     student, metrics = ppo.absorb(student_setup, student, exp, learned, key_next, lr)
+    if learning is not None:
+        # The student's schedules (an annealed learning rate, a decaying entropy weight) advance
+        # with its learning steps, not with the rollouts it only scores (jaxued's optimiser count).
+        student = student.replace(update_step=before + learning.astype(before.dtype))
     return student, exp, metrics
 
 
