@@ -1,12 +1,13 @@
-"""UED on the 13 x 13 maze (GPU): the part `ued-maze` of `benchmarks/device.sh`.
+"""UED on the 13 x 13 maze (GPU): the parts `ued-maze*` of `benchmarks/device.sh`.
 
-Our DR, Robust PLR, ACCEL and PAIRED (`rlsuite.agents.ued`) at jaxued's maze configuration: the tuned
-entry `("ued", "maze")` on `envs.make("maze")` (13 x 13, up to 25 walls, horizon 250), that is
-`UEDConfig`'s and `UEDHparams`' defaults (jaxued's `examples/maze_plr.py`): 32 levels x 256 steps
-per update, an LSTM of 256, 5 epochs of 1 minibatch, lr 1e-4, gamma 0.995, lambda 0.98, entropy
-1e-3; MaxMC scores, replay probability 0.8, rank temperature 0.3, staleness 0.3, a buffer of
-4,000 levels; ACCEL: 5 edits; PAIRED: the editor of 25 walls (`maze/editor`'s 13 x 13), one
-PPO configuration for protagonist, antagonist and adversary. Each method trains `--seeds` seeds vmapped in one program for
+Our DR, Robust PLR, ACCEL and PAIRED (`rlsuite.agents.ued`) at jaxued's maze configuration:
+the tuned entry `("ued", "maze")` on `envs.make("maze")` (13 x 13, up to 25 walls, horizon 250),
+that is `UEDConfig`'s and `UEDHparams`' defaults (jaxued's `examples/maze_plr.py`): 32 levels x
+256 steps per update, an LSTM of 256, 5 epochs of 1 minibatch, lr 1e-4, gamma 0.995, lambda
+0.98, entropy 1e-3; MaxMC scores, replay probability 0.8, rank temperature 0.3, staleness 0.3, a
+buffer of 4,000 levels; ACCEL: 5 edits; PAIRED: the editor of 25 walls (`maze/editor`'s 13 x
+13), one PPO configuration for protagonist, antagonist and adversary. Each method trains
+`--seeds` seeds vmapped in one program for
 `--budget-seconds` of training (compilation excluded and timed apart), in jitted chunks of
 `--updates-per-chunk` updates. At the start, every `--eval-every-seconds` of training and at the
 end, each seed's policy plays the eight held-out mazes (`env.levels().held_out()`: SixteenRooms,
@@ -199,9 +200,7 @@ def jaxued_side(args: Args, method: str, save, result: dict) -> None:
     import ued as side  # benchmarks/ued.py: the shims and config builders of jaxued's examples
 
     agent, hparams, _, _ = build(args, method)
-    module = side.load_example(
-        args.jaxued_dir, JAXUED_SCRIPT[method], args.recurrent_size, MAZE
-    )
+    module = side.load_example(args.jaxued_dir, JAXUED_SCRIPT[method], args.recurrent_size, MAZE)
     updates, chunks = args.jaxued_updates, 2
     if method == "paired":
         config = side.jaxued_paired_config(agent, hparams, updates, chunks, JAXUED_EVAL_LEVELS)
