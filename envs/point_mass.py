@@ -5,7 +5,8 @@ drawn at reset, uniformly from the box `[goal_low, goal_high]` (set `goal_low ==
 fixed goal, or vmap over them for a curriculum of levels). It is part of the state and of the
 observation `[position (2), velocity (2), goal (2)]`, and `info` reports `achieved_goal` (the
 position) and `desired_goal`, so goal-conditioned agents can relabel with
-`PointMass.compute_reward`.
+`PointMass.compute_reward`: it follows the goal contract of `rlsuite.envs.goal` (state
+`[position, velocity]`, `goal_indices = (0, 1)`, threshold `params.goal_radius`).
 
 Reward: `success - distance_cost * ||position - goal||` where `success = 1` within `goal_radius`
 (sparse by default). Episodes never terminate; the time limit (`max_episode_steps = 100`) truncates.
@@ -20,8 +21,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from rlsuite.envs.goal.contract import GoalEnvironment
 
-from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Box
 from rlsuite.ops.validators import check_field, check_positive
 
@@ -47,7 +48,9 @@ class PointMassState:
     goal: jax.Array
 
 
-class PointMass(Environment):
+class PointMass(GoalEnvironment):
+    state_dim = 4
+    goal_indices = (0, 1)
     max_episode_steps = 100
 
     @property
@@ -97,6 +100,9 @@ class PointMass(Environment):
         }
         false = jnp.zeros((), bool)
         return self._observation(state), state, reward, false, false, info
+
+    def goal_threshold(self, params: PointMassParams) -> jax.Array:
+        return params.goal_radius
 
     @staticmethod
     def success(achieved_goal, desired_goal, params: PointMassParams) -> jax.Array:

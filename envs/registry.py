@@ -1,6 +1,7 @@
 """`make(name, **kwargs) -> (env, params)` and `names()`: one place to build any environment.
 
-Names: ours (`"cartpole"`, `"pendulum"`, ..., `"probe/action_reward"`), the meta-RL task families
+Names: ours (`"cartpole"`, `"pendulum"`, ..., `"probe/action_reward"`, the goal-conditioned
+`"goal/point_reach"`, ...: `envs/goal/`), the meta-RL task families
 (`"meta/bandit"`, ...: `envs/tasks/` inside the `RL2` trial wrapper), the UED maze (`"maze"`:
 `envs/maze/`, a DR level at every reset) and PAIRED's level editor for it (`"maze/editor"`),
 Brax (`"brax/ant"`) and gymnax (`"gymnax/CartPole-v1"`). Keyword arguments that name a field of
@@ -31,6 +32,7 @@ from typing import Any
 from rlsuite.envs import maze as ued
 from rlsuite.envs.acrobot import Acrobot
 from rlsuite.envs.cartpole import CartPole
+from rlsuite.envs.goal import GOAL_ENVS
 from rlsuite.envs.mountain_car_continuous import MountainCarContinuous
 from rlsuite.envs.pendulum import Pendulum
 from rlsuite.envs.point_mass import PointMass
@@ -48,6 +50,7 @@ OURS: dict[str, type[Environment]] = {
     "mountain_car_continuous": MountainCarContinuous,
     "point_mass": PointMass,
     **{f"probe/{name}": cls for name, cls in PROBES.items()},
+    **{f"goal/{name}": cls for name, cls in GOAL_ENVS.items()},
 }
 
 
