@@ -1,8 +1,9 @@
 """Goal-conditioned environments, all on one contract (for goal-conditioned agents such as CRL
 and for hindsight relabelling).
 
-The contract (`GoalEnvironment` in `contract.py` implements it; `check_goal_contract(env)`
-checks it before anything is traced):
+The contract (`rlsuite.environment.goal.GoalEnvironment` implements it, beside the other
+environment contracts, so that agents can check it: `check_goal_contract(env)`, before anything
+is traced):
 
 - the observation is `concat(state, goal)`: the first `state_dim` entries are the state, the
   rest the desired goal (`state_of(obs)`, `goal_of(obs)`);
@@ -30,7 +31,7 @@ checks it before anything is traced):
 the same contract, with an optional distance cost in its reward (`params.distance_cost`, 0).
 """
 
-from rlsuite.envs.goal.contract import GoalEnvironment, GoalState, check_goal_contract
+from rlsuite.environment.goal import GoalEnvironment, GoalState, check_goal_contract
 from rlsuite.envs.goal.point import PointReach, PointReachParams
 from rlsuite.envs.goal.point_maze import (
     LAYOUTS,

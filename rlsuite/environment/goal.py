@@ -1,5 +1,6 @@
 """The goal-conditioned contract (`GoalEnvironment`, `GoalState`) and its check
-(`check_goal_contract`); the package docstring of `rlsuite.envs.goal` states the contract."""
+(`check_goal_contract`, which goal-conditioned agents call before anything is traced). The
+environments that follow it, and the contract in words, are in `rlsuite.envs.goal`."""
 
 from __future__ import annotations
 
