@@ -31,7 +31,6 @@ is traced):
 the same contract, with an optional distance cost in its reward (`params.distance_cost`, 0).
 """
 
-from rlsuite.environment.goal import GoalEnvironment, GoalState, check_goal_contract
 from rlsuite.envs.goal.point import PointReach, PointReachParams
 from rlsuite.envs.goal.point_maze import (
     LAYOUTS,
@@ -43,6 +42,8 @@ from rlsuite.envs.goal.point_maze import (
     maze_params,
     parse_layout,
 )
+
+from rlsuite.environment.goal import GoalEnvironment, GoalState, check_goal_contract
 
 # The names `envs.make` knows them by, without the `goal/` prefix.
 GOAL_ENVS: dict[str, type[GoalEnvironment]] = {

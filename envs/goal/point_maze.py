@@ -38,8 +38,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
-from rlsuite.environment.goal import GoalEnvironment
 
+from rlsuite.environment.goal import GoalEnvironment
 from rlsuite.environment.spaces import Box
 from rlsuite.ops.validators import check_field, check_positive
 
