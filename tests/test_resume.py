@@ -36,6 +36,11 @@ AGENTS = {
     # The recurrent PPO of RL^2: the LSTM's carry is part of the state that resumes bitwise.
     "rl2": ["--env", "meta/bandit", *PPO[2:8], "--num-minibatches", "2", "--chunks", "3", *SMALL]
     + ["--recurrent-size", "8"],
+    # The trajectory buffer (episode ids, write index) resumes with the learner; its capacity
+    # (buffer_size / num_envs) holds one 50-step episode of goal/point_reach.
+    "crl": ["--env", "goal/point_reach", *OFF_POLICY, "--buffer-size", "200", "--width", "8"]
+    + ["--repr-dim", "4"],
+    "sac_her": ["--env", "goal/point_reach", *OFF_POLICY, "--buffer-size", "200"],
     # ACCEL: the level buffer, the last levels and branch resume with the student.
     "ued": ["--env", "maze/small", "--curriculum", "accel", "--total-timesteps", "1536"]
     + ["--num-envs", "4", "--num-steps", "64", "--chunks", "3", *SMALL, "--recurrent-size", "8"]
@@ -62,7 +67,7 @@ def _final(out) -> dict:
 @pytest.mark.parametrize("algo", list(AGENTS))
 def test_every_agent_resumes_bitwise_on_two_devices(algo, dataset, tmp_path):
     args = list(AGENTS[algo])
-    if algo not in ("ppo", "sac", "td3", "rl2", "ued"):
+    if algo not in ("ppo", "sac", "td3", "rl2", "ued", "crl", "sac_her"):
         args += ["--dataset", dataset]
     full = tmp_path / "full"
     proc = rlsuite("train", algo, *args, *TWO_DEVICES, "--out", full)

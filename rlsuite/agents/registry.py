@@ -24,7 +24,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-BUILT_IN = ("ppo", "sac", "td3", "bc", "td3_bc", "iql", "cql", "rl2", "ued")
+BUILT_IN = ("ppo", "sac", "td3", "bc", "td3_bc", "iql", "cql", "rl2", "ued", "crl", "sac_her")
 ENTRY_POINT_GROUP = "rlsuite.algorithms"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 

@@ -119,6 +119,15 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     ("ued", "maze"): {"config": {"total_timesteps": 30_000 * 8_192}},
     # The CPU's task (7 x 7, 10 walls, horizon 196): 32 levels x 64 steps, LSTM 64, 500 updates;
     # tests/test_ued.py asserts DR's and Robust PLR's solve rates on 256 held-out DR levels.
+    # CRL on the 2-D point reach (64 envs, batch 256, 2 x 256 swish networks, representation
+    # 64, norm energy, forward InfoNCE + 0.1 logsumexp penalty): one gradient step per 64 env
+    # steps; tests/test_crl.py asserts success_any >= 0.9 and >= 25 of 50 steps near the goal.
+    ("crl", "goal/point_reach"): {"config": {"gradient_steps": 1, "total_timesteps": 64_000}},
+    # SAC + HER on the same task and batch: 200,000 env steps; tests/test_sac_her.py asserts
+    # its calibrated floor.
+    ("sac_her", "goal/point_reach"): {
+        "config": {"num_envs": 64, "batch_size": 256, "total_timesteps": 200_000}
+    },
     ("ued", "maze/small"): {
         "config": {
             "recurrent_size": 64,

@@ -254,12 +254,15 @@ def trial_wrapper(env: Environment) -> RL2 | None:
 
 
 def info_keys(env: Environment, params: Any = None) -> set[str]:
-    """The keys of the `info` dict `env.step` returns (traced abstractly: nothing is run)."""
+    """The keys of the `info` dict `env.step` returns (traced abstractly: nothing is run; the
+    action is a zero of the action space's shape and dtype, which any space has, where an
+    unbounded Box could not be sampled)."""
 
     def one_step(key):
         key_reset, key_step = jax.random.split(key)
         obs, state = env.reset(key_reset, params)
-        action = env.action_space(params).sample(key_step)
+        space = env.action_space(params)
+        action = jnp.zeros(space.shape, space.dtype)
         return env.step(key_step, state, action, params)[-1]
 
     return set(jax.eval_shape(one_step, jax.random.key(0)))

@@ -141,8 +141,10 @@ def evaluate_batch(
     num_episodes: int,
     deterministic: bool = True,
     max_steps: int | None = None,
+    sum_info: tuple[str, ...] = (),
 ) -> EvalResult:
-    """Evaluate every run's policy for `num_episodes` episodes: results are `[num_runs, E]`.
+    """Evaluate every run's policy for `num_episodes` episodes: results are `[num_runs, E]`
+    (`sum_info`: info keys summed per episode, `rlsuite.loop.evaluation.evaluate`).
 
     Observation statistics are read from each state and never updated (frozen in evaluation).
     An episode runs until it ends or for `max_steps` steps (default: the environment's time
@@ -153,7 +155,8 @@ def evaluate_batch(
         max_steps = getattr(agent.env, "max_episode_steps", None) or EVAL_STEP_CAP
 
     def one(acting, key):
-        return evaluate(agent.env, agent.env_params, acting, key, num_episodes, max_steps)
+        env, params = agent.env, agent.env_params
+        return evaluate(env, params, acting, key, num_episodes, max_steps, None, sum_info)
 
     return _evaluate_runs(agent, states, key, deterministic, one)
 

@@ -45,6 +45,7 @@ class EvalResult(NamedTuple):
     returns: jax.Array  # undiscounted return, float32
     lengths: jax.Array  # steps taken, int32
     finished: jax.Array  # False where the episode was still running after `max_steps`
+    sums: dict = {}  # {info key of `sum_info`: the key summed over the episode's steps}
 
 
 class TrialResult(NamedTuple):
@@ -183,17 +184,22 @@ def evaluate(
     num_episodes: int,
     max_steps: int | None = None,
     params_axis: int | None = None,
+    sum_info: Sequence[str] = (),
 ) -> EvalResult:
     """Run `policy` (`(key, obs_batch) -> (action_batch, extras)`, or a `RecurrentPolicy`) for
     `num_episodes` episodes.
 
     `max_steps` defaults to the environment's `max_episode_steps` (set by `TimeLimit`).
+    `sum_info` names scalar info keys summed over each episode's steps (`EvalResult.sums`; a
+    goal environment's `success`: the steps spent at the goal).
     """
     max_steps = _max_steps(env, max_steps, "evaluate")
     if int(num_episodes) < 1:
         raise ValueError(f"evaluate: num_episodes must be >= 1, got {num_episodes}")
-    run = _run_episodes(env, env_params, policy, key, num_episodes, max_steps, params_axis)
-    return EvalResult(run.returns, run.lengths, run.finished)
+    run = _run_episodes(
+        env, env_params, policy, key, num_episodes, max_steps, params_axis, tuple(sum_info)
+    )
+    return EvalResult(run.returns, run.lengths, run.finished, run.sums)
 
 
 def evaluate_trials(

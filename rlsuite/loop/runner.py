@@ -274,10 +274,16 @@ def evaluate_policies(
     that are trials, `rlsuite.environment.meta.RL2`) the `trial_summary` of the same episodes
     (else `{}`)."""
     if trial_wrapper(agent.env) is None:
-        evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3, 4))
-        returns = np.asarray(evaluation(agent, states, key, episodes, deterministic).returns)
+        goal = "success" in info_keys(agent.env, agent.env_params)
+        evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3, 4, 5, 6))
+        sums = ("success",) if goal else ()
+        result = evaluation(agent, states, key, episodes, deterministic, None, sums)
+        returns = np.asarray(result.returns)
         key_levels = jax.random.fold_in(key, 1)  # `key` keeps the evaluation it always gave
-        return returns, held_out_summary(agent, states, key_levels, episodes, deterministic)
+        summary = held_out_summary(agent, states, key_levels, episodes, deterministic)
+        if goal:
+            summary.update(goal_summary(np.asarray(result.sums["success"])))
+        return returns, summary
     sums = tuple(k for k in TRIAL_SUMS if k in info_keys(agent.env, agent.env_params))
     evaluation = jax.jit(driver.evaluate_trials_batch, static_argnums=(0, 3, 4, 5))
     result = evaluation(agent, states, key, episodes, deterministic, sums)
@@ -296,6 +302,21 @@ def held_out_summary(agent, states, key: jax.Array, attempts: int, deterministic
     evaluation = jax.jit(driver.evaluate_levels_batch, static_argnums=(0, 4, 5))
     result = evaluation(agent, states, key, level_params, attempts, deterministic)
     return {"held_out": {"names": list(names), "returns": np.asarray(result.returns).tolist()}}
+
+
+def goal_summary(success_steps: np.ndarray) -> dict:
+    """What `final.json` and `rlsuite eval` say of a goal environment's episodes (its
+    `info["success"]` summed per episode, `[num_runs, episodes]`): per seed and in the mean,
+    `success_any` (the share of episodes with a success step) and `time_near_goal` (steps per
+    episode within the threshold of the goal)."""
+    any_per_seed = (success_steps > 0).mean(axis=1)
+    near_per_seed = success_steps.mean(axis=1)
+    return {
+        "eval_success_any_per_seed": any_per_seed.tolist(),
+        "eval_success_any_mean": float(any_per_seed.mean()),
+        "eval_time_near_goal_per_seed": near_per_seed.tolist(),
+        "eval_time_near_goal_mean": float(near_per_seed.mean()),
+    }
 
 
 TRIAL_SUMS = ("regret",)  # info keys a task family may report, summed over each trial

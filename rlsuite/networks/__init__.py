@@ -52,6 +52,52 @@ class MLP(nn.Module):
         return nn.Dense(self.out_size, kernel_init=nn.initializers.orthogonal(self.out_gain))(x)
 
 
+class DeepMLP(nn.Module):
+    """`depth` hidden layers of `width` units, each Dense -> (LayerNorm) -> activation, then a
+    linear layer of `out_size`. With `residual`, the layers after the first come in blocks of 4
+    whose input is added to their output (the 1000-layer networks of arXiv:2503.14858): `depth`
+    must then be 1 + a multiple of 4 (`check_deep_mlp`)."""
+
+    width: int = 256
+    depth: int = 2
+    out_size: int = 64
+    activation: str = "silu"
+    layer_norm: bool = False
+    residual: bool = False
+
+    @nn.compact
+    def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
+        act = activation_fn(self.activation)
+
+        def layer(x):
+            x = nn.Dense(self.width, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x)
+            return act(nn.LayerNorm()(x) if self.layer_norm else x)
+
+        x = layer(x)
+        if self.residual:
+            for _ in range((self.depth - 1) // 4):
+                skip = x
+                for _ in range(4):
+                    x = layer(x)
+                x = x + skip
+        else:
+            for _ in range(self.depth - 1):
+                x = layer(x)
+        return nn.Dense(self.out_size, kernel_init=nn.initializers.orthogonal(1.0))(x)
+
+
+def check_deep_mlp(width: int, depth: int, residual: bool, owner: str = "config") -> None:
+    """A `ValueError` naming the field for a `DeepMLP` that cannot be built."""
+    for name, value in (("width", width), ("depth", depth)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{owner}.{name} must be an integer >= 1, got {value!r}")
+    if residual and (depth - 1) % 4:
+        raise ValueError(
+            f"{owner}.depth={depth}: residual networks have one input layer and blocks of 4 "
+            f"layers, so depth must be 1 + 4k (5, 9, 13, ...)"
+        )
+
+
 TORSOS = ("auto", "mlp", "minatar", "nature")
 NATURE_MIN_SIZE = 36  # the Nature CNN's three convolutions need 36 x 36 pixels at least
 
