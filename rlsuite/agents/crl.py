@@ -49,14 +49,14 @@ import optax
 from flax import struct
 
 from rlsuite.agents import registry
-from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
+from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, temperature_step
 from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
 from rlsuite.data import trajectory_buffer
 from rlsuite.environment import Environment
 from rlsuite.environment.goal import check_goal_contract
 from rlsuite.loop.agent import Agent
 from rlsuite.networks import DeepMLP, SquashedGaussianActor, check_deep_mlp, squashed_mode
-from rlsuite.ops import contrastive, losses
+from rlsuite.ops import contrastive
 from rlsuite.ops.validators import check_field, check_positive
 
 COSINE_SCALE = 1.0 / 0.07  # the cosine energy's initial scale (CLIP's temperature)
@@ -308,10 +308,9 @@ def learner(
         )
         actor_params, actor_opt = adam_step(learner.actor, grads, learner.actor_opt, hp.actor_lr)
         target_entropy = -hp.target_entropy_scale * dim
-        alpha_loss, grad = jax.value_and_grad(losses.temperature_loss)(
-            learner.log_alpha, log_prob, target_entropy
+        log_alpha, alpha_opt, alpha_loss = temperature_step(
+            learner.log_alpha, learner.alpha_opt, log_prob, target_entropy, hp.alpha_lr
         )
-        log_alpha, alpha_opt = adam_step(learner.log_alpha, grad, learner.alpha_opt, hp.alpha_lr)
         learner = CRLLearner(
             actor=actor_params,
             critic=critic,

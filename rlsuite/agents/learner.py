@@ -18,6 +18,7 @@ import optax
 from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Box
 from rlsuite.networks import encoder, resolve_torso
+from rlsuite.ops import losses
 
 
 class Learner(NamedTuple):
@@ -103,6 +104,15 @@ def adam_step(params, grads, opt_state, learning_rate):
     updates, opt_state = optax.scale_by_adam().update(grads, opt_state, params)
     step = jax.tree.map(lambda u: -learning_rate * u, updates)
     return optax.apply_updates(params, step), opt_state
+
+
+def temperature_step(log_alpha, alpha_opt, log_prob, target_entropy, learning_rate):
+    """One Adam step of the log temperature towards `target_entropy` on the policy's
+    `log_prob` of its own actions (SAC's automatic temperature): `(log_alpha, alpha_opt,
+    loss)`."""
+    loss, grad = jax.value_and_grad(losses.temperature_loss)(log_alpha, log_prob, target_entropy)
+    log_alpha, alpha_opt = adam_step(log_alpha, grad, alpha_opt, learning_rate)
+    return log_alpha, alpha_opt, loss
 
 
 def action_dim(env: Environment, env_params, algo: str) -> int:

@@ -27,7 +27,14 @@ import optax
 from flax import struct
 
 from rlsuite.agents import registry
-from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, obs_encoder
+from rlsuite.agents.learner import (
+    Learner,
+    action_dim,
+    adam_init,
+    adam_step,
+    obs_encoder,
+    temperature_step,
+)
 from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
 from rlsuite.data.buffers import ReplayBuffer
 from rlsuite.environment import Environment
@@ -215,10 +222,9 @@ def learner(
         log_alpha, alpha_opt, alpha_loss = learner.log_alpha, learner.alpha_opt, jnp.zeros(())
         if config.autotune:
             target_entropy = -hp.target_entropy_scale * dim
-            alpha_loss, grad = jax.value_and_grad(losses.temperature_loss)(
-                learner.log_alpha, log_prob, target_entropy
+            log_alpha, alpha_opt, alpha_loss = temperature_step(
+                log_alpha, alpha_opt, log_prob, target_entropy, hp.alpha_lr
             )
-            log_alpha, alpha_opt = adam_step(log_alpha, grad, alpha_opt, hp.alpha_lr)
         target = optax.incremental_update(critic_params, learner.target_critic, hp.tau)
         learner = SACLearner(
             actor=actor_params,
