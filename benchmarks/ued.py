@@ -252,18 +252,9 @@ def load_example(directory: Path, name: str, lstm: int, maze: dict) -> types.Mod
     return module
 
 
-def jaxued_config(
-    method: str,
-    agent,
-    hp: ued.UEDHparams,
-    updates: int,
-    chunks: int,
-    n_walls: int = MAZE["n_walls"],
-    eval_levels: tuple[str, ...] = (PREFAB_NAME,),
-) -> dict:
-    """The config dict of maze_dr.py's and maze_plr.py's `__main__` (every flag of their
-    argparse) with our task's numbers (`agent`'s config and `hp`); `seed` is set per run."""
-    config = agent.config
+def _run_flags(method: str, updates: int, chunks: int, eval_levels: tuple[str, ...]) -> dict:
+    """The flags every jaxued maze example takes besides its algorithm's: names, seed 0 (set
+    per run), training mode, checkpoints off, `chunks` evaluations of one attempt."""
     return {
         "project": "rlsuite-benchmark",
         "run_name": f"rlsuite-{method}",
@@ -277,6 +268,23 @@ def jaxued_config(
         "eval_freq": updates // chunks,
         "eval_num_attempts": 1,
         "eval_levels": list(eval_levels),
+    }
+
+
+def jaxued_config(
+    method: str,
+    agent,
+    hp: ued.UEDHparams,
+    updates: int,
+    chunks: int,
+    n_walls: int = MAZE["n_walls"],
+    eval_levels: tuple[str, ...] = (PREFAB_NAME,),
+) -> dict:
+    """The config dict of maze_dr.py's and maze_plr.py's `__main__` (every flag of their
+    argparse) with our task's numbers (`agent`'s config and `hp`); `seed` is set per run."""
+    config = agent.config
+    return {
+        **_run_flags(method, updates, chunks, eval_levels),
         "lr": float(hp.learning_rate),
         "max_grad_norm": float(hp.max_grad_norm),
         "num_updates": updates,
@@ -327,18 +335,7 @@ def jaxued_paired_config(
         "critic_coeff": float(hp.vf_coef),
     }
     return {
-        "project": "rlsuite-benchmark",
-        "run_name": "rlsuite-paired",
-        "group_name": "rlsuite-paired",
-        "seed": 0,
-        "mode": "train",
-        "checkpoint_directory": None,
-        "checkpoint_to_eval": -1,
-        "checkpoint_save_interval": 0,
-        "max_number_of_checkpoints": 60,
-        "eval_freq": updates // chunks,
-        "eval_num_attempts": 1,
-        "eval_levels": list(eval_levels),
+        **_run_flags("paired", updates, chunks, eval_levels),
         "num_updates": updates,
         "num_env_steps": None,
         "num_train_envs": config.num_envs,
