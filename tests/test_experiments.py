@@ -288,3 +288,140 @@ def test_ued_script_clipped_regret_by_hand():
     np.testing.assert_allclose(
         np.asarray(clipped_regret(None, tr, None, known))[0], 0.35, atol=1e-6
     )
+
+
+CRL_TINY = ["--num-envs", "4", "--batch-size", "8", "--buffer-size", "240", "--learning-starts"]
+CRL_TINY += ["16", "--width", "16", "--hidden-sizes", "16", "--repr-dim", "8", "--num-seeds", "2"]
+CRL_TINY += ["--updates", "4", "--evaluations", "2", "--eval-episodes", "8"]
+
+
+@pytest.mark.timeout(240)
+def test_crl_script_smoke_compares_the_ideas_in_one_run(tmp_path):
+    from PIL import Image
+
+    out = tmp_path / "run"
+    args = [*CRL_TINY, "--energy-idea", "norm", "l1", "--loss-idea", "smooth-forward"]
+    proc = run_script("crl.py", *args, "--out", str(out), timeout=200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    names = ["norm/smooth-forward", "l1/smooth-forward"]
+    line = r"^(\S+) on goal/point_reach: 2 seeds x 16 env steps in"  # 4 updates of 4 envs
+    trained = re.findall(line, proc.stdout, re.M)
+    assert trained == names, proc.stdout
+
+    report = json.loads((out / "results.json").read_text())
+    assert report["num_seeds"] == 2 and report["eval_episodes"] == 8
+    assert list(report["variants"]) == names
+    for name, energy in zip(names, ["norm", "l1"], strict=True):
+        r = report["variants"][name]
+        assert (r["energy"], r["loss"]) == (energy, "smooth-forward")
+        assert r["curve_env_steps"] == [0, 8, 16]  # evaluated before training and after 2 chunks
+        for key in ("curve_success_any", "curve_time_near_goal"):
+            assert np.asarray(r[key]).shape == (3, 2), r[key]
+        assert r["success_any"] == r["curve_success_any"][-1]
+        assert r["time_near_goal"] == r["curve_time_near_goal"][-1]
+        # Each a share of 8 episodes, and at most 50 steps near the goal per episode.
+        assert all(0 <= 8 * v == round(8 * v) <= 8 for v in np.ravel(r["curve_success_any"]))
+        assert all(0 <= v <= 50 for v in np.ravel(r["curve_time_near_goal"]))
+
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
+    assert rows[0] == "| variant | success_any | time near goal (of 50 steps) |"
+    assert [row.split(" | ")[0][2:] for row in rows[1:]] == names
+    for row, name in zip(rows[1:], names, strict=True):
+        cells = re.findall(r"(\S+) \[(\S+), (\S+)\]", row)
+        r = report["variants"][name]
+        for (mean, low, high), key, tol in zip(
+            cells, ["success_any", "time_near_goal"], [5e-4, 0.05], strict=True
+        ):
+            assert float(mean) == pytest.approx(np.mean(r[key]), abs=tol), row
+            assert float(low) <= float(mean) <= float(high), row
+
+    # The success curves: 7 x 5 inches at 120 dpi, with axes, text and two curves drawn.
+    png = out / "success.png"
+    assert Image.open(png).size == (840, 600) and png.stat().st_size > 15_000
+    assert "wrote " in proc.stdout
+    # Its results are never replaced: refused before anything is compiled.
+    before = (out / "results.json").read_text()
+    proc = run_script("crl.py", *args, "--out", str(out), timeout=100)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert re.search(r"^crl.py: error: .*success.png exists", proc.stderr, re.M), proc.stderr
+    assert " on goal/point_reach:" not in proc.stdout
+    assert (out / "results.json").read_text() == before
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--energy-idea", "norm", "l3"], "--energy-idea 'l3' is not one of: norm, l2sq, dot, "),
+        (["--loss-idea", "nce"], "--loss-idea 'nce' is not one of: forward, backward, "),
+        (["--updates", "0"], "--updates must be >= 1, got 0"),
+    ],
+)
+def test_crl_script_refuses_bad_input_in_one_line(args, message, tmp_path):
+    proc = run_script("crl.py", *CRL_TINY, *args, "--out", str(tmp_path / "run"), timeout=100)
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"crl.py: error: {message}"), proc.stderr
+    assert proc.stdout == "" and not (tmp_path / "run").exists()
+
+
+def test_crl_script_ideas_by_hand():
+    """The energy and loss ideas of experiments/crl.py on small inputs."""
+    script = load_script("crl.py")
+    phi = jnp.array([[0.0, 0.0], [1.0, 2.0]])
+    psi = jnp.array([[1.0, 1.0], [0.0, -1.0]])
+    # -|phi_i - psi_j|_1: (0,0)-(1,1): -2; (0,0)-(0,-1): -1; (1,2)-(1,1): -1; (1,2)-(0,-1): -4.
+    np.testing.assert_allclose(script.neg_l1(phi, psi, 3.0), [[-2.0, -1.0], [-1.0, -4.0]])
+    # Row 0's softmax of [log 3, 0] is [3/4, 1/4], row 1's of [0, 0] is [1/2, 1/2]; with eps 0.1
+    # and B = 2 the targets are [0.95, 0.05] and [0.05, 0.95].
+    logits = jnp.array([[np.log(3.0), 0.0], [0.0, 0.0]])
+    row0 = -(0.95 * np.log(0.75) + 0.05 * np.log(0.25))
+    expected = (row0 + np.log(2.0)) / 2  # 0.4878
+    assert script.LABEL_SMOOTHING == 0.1
+    np.testing.assert_allclose(script.smoothed_forward(logits), expected, rtol=1e-6)
+    # Unsmoothed, it would be the forward InfoNCE: (-log 3/4 + log 2) / 2 = 0.4904.
+    from rlsuite.ops import contrastive
+
+    np.testing.assert_allclose(
+        contrastive.forward_infonce(logits), (np.log(4 / 3) + np.log(2.0)) / 2, rtol=1e-6
+    )
+
+
+def test_crl_script_passes_its_ideas_to_the_agent(monkeypatch):
+    """The script's variants train with the ideas they name: a built-in one through the config,
+    one of the file's through `crl.make`, traced into the agent's update."""
+    import jax
+
+    from rlsuite import envs
+    from rlsuite.agents import crl
+
+    script = load_script("crl.py")
+    calls = []
+
+    def recorded(name, fn):
+        def wrapper(*args):
+            calls.append((name, tuple(np.shape(args[0]))))
+            return fn(*args)
+
+        return wrapper
+
+    monkeypatch.setitem(script.ENERGY_IDEAS, "l1", recorded("l1", script.neg_l1))
+    smooth = recorded("smooth", script.smoothed_forward)
+    monkeypatch.setitem(script.LOSS_IDEAS, "smooth-forward", smooth)
+    tiny = dict(num_envs=4, batch_size=8, buffer_size=240, learning_starts=16, width=16)
+    args = script.Args(
+        config=script.Config(**tiny, hidden_sizes=(16,), repr_dim=5),
+        hparams=crl.CRLHparams(),
+        env="goal/point_reach",
+        updates=3,
+    )
+    env, params = envs.make("goal/point_reach")
+    builtin = script.make_agent(args, "dot", "binary", env, params)
+    assert (builtin.config.energy, builtin.config.contrastive_loss) == ("dot", "binary")
+    assert builtin.config.total_timesteps == 12
+    agent = script.make_agent(args, "l1", "smooth-forward", env, params)
+    state = agent.init(jax.random.key(0), args.hparams)
+    assert calls == []
+    jax.eval_shape(agent.update, state, args.hparams)  # traces a gradient step
+    # The energy of phi [8, 5] against psi, the loss of the [8, 8] logits.
+    assert ("l1", (8, 5)) in calls and ("smooth", (8, 8)) in calls, calls

@@ -141,3 +141,25 @@ def test_ued_curricula_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     assert all(0 <= int(size) <= 64 for _, size in buffers)  # 2 updates of 32 new levels
     assert len(_images(nb)) == 2  # the solve-rate curves and the buffers' top levels
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.timeout(300)
+def test_crl_ablation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLSUITE_NOTEBOOK_ENERGIES", "norm,cosine")
+    monkeypatch.setenv("RLSUITE_NOTEBOOK_LOSSES", "forward,binary")
+    nb = _run_tiny("crl_ablation.ipynb", tmp_path, monkeypatch, timeout=240)
+    text = _stream_text(nb)
+    assert "2 updates per run, 2 seeds, 2 energies x 2 losses" in text
+    trained = re.findall(r"^\s*(\S+): 2 seeds x 128 env steps in", text, re.M)  # 2 x 64 envs
+    assert trained == ["norm/forward", "norm/binary", "cosine/forward", "cosine/binary"], text
+    assert re.search(r"^\s*energy\s+forward\s+binary$", text, re.M), text
+    cell = r"(\S+) \[(\S+), (\S+)\]"
+    rows = re.findall(rf"^\s*(norm|cosine)\s+{cell}\s+{cell}$", text, re.M)
+    # Two tables (success_any, then time near goal), a row per energy.
+    assert [row[0] for row in rows] == ["norm", "cosine", "norm", "cosine"], text
+    for i, (_, *values) in enumerate(rows):
+        top = 1.0 if i < 2 else 50.0  # a share of episodes; steps of a 50-step episode
+        for mean, low, high in zip(*[iter(map(float, values))] * 3, strict=True):
+            assert 0.0 <= low <= mean <= high <= top, rows
+    assert len(_images(nb)) == 1
+    assert list(tmp_path.iterdir()) == []
