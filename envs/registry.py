@@ -1,7 +1,7 @@
 """`make(name, **kwargs) -> (env, params)` and `names()`: one place to build any environment.
 
 Names: ours (`"cartpole"`, `"pendulum"`, ..., `"probe/action_reward"`, the goal-conditioned
-`"goal/point_reach"`, ...: `envs/goal/`), the meta-RL task families
+`"goal/point_reach"`, ..., `"goal/ant"` on MJX: `envs/goal/`), the meta-RL task families
 (`"meta/bandit"`, ...: `envs/tasks/` inside the `RL2` trial wrapper), the UED maze (`"maze"`:
 `envs/maze/`, a DR level at every reset) and PAIRED's level editor for it (`"maze/editor"`),
 Brax (`"brax/ant"`) and gymnax (`"gymnax/CartPole-v1"`). Keyword arguments that name a field of
@@ -32,7 +32,7 @@ from typing import Any
 from rlsuite.envs import maze as ued
 from rlsuite.envs.acrobot import Acrobot
 from rlsuite.envs.cartpole import CartPole
-from rlsuite.envs.goal import GOAL_ENVS
+from rlsuite.envs.goal import GOAL_ENVS, MJX_GOAL_ENVS
 from rlsuite.envs.mountain_car_continuous import MountainCarContinuous
 from rlsuite.envs.pendulum import Pendulum
 from rlsuite.envs.point_mass import PointMass
@@ -52,6 +52,8 @@ OURS: dict[str, type[Environment]] = {
     **{f"probe/{name}": cls for name, cls in PROBES.items()},
     **{f"goal/{name}": cls for name, cls in GOAL_ENVS.items()},
 }
+# Ours on MJX (`goal/ant`, ...): built as OURS are, kept apart as `brax/` names are (jit only).
+OURS_MJX: dict[str, type[Environment]] = {f"goal/{n}": c for n, c in MJX_GOAL_ENVS.items()}
 
 
 def _trials(field: str, value: Any) -> int:
@@ -181,7 +183,8 @@ def register(name: str, factory: Any, max_episode_steps: Any = _DEFAULT) -> None
     a name again replaces it."""
     if not isinstance(name, str) or not name:
         raise TypeError(f"register: the name must be a non-empty string, got {name!r}")
-    if name in OURS or name in META or name in UED or name.startswith(("brax/", "gymnax/")):
+    builtin = name in OURS or name in OURS_MJX or name in META or name in UED
+    if builtin or name.startswith(("brax/", "gymnax/")):
         raise ValueError(f"register: {name!r} is a built-in environment's name; choose another")
     if not callable(factory):
         raise TypeError(
@@ -201,6 +204,7 @@ def names() -> list[str]:
 
     return (
         list(OURS)
+        + list(OURS_MJX)
         + list(META)
         + list(UED)
         + [f"brax/{n}" for n in brax_names()]
@@ -213,8 +217,8 @@ def make(name: str, max_episode_steps: Any = _DEFAULT, **kwargs: Any) -> tuple[E
     """Build the environment called `name`; returns `(env, params)`."""
     if not isinstance(name, str):
         raise TypeError(f"environment name must be a string, got {type(name).__name__}")
-    if name in OURS:
-        cls = OURS[name]
+    if name in OURS or name in OURS_MJX:
+        cls = OURS.get(name) or OURS_MJX[name]
         return _build(name, cls, _constructor_args(cls), max_episode_steps, kwargs)
     if name in META:
         if max_episode_steps is not _DEFAULT:

@@ -1,11 +1,12 @@
 """Every registered environment trains from the command line: PPO (which takes discrete and
 continuous actions, vector, image and categorical observations) for a tiny budget on each name
 `envs.names()` lists, evaluated at the end. Brax's are slow on a CPU (MJX compiles for minutes):
-marked slow, and so are the task families on MJX."""
+marked slow, and so are the task families and the goal environments on MJX."""
 
 import json
 
 import pytest
+from rlsuite.envs.registry import OURS_MJX
 
 from rlsuite import envs
 from rlsuite.app import cli
@@ -20,7 +21,7 @@ MJX_TASK_FAMILIES = ("meta/cheetah_velocity", "meta/ant_direction")  # Brax's ph
 
 def _params():
     for name in envs.names():
-        mjx = name.startswith("brax/") or name in MJX_TASK_FAMILIES
+        mjx = name.startswith("brax/") or name in MJX_TASK_FAMILIES or name in OURS_MJX
         marks = [pytest.mark.slow, pytest.mark.timeout(1800)] if mjx else []
         yield pytest.param(name, marks=marks, id=name)
 
