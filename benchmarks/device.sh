@@ -27,6 +27,10 @@
 #               method; solve rate on the eight held-out mazes (10 sampled attempts) against env
 #               steps, and env steps/s. Its limit: 2 x the budget + 240 s.
 #   ued-maze-b  the same for ACCEL and PAIRED.
+#   crl-ant     benchmarks/crl_device.py: CRL on goal/ant (MJX), 1,024 envs, batch 256, 1:16
+#               updates to data, symmetric InfoNCE, norm energy, towards 10 million env steps,
+#               stopped at RLSUITE_DEVICE_CRL_SECONDS (default 540) from its start, compilation
+#               included; success_any and time near the goal at the end. Limit: the budget + 50 s.
 #   ued-maze-jaxued  jaxued 0.0.1's maze_dr.py, maze_plr.py (Robust PLR, ACCEL) and
 #               maze_paired.py, one seed each, RLSUITE_DEVICE_UED_JAXUED_UPDATES (default 100)
 #               updates at the same sizes: their env steps/s (needs benchmarks/_anchors/jaxued/,
@@ -46,6 +50,7 @@
 #     RLSUITE_DEVICE_PARTS=rl2-cheetah bash benchmarks/device.sh
 #     RLSUITE_DEVICE_PARTS=ued-maze bash benchmarks/device.sh      # then ued-maze-b, then
 #     RLSUITE_DEVICE_PARTS=ued-maze-jaxued bash benchmarks/device.sh  # (each under 10 minutes)
+#     RLSUITE_DEVICE_PARTS=crl-ant bash benchmarks/device.sh
 #
 # Environment: OUT; PYTHON (default python3); RLSUITE_DEVICE_PARTS (default "ant hopper offline",
 # the parts to run); RLSUITE_DEVICE_ANT_SECONDS and RLSUITE_DEVICE_HOPPER_SECONDS (whole seconds
@@ -53,7 +58,8 @@
 # behaviour policy's env steps, default 262,144) and RLSUITE_DEVICE_TABLE_UPDATES (offline
 # gradient steps per run, in hundreds, default 100); RLSUITE_DEVICE_UED_SECONDS (training
 # seconds per UED method, default 90); RLSUITE_DEVICE_UED_JAXUED_UPDATES (updates per jaxued
-# script, default 100); RLSUITE_DEVICE_TINY=1 (tiny sizes and CPU-sized limits, to
+# script, default 100); RLSUITE_DEVICE_CRL_SECONDS (the CRL part's budget from its start, default
+# 540); RLSUITE_DEVICE_TINY=1 (tiny sizes and CPU-sized limits, to
 # check the orchestration). The wheels are installed only where PYTHON is CPython 3.12 (what they
 # are built for).
 set -uo pipefail
@@ -123,6 +129,9 @@ if [ "$TINY" = 1 ]; then
     --eval-attempts 1 --seeds 2 --eval-every-seconds 5)
   UED_JAXUED=(--no-ours --jaxued-updates 4 --num-envs 4 --num-steps 16 --recurrent-size 16
     --buffer-capacity 64)
+  CRL_LIMIT=900
+  CRL=(--env-steps 4096 --num-envs 8 --batch-size 16 --gradient-steps 1 --buffer-size 16384
+    --learning-starts 256 --updates-per-chunk 64 --eval-episodes 2 --max-eval-steps 50)
 else
   # Each side stops at its first evaluation past its budget; a part's limit adds 60 s for the
   # process, imports, env set-up and those last chunks.
@@ -145,6 +154,9 @@ else
   UED_LIMIT=$((2 * UED_SECONDS + 240)) UED_JAXUED_LIMIT=420
   UED=(--budget-seconds "$UED_SECONDS")
   UED_JAXUED=(--no-ours --jaxued-updates "${RLSUITE_DEVICE_UED_JAXUED_UPDATES:-100}")
+  CRL_SECONDS=${RLSUITE_DEVICE_CRL_SECONDS:-540}
+  CRL_LIMIT=$((CRL_SECONDS + 50))
+  CRL=(--budget-seconds "$CRL_SECONDS")
 fi
 
 # part NAME LIMIT COMMAND...: run COMMAND under `timeout LIMIT`, its output in $OUT/NAME.log.
@@ -179,6 +191,7 @@ part ued-maze-b "$UED_LIMIT" "$PYTHON" benchmarks/ued_device.py "${UED[@]}" \
   --methods accel paired --out "$OUT/ued-maze-b.json"
 part ued-maze-jaxued "$UED_JAXUED_LIMIT" "$PYTHON" benchmarks/ued_device.py "${UED_JAXUED[@]}" \
   --out "$OUT/ued-maze-jaxued.json"
+part crl-ant "$CRL_LIMIT" "$PYTHON" benchmarks/crl_device.py "${CRL[@]}" --out "$OUT/crl-ant.json"
 
 echo
 echo "=== summary ($((SECONDS - start)) s in all)"
@@ -203,6 +216,12 @@ for name in parts:
     data = json.loads(path.read_text())
     partial = " (partial: the part was stopped)" if data.get("partial") else ""
     print(f"\n{name}{partial}\n")
+    if name == "crl-ant":
+        from crl_device import table
+
+        title, header, body = table(data)
+        print(f"**{title}**\n\n{markdown(header, body)}\n")
+        continue
     if name in ("rl2-cheetah", "ued-maze", "ued-maze-b", "ued-maze-jaxued"):
         from importlib import import_module
 
