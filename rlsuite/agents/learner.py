@@ -19,6 +19,7 @@ from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Box
 from rlsuite.networks import encoder, resolve_torso
 from rlsuite.ops import losses
+from rlsuite.ops.sharding import split_envs
 
 
 class Learner(NamedTuple):
@@ -63,7 +64,7 @@ def gradient_steps(learner: Learner, learner_state, sample: Callable, keys: jax.
 
     def one(state, key, phase):
         key_sample, key_learn = jax.random.split(key)
-        batch = sample(key_sample)
+        batch = split_envs(sample(key_sample))  # over a mesh's envs devices (docs/scaling.md)
         if period == 1:
             return learner.learn(state, batch, key_learn, hp)
         return learner.learn(state, batch, key_learn, hp, phase=phase)

@@ -68,6 +68,7 @@ from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.networks import TORSOS, activation_fn
 from rlsuite.ops import batching, memory, running_stats
 from rlsuite.ops.returns import n_step_transitions
+from rlsuite.ops.sharding import split_envs
 from rlsuite.ops.validators import check_hidden_sizes, check_positive_ints
 
 
@@ -303,7 +304,8 @@ def make_agent(
         # The oldest step is real once n_step - 1 collections have filled the window.
         valid = jnp.broadcast_to(state.collect_step >= window, (num_envs,))
         pending = jax.tree.map(lambda x: x[1:], steps)
-        return buffer.add(state.buffer, items, valid), pending
+        # The storage is split over a mesh's envs devices, as the environments are.
+        return split_envs(buffer.add(state.buffer, items, valid)), pending
 
     def collect_and_store(state: OffPolicyState, hp, key):
         """Step every env once and store what completed its n-step window."""

@@ -68,6 +68,7 @@ from rlsuite.networks import (
 from rlsuite.networks.recurrent import RecurrentActorCritic, check_cell
 from rlsuite.ops import losses, running_stats
 from rlsuite.ops.returns import gae
+from rlsuite.ops.sharding import split_envs
 from rlsuite.ops.validators import (
     check_field,
     check_hidden_sizes,
@@ -548,6 +549,7 @@ def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams
     def minibatch_step(carry, xs):
         params, opt_state = carry
         minibatch, key = xs
+        minibatch = split_minibatch(setup, minibatch)
         grads, metrics = jax.grad(functools.partial(loss, setup), has_aux=True)(
             params, state.obs_stats, minibatch, key, hp, weight
         )
@@ -566,6 +568,16 @@ def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams
     keys = jax.random.split(key, config.update_epochs)
     (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
     return params, opt_state, jax.tree.map(jnp.mean, metrics)
+
+
+def split_minibatch(setup: PPOSetup, minibatch: dict) -> dict:
+    """`minibatch` split over a mesh's envs devices (`split_envs`) along its samples: the steps of
+    a feed-forward minibatch (axis 0), the environments of a recurrent one's sequences (axis 1,
+    and axis 0 of its starting carry)."""
+    if not setup.recurrent:
+        return split_envs(minibatch)
+    sequences = split_envs({k: v for k, v in minibatch.items() if k != "carry"}, axis=1)
+    return {**sequences, "carry": split_envs(minibatch["carry"])}
 
 
 class Experience(NamedTuple):

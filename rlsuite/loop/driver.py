@@ -39,6 +39,8 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from rlsuite.loop.agent import Agent, extra_args, policy
+from rlsuite.loop.mesh import RUNS, check_mesh, context_mesh
+from rlsuite.ops.sharding import ENVS
 from rlsuite.loop.evaluation import (
     EvalResult,
     LevelResult,
@@ -48,7 +50,6 @@ from rlsuite.loop.evaluation import (
     evaluate_trials,
 )
 
-RUNS = "runs"  # the mesh axis the runs are placed on
 YNN_OFF = "--xla_cpu_experimental_ynn_fusion_type="  # XLA:CPU with no YNNPACK fusions
 YNN_JAXLIB = ((0, 10), (0, 12))  # jaxlib versions it is set on (measured: 0.10.2; 0.11 has it)
 
@@ -221,10 +222,16 @@ def _evaluate_runs(
     return per_device(batched, num_runs, specs)(states, keys, *shared)
 
 
-def run_mesh(num_runs: int) -> Mesh | None:
-    """The one-axis mesh (`RUNS`) that spreads `num_runs` runs evenly: over the most devices
+def run_mesh(num_runs: int) -> Any:
+    """The mesh the runs are spread over: the suite's context mesh (`RUNS` x `ENVS`, set with
+    `jax.set_mesh(rlsuite.loop.mesh.make_mesh(...))`; its `RUNS` size must divide `num_runs`),
+    else the one-axis mesh (`RUNS`) that spreads `num_runs` runs evenly: over the most devices
     whose count divides `num_runs` (all of them when it does), or None where that is one device
     (then the runs stay on the default device)."""
+    mesh = context_mesh()
+    if mesh is not None:
+        check_mesh(mesh, num_runs)
+        return mesh
     devices = jax.devices()
     count = max(d for d in range(1, len(devices) + 1) if num_runs % d == 0)
     if count == 1:
@@ -308,12 +315,22 @@ def per_device(fn: Callable, num_runs: int, in_specs: Any) -> Callable:
     `run_mesh` gives no mesh, `fn` itself is returned. Inside, `fn` sees only the device's runs,
     so batch-wide decisions (`rlsuite.ops.batching.cond`) are taken per device and need no
     communication between devices.
+
+    On a mesh whose `ENVS` axis has several devices, each group of them shares its runs: the
+    runs axis is manual (each group its share) and the envs axis is left to the partitioner,
+    which splits what the agent marks (`rlsuite.ops.sharding.split_envs`) over the group.
     """
     mesh = run_mesh(num_runs)
     if mesh is None:
         return fn
+    split = ENVS in mesh.axis_names and mesh.shape[ENVS] > 1
     return jax.shard_map(
-        fn, mesh=mesh, in_specs=in_specs, out_specs=PartitionSpec(RUNS), check_vma=False
+        fn,
+        mesh=mesh,
+        in_specs=in_specs,
+        out_specs=PartitionSpec(RUNS),
+        axis_names={RUNS} if split else set(mesh.axis_names),
+        check_vma=False,
     )
 
 
@@ -330,9 +347,11 @@ def shard_runs(tree: Any, num_runs: int) -> Any:
     mesh = run_mesh(num_runs)
     if mesh is None:
         return tree
-    sharding = NamedSharding(mesh, PartitionSpec(RUNS))
     if any(isinstance(x, jax.core.Tracer) for x in jax.tree.leaves(tree)):
-        return jax.lax.with_sharding_constraint(tree, sharding)
+        return jax.lax.with_sharding_constraint(tree, NamedSharding(mesh, PartitionSpec(RUNS)))
+    if not isinstance(mesh, Mesh):
+        mesh = jax.sharding.get_mesh()  # the context mesh itself (run_mesh gave its abstract one)
+    sharding = NamedSharding(mesh, PartitionSpec(RUNS))
     # A compiled program gives a zero-size leaf (SAC's n-step window at n_step=1) replicated
     # whatever was asked, so a concrete one is placed that way too: a restored state then has
     # the placement of a new run's, and the chunks' compiled programs accept each other's output.

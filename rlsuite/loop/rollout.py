@@ -16,6 +16,10 @@ A batch may hold its own environment parameters (`EnvBatch.params`, leading axis
 tasks, levels): its rollouts step each environment with its own, and an agent that keeps the batch
 in its learner state changes them between updates (`reset_each`).
 
+On a mesh that splits one run's environments over devices (`rlsuite.loop.mesh`), a rollout
+marks its batch and transitions to be split along the environments (`split_envs`); elsewhere
+that changes nothing.
+
 A batch steps with `step_batch`: the outputs of `jax.vmap(env.step)`, but the resets are computed
 only on steps where some environment finished (and, with `reset_slots`, only for those
 environments). `Environment.step` resets one environment with a select, which under `vmap`
@@ -37,6 +41,7 @@ import jax.numpy as jnp
 from rlsuite.data.transition import Transition
 from rlsuite.environment import Environment, StepResult, auto_reset, select, split_step_key
 from rlsuite.ops import batching
+from rlsuite.ops.sharding import split_envs
 
 Policy = Callable[[jax.Array, Any], tuple[jax.Array, dict]]
 TRIAL_END = "trial_done"  # an `info` key: where true, a recurrent policy's carry is reset
@@ -98,7 +103,7 @@ def reset_batch(
     """
     keys = jax.random.split(key, num_envs)
     obs, state = jax.vmap(env.reset, in_axes=(0, params_axis))(keys, env_params)
-    return EnvBatch(state, obs)
+    return split_envs(EnvBatch(state, obs))
 
 
 def reset_each(
@@ -199,6 +204,7 @@ def rollout(
         env_params, params_axis = batch.params, 0
 
     def one_step(batch: EnvBatch, key_t: jax.Array) -> tuple[EnvBatch, Transition]:
+        batch = split_envs(batch)  # over the mesh's envs devices, where it has them
         key_policy, key_env = jax.random.split(key_t)
         action, extras, carry = policy.apply(key_policy, batch.obs, batch.carry)
         num_envs = jax.tree.leaves(batch.obs)[0].shape[0]
@@ -212,6 +218,6 @@ def rollout(
             batch.obs, action, reward, terminated, truncated, next_obs, info, extras
         )
         carry = reset_carry(policy, carry, info.get(TRIAL_END, terminated | truncated))
-        return EnvBatch(state, obs, carry, batch.params), transition
+        return split_envs((EnvBatch(state, obs, carry, batch.params), transition))
 
     return jax.lax.scan(one_step, batch, jax.random.split(key, num_steps))

@@ -1,0 +1,136 @@
+"""The suite's device mesh: two axes, `runs` x `envs` (docs/scaling.md).
+
+`RUNS` spreads independent runs (seeds, hyperparameter sets) over devices: each device trains its
+share and nothing crosses devices. `ENVS` splits one run's environment batch, replay buffer and
+minibatches over devices (`rlsuite.ops.sharding.split_envs`) and keeps the parameters whole on
+each; its gradients are summed across the devices once per gradient step.
+
+    mesh = make_mesh(runs=2, envs=4)          # 8 devices: 2 groups of 4, one run's envs per group
+    with jax.set_mesh(mesh):                  # the driver reads the context mesh
+        states = init(agent, keys, hparams)
+        states, metrics = run(agent, states, hparams, num_updates)
+
+Without a context mesh the driver keeps its one-axis layout (`driver.run_mesh`): the runs over
+the most devices that divide them. `parse_mesh` reads the CLI's `--mesh runs=2,envs=4`;
+`check_mesh` refuses, before anything is compiled, a mesh the runs or the agent's batch sizes do
+not fit, naming the value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh
+
+from rlsuite.ops.sharding import ENVS
+
+RUNS = "runs"  # the mesh axis the runs are placed on
+AXES = (RUNS, ENVS)
+# Config fields whose batches are split over ENVS: each must be a multiple of its device count.
+SPLIT_FIELDS = ("num_envs", "batch_size")
+
+
+def parse_mesh(text: str) -> dict[str, int]:
+    """`"runs=2,envs=4"` as `{"runs": 2, "envs": 4}`; either axis may be left out. An axis not in
+    `AXES`, a repeated axis or a size that is not an int >= 1 is a `ValueError` naming it."""
+    sizes: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        name, eq, value = part.partition("=")
+        name = name.strip()
+        if not eq:
+            raise ValueError(f"--mesh: {part!r} is not axis=size (e.g. runs=2,envs=4)")
+        if name not in AXES:
+            raise ValueError(f"--mesh: unknown axis {name!r}; the axes are {', '.join(AXES)}")
+        if name in sizes:
+            raise ValueError(f"--mesh: axis {name!r} given twice")
+        try:
+            size = int(value)
+        except ValueError:
+            size = 0
+        if size < 1 or str(size) != value.strip():
+            raise ValueError(f"--mesh: {name}={value.strip()!r} must be an int >= 1")
+        sizes[name] = size
+    if not sizes:
+        raise ValueError(f"--mesh: {text!r} names no axis; e.g. runs=2,envs=4")
+    return sizes
+
+
+def make_mesh(runs: int | None = None, envs: int = 1, devices: Any = None) -> Mesh:
+    """The `(RUNS, ENVS)` mesh over `devices` (default: every device of every process,
+    `jax.devices()`), each group of `envs` consecutive devices one run's (a GPU node's devices
+    are consecutive, so a run's all-reduce stays inside a node where it can). `runs=None` takes
+    every device: `len(devices) // envs` groups. The sizes must use the devices exactly."""
+    devices = list(jax.devices() if devices is None else devices)
+    count = len(devices)
+    for name, size in ((RUNS, runs), (ENVS, envs)):
+        if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+            raise ValueError(f"mesh: {name} must be an int >= 1, got {size!r}")
+    if runs is None:
+        if count % envs:
+            raise ValueError(
+                f"mesh: envs={envs} does not divide the {count} devices "
+                f"({', '.join(sorted({d.platform for d in devices}))})"
+            )
+        runs = count // envs
+    if runs * envs != count:
+        raise ValueError(
+            f"mesh: runs={runs} x envs={envs} = {runs * envs} devices, but there are {count}; "
+            f"give sizes whose product is {count}"
+        )
+    return Mesh(np.asarray(devices, dtype=object).reshape(runs, envs), AXES)
+
+
+def check_mesh(mesh: Mesh, num_runs: int, config: Any = None) -> None:
+    """Refuse `mesh` where its `RUNS` size does not divide `num_runs`, or its `ENVS` size does not
+    divide one of the batches the agent's `config` splits (`SPLIT_FIELDS`, and PPO's minibatch
+    size), naming the value."""
+    if tuple(mesh.axis_names) != AXES:
+        raise ValueError(f"mesh: axes must be {AXES}, got {tuple(mesh.axis_names)}")
+    runs, envs = mesh.shape[RUNS], mesh.shape[ENVS]
+    if num_runs % runs:
+        raise ValueError(
+            f"mesh: runs={runs} does not divide the {num_runs} runs (seeds x hparams sets); "
+            f"give a number of runs that is a multiple of {runs}, or another mesh"
+        )
+    if envs == 1 or config is None:
+        return
+    for field in SPLIT_FIELDS:
+        value = getattr(config, field, None)
+        if isinstance(value, int) and value % envs:
+            raise ValueError(
+                f"mesh: envs={envs} does not divide {type(config).__name__}.{field}={value}; "
+                f"make {field} a multiple of {envs}"
+            )
+    minibatch = minibatch_size(config)
+    if minibatch is not None and minibatch % envs:
+        raise ValueError(
+            f"mesh: envs={envs} does not divide the minibatch of {minibatch} "
+            f"({type(config).__name__}.num_minibatches={config.num_minibatches}); choose "
+            "num_minibatches so that each minibatch is a multiple of it"
+        )
+
+
+def minibatch_size(config: Any) -> int | None:
+    """The environments (recurrent) or steps per minibatch of a config with `num_minibatches`
+    (PPO), else None."""
+    count = getattr(config, "num_minibatches", None)
+    if not isinstance(count, int) or not hasattr(config, "num_steps"):
+        return None
+    if getattr(config, "recurrent", False):
+        return config.num_envs // count
+    return config.num_envs * config.num_steps // count
+
+
+def context_mesh() -> Any:
+    """The suite's mesh set by `jax.set_mesh` (as the abstract mesh, which a traced function sees
+    too), or None where no mesh is set or the one set has other axes. A mesh with one of the
+    suite's axes but not both, in that order, is a `ValueError` naming its axes."""
+    mesh = jax.sharding.get_abstract_mesh()
+    names = tuple(mesh.axis_names)
+    if names == AXES:
+        return mesh
+    if RUNS in names or ENVS in names:
+        raise ValueError(f"mesh: the suite's mesh has the axes {AXES}, got {names} (make_mesh)")
+    return None
