@@ -66,11 +66,26 @@ def _final(out) -> dict:
 
 @pytest.mark.parametrize("algo", list(AGENTS))
 def test_every_agent_resumes_bitwise_on_two_devices(algo, dataset, tmp_path):
+    _resumes_bitwise(algo, dataset, tmp_path, TWO_DEVICES)
+
+
+# A 2 x 2 mesh: two groups of two devices, each splitting one run's environments, replay
+# buffer and minibatches (docs/scaling.md); the state is restored whole and placed split again.
+MESH = ["--num-seeds", "2", "--cpu-devices", "4", "--mesh", "runs=2,envs=2"]
+MESH += ["--eval-episodes", "2", "--no-progress"]
+
+
+@pytest.mark.parametrize("algo", ["ppo", "sac", "iql"])
+def test_env_split_runs_resume_bitwise_on_a_two_by_two_mesh(algo, dataset, tmp_path):
+    _resumes_bitwise(algo, dataset, tmp_path, MESH)
+
+
+def _resumes_bitwise(algo, dataset, tmp_path, flags):
     args = list(AGENTS[algo])
     if algo not in ("ppo", "sac", "td3", "rl2", "ued", "crl", "sac_her"):
         args += ["--dataset", dataset]
     full = tmp_path / "full"
-    proc = rlsuite("train", algo, *args, *TWO_DEVICES, "--out", full)
+    proc = rlsuite("train", algo, *args, *flags, "--out", full)
     assert proc.returncode == 0, proc.stderr[-3000:]
     steps = checkpoint.all_steps(full / "checkpoints")
     assert len(steps) == 3, steps

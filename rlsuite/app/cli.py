@@ -17,6 +17,7 @@ family registered there trains, resumes and evaluates here with no change to thi
 module is the one place in `rlsuite` that imports `envs` (to resolve environment names).
 """
 
+import contextlib
 import dataclasses
 import difflib
 import functools
@@ -75,6 +76,11 @@ def _train_args(algo: registry.Algorithm):
         cpu_devices: int | None = None
         """CPU cores made JAX devices, the seeds split evenly over them (default: every core;
         not where JAX_NUM_CPU_DEVICES or XLA_FLAGS set the count, nor on an accelerator)"""
+        mesh: str | None = None
+        """the device mesh, runs=R,envs=E (docs/scaling.md): R groups of E devices, each group
+        training its share of the runs with one run's environments, replay buffer and
+        minibatches split over its E devices (one gradient all-reduce per step); R x E must be
+        the device count. Default: the runs spread over the devices, no env split"""
 
     return TrainArgs
 
@@ -249,6 +255,7 @@ def train(argv: list[str]) -> dict:
     _check_out(out)
     agent = algo.make(args.config, env, env_params)
     agent.check_hparams(args.hparams)
+    mesh_sizes = None if args.mesh is None else _mesh_sizes(args.mesh, args.num_seeds, agent)
     asked = getattr(args.config, "total_timesteps", None)
     steps = agent.config.num_updates * agent.env_steps_per_update
     if flag_value(argv, "--total-timesteps") is not None and steps != asked:
@@ -282,6 +289,7 @@ def train(argv: list[str]) -> dict:
         "hparams": dataclasses.asdict(args.hparams),
         # A resume gives the runs the same devices, so it continues bitwise (driver.run_mesh).
         "devices": {"platform": jax.default_backend(), "count": jax.device_count()},
+        "mesh": mesh_sizes,
     }
     if data is not None:
         record.update(dataset=str(pathlib.Path(args.dataset).resolve()), dataset_sha256=sha)
@@ -296,6 +304,43 @@ def train(argv: list[str]) -> dict:
     except Exception:
         _forget(out, made[-1] if made else None)
         raise
+
+
+def _mesh_sizes(text: str, num_runs: int, agent) -> dict:
+    """`--mesh`'s axis sizes, refused (naming the value) where an axis is unknown, the sizes do
+    not use the devices, or they do not divide the runs or the agent's batches."""
+    from rlsuite.loop.mesh import check_mesh, parse_mesh
+
+    try:
+        sizes = parse_mesh(text)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    check_mesh(_make_mesh(sizes), num_runs, agent.config)
+    return sizes
+
+
+def _mesh_devices(text: str) -> int | None:
+    """The CPU devices `--mesh` asks for where it gives both axes (their product), else None."""
+    from rlsuite.loop.mesh import AXES, parse_mesh
+
+    try:
+        sizes = parse_mesh(text)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return sizes[AXES[0]] * sizes[AXES[1]] if len(sizes) == len(AXES) else None
+
+
+def _make_mesh(sizes: dict):
+    from rlsuite.loop.mesh import make_mesh
+
+    try:
+        return make_mesh(**sizes)
+    except ValueError as error:
+        raise UsageError(f"--mesh {_mesh_text(sizes)}: {error}") from None
+
+
+def _mesh_text(sizes: dict) -> str:
+    return ",".join(f"{name}={size}" for name, size in sizes.items())
 
 
 def _forget(out: pathlib.Path, made: pathlib.Path | None) -> None:
@@ -359,22 +404,24 @@ def _fit(
         f"({num_updates:,} updates of {per_update:,}); files in {out}",
         flush=True,
     )
-    result = fit(
-        agent,
-        jax.random.key(record["seed"]),
-        hparams,
-        num_seeds=record["num_seeds"],
-        # A record written before it held `chunk_updates` resumes with the rule it was made by.
-        chunk_updates=record.get("chunk_updates", max(1, num_updates // record["chunks"])),
-        out_dir=out,
-        resume=resume,
-        env_name=record["env"],
-        eval_episodes=record["eval_episodes"],
-        progress=progress,
-        # A record written before it held `log_interval` resumes with a row per update.
-        logger_options={"log_interval": 1, **record["logging"]},
-        **offline,
-    )
+    mesh = record.get("mesh")  # none in a record from before --mesh
+    with contextlib.nullcontext() if mesh is None else jax.set_mesh(_make_mesh(mesh)):
+        result = fit(
+            agent,
+            jax.random.key(record["seed"]),
+            hparams,
+            num_seeds=record["num_seeds"],
+            # A record written before it held `chunk_updates` resumes with the rule it was made by.
+            chunk_updates=record.get("chunk_updates", max(1, num_updates // record["chunks"])),
+            out_dir=out,
+            resume=resume,
+            env_name=record["env"],
+            eval_episodes=record["eval_episodes"],
+            progress=progress,
+            # A record written before it held `log_interval` resumes with a row per update.
+            logger_options={"log_interval": 1, **record["logging"]},
+            **offline,
+        )
     summary = result.summary
     print(
         f"{summary['algo']} on {summary['env']}: {summary['num_seeds']} seeds x "
@@ -700,6 +747,8 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
             if not value.isdigit() or int(value) < 1:
                 raise UsageError(f"--cpu-devices must be an integer >= 1, got {value!r}")
             count = int(value)
+        elif flag_value(argv, "--mesh") is not None:
+            count = _mesh_devices(flag_value(argv, "--mesh"))
     in_effect = use_cpu_cores(count)
     if "--resume" in argv and count is not None and in_effect != count:
         print(

@@ -39,8 +39,6 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from rlsuite.loop.agent import Agent, extra_args, policy
-from rlsuite.loop.mesh import RUNS, check_mesh, context_mesh
-from rlsuite.ops.sharding import ENVS
 from rlsuite.loop.evaluation import (
     EvalResult,
     LevelResult,
@@ -49,6 +47,8 @@ from rlsuite.loop.evaluation import (
     evaluate_levels,
     evaluate_trials,
 )
+from rlsuite.loop.mesh import RUNS, check_mesh, context_mesh
+from rlsuite.ops.sharding import ENVS
 
 YNN_OFF = "--xla_cpu_experimental_ynn_fusion_type="  # XLA:CPU with no YNNPACK fusions
 YNN_JAXLIB = ((0, 10), (0, 12))  # jaxlib versions it is set on (measured: 0.10.2; 0.11 has it)

@@ -124,13 +124,16 @@ def minibatch_size(config: Any) -> int | None:
 
 
 def context_mesh() -> Any:
-    """The suite's mesh set by `jax.set_mesh` (as the abstract mesh, which a traced function sees
-    too), or None where no mesh is set or the one set has other axes. A mesh with one of the
+    """The suite's mesh set by `jax.set_mesh` (inside a traced function, its abstract mesh), or
+    None where no mesh is set or the one set has other axes. A mesh with one of the
     suite's axes but not both, in that order, is a `ValueError` naming its axes."""
     mesh = jax.sharding.get_abstract_mesh()
     names = tuple(mesh.axis_names)
     if names == AXES:
-        return mesh
+        try:
+            return jax.sharding.get_mesh()  # the concrete mesh, outside a traced function
+        except ValueError:
+            return mesh
     if RUNS in names or ENVS in names:
         raise ValueError(f"mesh: the suite's mesh has the axes {AXES}, got {names} (make_mesh)")
     return None

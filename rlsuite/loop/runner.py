@@ -37,7 +37,9 @@ from rlsuite.loop import checkpoint, driver
 from rlsuite.loop.agent import Agent, config_dict
 from rlsuite.loop.evaluation import adaptation_curve
 from rlsuite.loop.loggers import MetricsLogger, check_backends
+from rlsuite.loop.mesh import check_mesh, context_mesh
 from rlsuite.ops import memory
+from rlsuite.ops.sharding import ENVS
 
 
 @dataclasses.dataclass
@@ -113,6 +115,9 @@ def fit(
         "config": config_dict(agent.config),
         "hparams": jax.tree.map(lambda x: np.asarray(x).tolist(), dataclasses.asdict(hparams)),
     }
+    split_mesh = context_mesh()  # the suite's mesh, where the caller set one (runs x envs)
+    if split_mesh is not None:
+        check_mesh(split_mesh, num_seeds, agent.config)
     key_init, key_eval = jax.random.split(key)
     keys = jax.random.split(key_init, num_seeds)
     init = jax.jit(driver.init_batch, static_argnums=(0, 3))
@@ -180,6 +185,7 @@ def fit(
     chunk_lengths = {
         min(chunk_updates, num_updates - u) for u in range(start, num_updates, chunk_updates)
     }
+    states = steady_layout(run, agent, states, hparams, min(chunk_lengths), hparams_axis, data)
     compiled = {
         n: run.lower(agent, states, hparams, n, hparams_axis, data).compile()
         for n in sorted(chunk_lengths)
@@ -230,6 +236,26 @@ def fit(
         final_path.write_text(json.dumps(summary, indent=2) + "\n")
     metrics = {k: np.concatenate(v, axis=1) for k, v in collected.items()}
     return FitResult(states, metrics, eval_returns, summary)
+
+
+def steady_layout(run, agent, states, hparams, num_updates: int, hparams_axis, data) -> Any:
+    """`states` placed as the chunk program `run` leaves them, so that every chunk (the first,
+    and the first after a resume) runs the same compiled program on the same layout.
+
+    On a mesh that splits the environments (`rlsuite.loop.mesh`), a chunk returns the arrays the
+    agent splits (environments, replay buffer) split over the envs devices, while a new or
+    restored state holds them whole; a compiled chunk takes one layout only. This places the
+    state as a chunk's output is (one extra compilation). Elsewhere `states` itself.
+    """
+    if split_envs_of(driver.run_mesh(jax.tree.leaves(states)[0].shape[0])) == 1:
+        return states
+    compiled = run.lower(agent, states, hparams, num_updates, hparams_axis, data).compile()
+    return jax.device_put(states, compiled.output_shardings[0])
+
+
+def split_envs_of(mesh) -> int:
+    """The devices `mesh` splits one run's environments over (1 without a mesh or a split)."""
+    return 1 if mesh is None or ENVS not in mesh.axis_names else mesh.shape[ENVS]
 
 
 def step_unit(data: Any) -> str:
