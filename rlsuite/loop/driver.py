@@ -23,6 +23,11 @@ computation), `run_batch` and `evaluate_batch` give each device an equal share o
 devices during training. Each device's program is the one-device program at the smaller batch, so
 results agree with the one-device run to float tolerance (XLA may order a batch's sums
 differently), and a given device count gives bitwise the same results every time.
+
+One run can also be split over devices: under `jax.set_mesh(rlsuite.loop.mesh.make_mesh(runs=R,
+envs=E))` each group of E devices trains its share of the runs with their environments, replay
+buffers and minibatches split over the group (`rlsuite.ops.sharding.split_envs`), and one
+all-reduce of the gradients per gradient step (docs/scaling.md).
 """
 
 from __future__ import annotations
