@@ -22,6 +22,7 @@ import dataclasses
 import difflib
 import functools
 import json
+import os
 import pathlib
 import sys
 import time
@@ -81,6 +82,19 @@ def _train_args(algo: registry.Algorithm):
         training its share of the runs with one run's environments, replay buffer and
         minibatches split over its E devices (one gradient all-reduce per step); R x E must be
         the device count. Default: the runs spread over the devices, no env split"""
+        distributed: bool = False
+        """join the other processes of a job (jax.distributed; docs/scaling.md), reading what
+        the three flags below leave out from the cluster (SLURM's variables, or what JAX
+        detects); implied by any of them. Every process runs the same command; process 0
+        writes the files"""
+        coordinator: str | None = None
+        """several processes: process 0's host:port"""
+        num_processes: int | None = None
+        """several processes: how many take part"""
+        process_id: int | None = None
+        """several processes: this one's index, 0 to num_processes - 1"""
+        process_timeout: float = 60.0
+        """several processes: seconds to wait for the coordinator and the others to connect"""
 
     return TrainArgs
 
@@ -293,17 +307,35 @@ def train(argv: list[str]) -> dict:
     }
     if data is not None:
         record.update(dataset=str(pathlib.Path(args.dataset).resolve()), dataset_sha256=sha)
+    from rlsuite.loop.distributed import barrier, is_main
+
+    barrier("rlsuite train: --out checked")  # by every process, before process 0 writes there
     made = [path for path in (out, *out.parents) if not path.exists()]  # created below
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        raise UsageError(f"--out {out}: {error.strerror}") from None
-    (out / "config.json").write_text(json.dumps(record, indent=2) + "\n")
+    if is_main():
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise UsageError(f"--out {out}: {error.strerror}") from None
+        (out / "config.json").write_text(json.dumps(record, indent=2) + "\n")
     try:
         return _fit(fit, agent, args.hparams, record, out, False, args.progress, data)
     except Exception:
-        _forget(out, made[-1] if made else None)
+        if is_main():
+            _forget(out, made[-1] if made else None)
         raise
+
+
+def _without_flags(argv: list[str], flags: tuple[str, ...]) -> list[str]:
+    """`argv` without `flags` and their values (`--flag value` or `--flag=value`)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in flags:
+            skip = True
+        elif arg.split("=")[0] not in flags:
+            kept.append(arg)
+    return kept
 
 
 def _mesh_sizes(text: str, num_runs: int, agent) -> dict:
@@ -365,7 +397,9 @@ def _resume(argv: list[str]) -> dict:
     out = pathlib.Path(argv[i + 1])
     rest = argv[:i] + argv[i + 2 :]
     progress = "--no-progress" not in rest
-    rest = [a for a in rest if a not in ("--progress", "--no-progress")]
+    rest = [a for a in rest if a not in ("--progress", "--no-progress", "--distributed")]
+    # The processes that continue it: any number of them.
+    rest = _without_flags(rest, (*PROCESS_FLAGS, "--process-timeout"))
     config_path = out / "config.json"
     record = _read_record(out, "run to resume")
     if rest and rest != [record["algo"]]:
@@ -735,12 +769,16 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
     from rlsuite.loop.driver import use_cpu_cores
 
     count = None
+    processes = _join_processes(command, argv)
     if command == "train" and "--resume" in argv:
         i = argv.index("--resume")
         out = pathlib.Path(argv[i + 1] if i + 1 < len(argv) else "")
         if (out / "config.json").is_file():
             devices = _read_record(out).get("devices", {"platform": "cpu", "count": 1})
+            # Resumed by any number of processes: the run's devices shared among them.
             count = devices["count"] if devices["platform"] == "cpu" else None
+            if count is not None and count % processes == 0:
+                count //= processes
     elif command == "train":
         value = flag_value(argv, "--cpu-devices")
         if value is not None and value != "None":
@@ -749,6 +787,9 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
             count = int(value)
         elif flag_value(argv, "--mesh") is not None:
             count = _mesh_devices(flag_value(argv, "--mesh"))
+            count = None if count is None or count % processes else count // processes
+    if processes > 1:
+        _initialize(argv)  # before JAX starts its devices (use_cpu_cores lists them)
     in_effect = use_cpu_cores(count)
     if "--resume" in argv and count is not None and in_effect != count:
         print(
@@ -756,6 +797,51 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
             f"{in_effect}, so it may end apart from the uninterrupted run (at float tolerance)",
             file=sys.stderr,
         )
+
+
+PROCESS_FLAGS = ("--coordinator", "--num-processes", "--process-id")
+
+
+def _join_processes(command: str, argv: list[str]) -> int:
+    """How many processes `train` runs in: 1, or where `--distributed` or one of
+    `PROCESS_FLAGS` is given, the count given or read from the cluster (SLURM_NTASKS; JAX's own
+    detection otherwise, which tells the count only once connected: then 1 is assumed here)."""
+    if command != "train":
+        return 1
+    if "--distributed" not in argv and all(flag_value(argv, f) is None for f in PROCESS_FLAGS):
+        return 1
+    value = flag_value(argv, "--num-processes") or os.environ.get("SLURM_NTASKS")
+    if value is None:
+        return 1
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(f"--num-processes must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _initialize(argv: list[str]) -> None:
+    """Join the job's processes (`rlsuite.loop.distributed.initialize`) before JAX starts, with
+    the CPU collectives (gloo) that CPU devices of several processes need."""
+    from rlsuite.loop import distributed
+
+    values = {}
+    names = ("coordinator_address", "num_processes", "process_id")
+    for flag, name in zip(PROCESS_FLAGS, names, strict=True):
+        value = flag_value(argv, flag)
+        if value is not None and name != "coordinator_address":
+            if not value.isdigit():
+                raise UsageError(f"{flag} must be an integer >= 0, got {value!r}")
+            value = int(value)
+        values[name] = value
+    timeout = flag_value(argv, "--process-timeout") or "60"
+    try:
+        values["timeout_seconds"] = float(timeout)
+    except ValueError:
+        raise UsageError(f"--process-timeout must be seconds, got {timeout!r}") from None
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    try:
+        distributed.initialize(**values)
+    except TimeoutError as error:
+        raise UsageError(str(error)) from None
 
 
 # What a check that refuses the input raises (and, raised elsewhere, a fault).

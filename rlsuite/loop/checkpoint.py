@@ -54,6 +54,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rlsuite.loop.distributed import barrier, place, to_host
+
 _STATE, _METADATA, _MANIFEST = "state", "metadata", "manifest"
 _FORMAT = 1
 
@@ -111,7 +113,7 @@ def _host_leaves(state) -> tuple[list[np.ndarray], list[dict]]:
         if _is_key(leaf):
             impl = str(jax.random.key_impl(leaf))
             leaf = jax.random.key_data(leaf)
-        array = np.asarray(jax.device_get(leaf))
+        array = to_host(leaf)  # gathered from every process where it is spread over several
         arrays.append(array)
         records.append(
             {
@@ -212,7 +214,8 @@ def _read_json_items(step_dir: pathlib.Path, names: Sequence[str]) -> dict[str, 
     ocp = _ocp()
     args = ocp.args.Composite(**{name: ocp.args.JsonRestore() for name in names})
     try:
-        with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
+        handler = ocp.CompositeCheckpointHandler()
+        with ocp.Checkpointer(handler) as checkpointer:
             restored = checkpointer.restore(step_dir, args=args)
         items = {name: restored[name] for name in names}
     except Exception as e:
@@ -305,20 +308,28 @@ def save(
     leaves = {str(i): a for i, a in enumerate(arrays) if a.size > 0}
     manifest = {"format": _FORMAT, "jax_version": jax.__version__, "leaves": records}
 
-    directory.mkdir(parents=True, exist_ok=True)
-    _remove_leftovers(directory)
-    staged = directory / f"{_STAGING}{step}"
+    # Several processes (rlsuite.loop.distributed) save together: every one holds the whole
+    # state (gathered above), orbax writes it once (from process 0) with its own
+    # synchronisation, and process 0 alone manages the directory around it.
+    main = jax.process_index() == 0
     step_dir = directory / str(step)
+    staged = directory / f"{_STAGING}{step}"
     try:
+        if main:
+            directory.mkdir(parents=True, exist_ok=True)
+            _remove_leftovers(directory)
+        barrier(f"rlsuite checkpoint {step}: directory ready")
         _write_items(staged, leaves, metadata, manifest)
-        _sync_file(staged / _COMPLETE, f"step {step}\n")
-        os.replace(staged, step_dir)  # the commit: <step> appears whole, or not at all
-        _sync_dir(directory)
+        if main:
+            _sync_file(staged / _COMPLETE, f"step {step}\n")
+            os.replace(staged, step_dir)  # the commit: <step> appears whole, or not at all
+            _sync_dir(directory)
     except Exception as e:
         raise CheckpointError(f"saving step {step} to {directory} failed: {_brief(e)}") from e
-    if max_to_keep is not None:
+    if max_to_keep is not None and main:
         for old in sorted(_step_dirs(directory))[:-max_to_keep]:
             _delete_step(directory, old)
+    barrier(f"rlsuite checkpoint {step}: committed")
     return step_dir
 
 
@@ -411,13 +422,16 @@ def _check_structure(directory: pathlib.Path, step: int, saved: list, target: li
 
 
 def _rebuild_leaf(array: np.ndarray, record: dict, target_leaf):
+    sharding = getattr(target_leaf, "sharding", None)
     if record["key_impl"] is not None:
-        array = jax.random.wrap_key_data(jnp.asarray(array), impl=record["key_impl"])
+        # The key data placed as the key (on a mesh over several processes, each its part).
+        data = jnp.asarray(array) if sharding is None else place(array, sharding)
+        return jax.random.wrap_key_data(data, impl=record["key_impl"])
     if isinstance(target_leaf, bool | int | float | complex):
         return type(target_leaf)(np.asarray(array).item())
     if isinstance(target_leaf, np.ndarray | np.generic):
         return np.asarray(array)
-    return jax.device_put(array, getattr(target_leaf, "sharding", None))
+    return place(array, sharding)
 
 
 _RECORD_KEYS = ("path", "shape", "dtype", "key_impl", "stored_shape", "stored_dtype", "sha256")
@@ -490,7 +504,8 @@ def _read_leaves(step_dir: pathlib.Path, records: list[dict]) -> list[np.ndarray
     stored = {}
     if restore_args:
         try:
-            with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
+            handler = ocp.CompositeCheckpointHandler()
+            with ocp.Checkpointer(handler) as checkpointer:
                 restored = checkpointer.restore(
                     step_dir,
                     args=ocp.args.Composite(

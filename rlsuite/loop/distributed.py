@@ -44,6 +44,8 @@ import time
 from collections.abc import Sequence
 
 import jax
+import numpy as np
+from jax.experimental import multihost_utils
 
 SLURM_PORT_BASE = 65535 - 2**12 + 1  # JAX's SLURM port: the job id modulo 4096 above this
 _COUNT_KEY = "rlsuite/distributed/num_processes/"
@@ -94,6 +96,48 @@ def initialize(
     if num_processes is not None and process_id is not None:
         remaining = timeout_seconds - (time.monotonic() - started)
         _check_counts(num_processes, process_id, max(remaining, 1.0))
+
+
+def to_host(tree):
+    """Every array leaf of `tree` as a NumPy array of its whole (global) value, on every process.
+
+    An array spread over several processes (a mesh from `initialize`) is gathered from all of
+    them (`process_allgather`, a collective: every process must call this at the same point);
+    any other leaf is fetched (`jax.device_get`)."""
+
+    def one(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+        return np.asarray(jax.device_get(x))
+
+    return jax.tree.map(one, tree)
+
+
+def place(x, sharding) -> jax.Array:
+    """`x` placed with `sharding` (`jax.device_put`, also where the mesh spans several processes).
+
+    Over several processes a sharding has devices this process cannot address, where
+    `device_put` refuses: an array already spread over the processes is moved by a program; a
+    host or one-device value, which every process holds whole (the same keys give the same
+    states; every process reads the same checkpoint), is cut into this process's shards. A
+    typed PRNG key is placed as its key data.
+    """
+    if sharding is None or sharding.is_fully_addressable:
+        return jax.device_put(x, sharding)
+    if isinstance(x, jax.Array) and not x.is_fully_addressable:
+        return jax.jit(lambda a: a, out_shardings=sharding)(x)
+    if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        data = place(jax.random.key_data(x), sharding)
+        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+    host = np.asarray(x)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+
+def barrier(name: str) -> None:
+    """Wait until every process reaches the barrier `name` (nothing with one process): process 0
+    writes a file the others read after it, or the others must not go on before it has."""
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(name)
 
 
 def is_main() -> bool:

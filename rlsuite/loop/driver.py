@@ -44,6 +44,7 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from rlsuite.loop.agent import Agent, extra_args, policy
+from rlsuite.loop.distributed import place
 from rlsuite.loop.evaluation import (
     EvalResult,
     LevelResult,
@@ -361,9 +362,7 @@ def shard_runs(tree: Any, num_runs: int) -> Any:
     # whatever was asked, so a concrete one is placed that way too: a restored state then has
     # the placement of a new run's, and the chunks' compiled programs accept each other's output.
     replicated = NamedSharding(mesh, PartitionSpec())
-    return jax.tree.map(
-        lambda x: jax.device_put(x, replicated if np.size(x) == 0 else sharding), tree
-    )
+    return jax.tree.map(lambda x: place(x, replicated if np.size(x) == 0 else sharding), tree)
 
 
 def batch_hparams(hparams: Any, num_runs: int) -> Any:

@@ -35,6 +35,7 @@ from rlsuite.environment.levels import levels_of
 from rlsuite.environment.meta import info_keys, trial_wrapper
 from rlsuite.loop import checkpoint, driver
 from rlsuite.loop.agent import Agent, config_dict
+from rlsuite.loop.distributed import is_main, place, to_host
 from rlsuite.loop.evaluation import adaptation_curve
 from rlsuite.loop.loggers import MetricsLogger, check_backends
 from rlsuite.loop.mesh import check_mesh, context_mesh
@@ -126,6 +127,7 @@ def fit(
     target = jax.eval_shape(init, agent, keys, hparams, hparams_axis, data)
     mesh = driver.run_mesh(num_seeds)
     devices = [jax.devices()[0]] if mesh is None else list(mesh.devices.flat)
+    devices = [d for d in devices if d.process_index == jax.process_index()]  # this process's
     need, what = memory.tree_bytes(target), f"{agent.name}: the learner state of {num_seeds} runs"
     if out_dir is not None and devices[0].platform == "cpu":
         # A checkpoint is saved from (and restored through) a host copy of the whole state: on
@@ -174,7 +176,8 @@ def fit(
         states = init(agent, keys, hparams, hparams_axis, data)
 
     logger = None
-    if out_dir is not None:
+    writes = out_dir is not None and is_main()  # several processes: process 0 writes the files
+    if writes:
         resume_step = start * agent.env_steps_per_update if resume else None
         logger = MetricsLogger(out_dir, resume_from_step=resume_step, **(logger_options or {}))
     steps_per_update = agent.env_steps_per_update
@@ -185,19 +188,20 @@ def fit(
     chunk_lengths = {
         min(chunk_updates, num_updates - u) for u in range(start, num_updates, chunk_updates)
     }
-    states = steady_layout(run, agent, states, hparams, min(chunk_lengths), hparams_axis, data)
+    if chunk_lengths:  # (none left where a resume continues after the last checkpoint)
+        states = steady_layout(run, agent, states, hparams, min(chunk_lengths), hparams_axis, data)
     compiled = {
         n: run.lower(agent, states, hparams, n, hparams_axis, data).compile()
         for n in sorted(chunk_lengths)
     }
     compile_seconds = time.perf_counter() - wall_start
     total, done = num_updates * steps_per_update, start * steps_per_update
-    with _Progress(progress, total, done, num_seeds) as bar:
+    with _Progress(progress and is_main(), total, done, num_seeds) as bar:
         update = start
         while update < num_updates:
             n = min(chunk_updates, num_updates - update)
             states, metrics = compiled[n](states, hparams, data)
-            metrics = jax.tree.map(np.asarray, metrics)
+            metrics = to_host(metrics)  # from every process, where the runs span several
             update += n
             env_steps = (np.arange(update - n, update) + 1) * steps_per_update
             if logger is not None:
@@ -232,7 +236,7 @@ def fit(
         **eval_summary(eval_returns, reference_returns),
         **trials,
     }
-    if final_path is not None:
+    if final_path is not None and writes:
         final_path.write_text(json.dumps(summary, indent=2) + "\n")
     metrics = {k: np.concatenate(v, axis=1) for k, v in collected.items()}
     return FitResult(states, metrics, eval_returns, summary)
@@ -250,7 +254,7 @@ def steady_layout(run, agent, states, hparams, num_updates: int, hparams_axis, d
     if split_envs_of(driver.run_mesh(jax.tree.leaves(states)[0].shape[0])) == 1:
         return states
     compiled = run.lower(agent, states, hparams, num_updates, hparams_axis, data).compile()
-    return jax.device_put(states, compiled.output_shardings[0])
+    return jax.tree.map(place, states, compiled.output_shardings[0])
 
 
 def split_envs_of(mesh) -> int:
@@ -303,7 +307,7 @@ def evaluate_policies(
         goal = "success" in info_keys(agent.env, agent.env_params)
         evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3, 4, 5, 6))
         sums = ("success",) if goal else ()
-        result = evaluation(agent, states, key, episodes, deterministic, None, sums)
+        result = to_host(evaluation(agent, states, key, episodes, deterministic, None, sums))
         returns = np.asarray(result.returns)
         key_levels = jax.random.fold_in(key, 1)  # `key` keeps the evaluation it always gave
         summary = held_out_summary(agent, states, key_levels, episodes, deterministic)
@@ -312,7 +316,7 @@ def evaluate_policies(
         return returns, summary
     sums = tuple(k for k in TRIAL_SUMS if k in info_keys(agent.env, agent.env_params))
     evaluation = jax.jit(driver.evaluate_trials_batch, static_argnums=(0, 3, 4, 5))
-    result = evaluation(agent, states, key, episodes, deterministic, sums)
+    result = to_host(evaluation(agent, states, key, episodes, deterministic, sums))
     return np.asarray(result.returns), trial_summary(result)
 
 
@@ -326,7 +330,7 @@ def held_out_summary(agent, states, key: jax.Array, attempts: int, deterministic
     names, held_out = levels.held_out()
     level_params = levels.params_for(agent.env_params, held_out)
     evaluation = jax.jit(driver.evaluate_levels_batch, static_argnums=(0, 4, 5))
-    result = evaluation(agent, states, key, level_params, attempts, deterministic)
+    result = to_host(evaluation(agent, states, key, level_params, attempts, deterministic))
     return {"held_out": {"names": list(names), "returns": np.asarray(result.returns).tolist()}}
 
 
