@@ -769,7 +769,8 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
     from rlsuite.loop.driver import use_cpu_cores
 
     count = None
-    processes = _join_processes(command, argv)
+    joining = _join_processes(command, argv)
+    processes = joining or 1  # the CPU devices are shared among them where the count is known
     if command == "train" and "--resume" in argv:
         i = argv.index("--resume")
         out = pathlib.Path(argv[i + 1] if i + 1 < len(argv) else "")
@@ -788,7 +789,7 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
         elif flag_value(argv, "--mesh") is not None:
             count = _mesh_devices(flag_value(argv, "--mesh"))
             count = None if count is None or count % processes else count // processes
-    if processes > 1:
+    if joining is not None:
         _initialize(argv)  # before JAX starts its devices (use_cpu_cores lists them)
     in_effect = use_cpu_cores(count)
     if "--resume" in argv and count is not None and in_effect != count:
@@ -802,17 +803,17 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
 PROCESS_FLAGS = ("--coordinator", "--num-processes", "--process-id")
 
 
-def _join_processes(command: str, argv: list[str]) -> int:
-    """How many processes `train` runs in: 1, or where `--distributed` or one of
-    `PROCESS_FLAGS` is given, the count given or read from the cluster (SLURM_NTASKS; JAX's own
-    detection otherwise, which tells the count only once connected: then 1 is assumed here)."""
+def _join_processes(command: str, argv: list[str]) -> int | None:
+    """None where `train` runs alone; where `--distributed` or one of `PROCESS_FLAGS` is given,
+    the number of processes given or read from the cluster (SLURM_NTASKS), or 0 where only
+    JAX's own detection will tell (once connected)."""
     if command != "train":
-        return 1
+        return None
     if "--distributed" not in argv and all(flag_value(argv, f) is None for f in PROCESS_FLAGS):
-        return 1
+        return None
     value = flag_value(argv, "--num-processes") or os.environ.get("SLURM_NTASKS")
     if value is None:
-        return 1
+        return 0
     if not value.isdigit() or int(value) < 1:
         raise UsageError(f"--num-processes must be an integer >= 1, got {value!r}")
     return int(value)
