@@ -36,6 +36,12 @@
 #               updates at the same sizes: their env steps/s (needs benchmarks/_anchors/jaxued/,
 #               benchmarks/README.md, carried to the device, and jaxued 0.0.1 as a wheel). The
 #               summary merges the three UED parts' figures into one table. Limit: 420 s.
+#   scaling-ant benchmarks/scaling_device.py: PPO on brax/ant (MJX), one run, its env batch at
+#               1,024, 4,096, 16,384 and 65,536 envs (16 steps per env per update): training env
+#               steps/s (compilation excluded) beside the raw simulator's rate (step_batch with
+#               random actions) and the share training keeps (goal >= 0.5). Sizes stop starting
+#               at RLSUITE_DEVICE_SCALING_SECONDS (default 480) from its start. Limit: the
+#               budget + 60 s.
 #
 # Each part runs under `timeout` (250 + 180 + 60 s), so the whole command, the install of the
 # wheels included, ends within about 8.5 minutes. Writes to $OUT (default
@@ -51,6 +57,7 @@
 #     RLSUITE_DEVICE_PARTS=ued-maze bash benchmarks/device.sh      # then ued-maze-b, then
 #     RLSUITE_DEVICE_PARTS=ued-maze-jaxued bash benchmarks/device.sh  # (each under 10 minutes)
 #     RLSUITE_DEVICE_PARTS=crl-ant bash benchmarks/device.sh
+#     RLSUITE_DEVICE_PARTS=scaling-ant bash benchmarks/device.sh
 #
 # Environment: OUT; PYTHON (default python3); RLSUITE_DEVICE_PARTS (default "ant hopper offline",
 # the parts to run); RLSUITE_DEVICE_ANT_SECONDS and RLSUITE_DEVICE_HOPPER_SECONDS (whole seconds
@@ -59,7 +66,9 @@
 # gradient steps per run, in hundreds, default 100); RLSUITE_DEVICE_UED_SECONDS (training
 # seconds per UED method, default 90); RLSUITE_DEVICE_UED_JAXUED_UPDATES (updates per jaxued
 # script, default 100); RLSUITE_DEVICE_CRL_SECONDS (the CRL part's budget from its start, default
-# 540); RLSUITE_DEVICE_TINY=1 (tiny sizes and CPU-sized limits, to
+# 540); RLSUITE_DEVICE_SCALING_SECONDS (the time after which the scaling part starts no new
+# size, default 480) and RLSUITE_DEVICE_SCALING_ENVS (its env batches, default "1024 4096 16384
+# 65536": a second call for sizes the first skipped); RLSUITE_DEVICE_TINY=1 (tiny sizes and CPU-sized limits, to
 # check the orchestration). The wheels are installed only where PYTHON is CPython 3.12 (what they
 # are built for).
 set -uo pipefail
@@ -132,6 +141,9 @@ if [ "$TINY" = 1 ]; then
   CRL_LIMIT=900
   CRL=(--env-steps 4096 --num-envs 8 --batch-size 16 --gradient-steps 1 --buffer-size 16384
     --learning-starts 256 --updates-per-chunk 64 --eval-episodes 2 --max-eval-steps 50)
+  SCALING_LIMIT=900
+  SCALING=(--num-envs 8 16 --num-steps 4 --num-minibatches 2 --update-epochs 1
+    --chunk-env-steps 64 --seconds-per-size 0 --raw-seconds 0 --budget-seconds 600)
 else
   # Each side stops at its first evaluation past its budget; a part's limit adds 60 s for the
   # process, imports, env set-up and those last chunks.
@@ -157,6 +169,10 @@ else
   CRL_SECONDS=${RLSUITE_DEVICE_CRL_SECONDS:-540}
   CRL_LIMIT=$((CRL_SECONDS + 50))
   CRL=(--budget-seconds "$CRL_SECONDS")
+  SCALING_SECONDS=${RLSUITE_DEVICE_SCALING_SECONDS:-480}
+  SCALING_LIMIT=$((SCALING_SECONDS + 60))
+  SCALING=(--budget-seconds "$SCALING_SECONDS"
+    --num-envs ${RLSUITE_DEVICE_SCALING_ENVS:-1024 4096 16384 65536})
 fi
 
 # part NAME LIMIT COMMAND...: run COMMAND under `timeout LIMIT`, its output in $OUT/NAME.log.
@@ -192,6 +208,8 @@ part ued-maze-b "$UED_LIMIT" "$PYTHON" benchmarks/ued_device.py "${UED[@]}" \
 part ued-maze-jaxued "$UED_JAXUED_LIMIT" "$PYTHON" benchmarks/ued_device.py "${UED_JAXUED[@]}" \
   --out "$OUT/ued-maze-jaxued.json"
 part crl-ant "$CRL_LIMIT" "$PYTHON" benchmarks/crl_device.py "${CRL[@]}" --out "$OUT/crl-ant.json"
+part scaling-ant "$SCALING_LIMIT" "$PYTHON" benchmarks/scaling_device.py "${SCALING[@]}" \
+  --out "$OUT/scaling-ant.json"
 
 echo
 echo "=== summary ($((SECONDS - start)) s in all)"
@@ -216,8 +234,10 @@ for name in parts:
     data = json.loads(path.read_text())
     partial = " (partial: the part was stopped)" if data.get("partial") else ""
     print(f"\n{name}{partial}\n")
-    if name == "crl-ant":
-        from crl_device import table
+    if name in ("crl-ant", "scaling-ant"):
+        from importlib import import_module
+
+        table = import_module("crl_device" if name == "crl-ant" else "scaling_device").table
 
         title, header, body = table(data)
         print(f"**{title}**\n\n{markdown(header, body)}\n")
