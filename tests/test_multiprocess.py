@@ -134,6 +134,29 @@ def test_a_two_process_checkpoint_resumes_in_one_process_and_in_two(runs, tmp_pa
     np.testing.assert_allclose(a, b, rtol=1e-2, atol=1e-4)
 
 
+def test_a_checkpoint_resumes_on_another_mesh(runs, tmp_path):
+    _, one, _ = runs["env"]  # one process, runs=1,envs=4
+    full = read_metrics(one)
+    out = tmp_path / "two-devices"
+    _cut_after_second_checkpoint(one, out)
+    # The run's own mesh no longer fits 2 devices: refused, naming it, nothing written.
+    proc = rlsuite("train", "--resume", out, "--cpu-devices", "2", "--no-progress")
+    assert proc.returncode == 2
+    assert "--mesh runs=1,envs=4: runs=1 x envs=4 = 4 devices, but there are 2" in proc.stderr
+    assert "continue it on another mesh with --mesh" in proc.stderr
+    assert read_metrics(out) == full  # untouched
+    # Continued on 2 devices: the state is resharded, the run continues to float tolerance.
+    proc = rlsuite("train", "--resume", out, "--mesh", "runs=1,envs=2", "--no-progress")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "continues on {'runs': 1, 'envs': 2}" in proc.stderr.replace("\n", " ")
+    rows = read_metrics(out)
+    assert rows[:8] == full[:8]
+    a, b = _numbers(rows[8:]), _numbers(full[8:])
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(a, b, rtol=1e-2, atol=1e-4)
+    assert json.loads((out / "config.json").read_text())["mesh"] == {"runs": 1, "envs": 4}
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [

@@ -368,7 +368,8 @@ def _make_mesh(sizes: dict):
     try:
         return make_mesh(**sizes)
     except ValueError as error:
-        raise UsageError(f"--mesh {_mesh_text(sizes)}: {error}") from None
+        reason = str(error).removeprefix("mesh: ")
+        raise UsageError(f"--mesh {_mesh_text(sizes)}: {reason}") from None
 
 
 def _mesh_text(sizes: dict) -> str:
@@ -398,8 +399,9 @@ def _resume(argv: list[str]) -> dict:
     rest = argv[:i] + argv[i + 2 :]
     progress = "--no-progress" not in rest
     rest = [a for a in rest if a not in ("--progress", "--no-progress", "--distributed")]
-    # The processes that continue it: any number of them.
-    rest = _without_flags(rest, (*PROCESS_FLAGS, "--process-timeout"))
+    # The processes and devices that continue it: any number of them, on any mesh that fits.
+    mesh = flag_value(rest, "--mesh")
+    rest = _without_flags(rest, (*PROCESS_FLAGS, "--process-timeout", "--mesh", "--cpu-devices"))
     config_path = out / "config.json"
     record = _read_record(out, "run to resume")
     if rest and rest != [record["algo"]]:
@@ -408,6 +410,16 @@ def _resume(argv: list[str]) -> dict:
             f"leave out the other arguments ({' '.join(rest)})"
         )
     agent, hparams, data = _build(record)
+    if mesh is not None:
+        sizes = _mesh_sizes(mesh, record["num_seeds"], agent)
+        if sizes != record.get("mesh"):
+            print(
+                f"rlsuite train: note: the run trained on the mesh {record.get('mesh')} and "
+                f"continues on {sizes} (its state resharded), so it may end apart from the "
+                "uninterrupted run at float tolerance",
+                file=sys.stderr,
+            )
+        record = {**record, "mesh": sizes}  # for this call; config.json keeps the run's own
     return _fit(fit, agent, hparams, record, out, True, progress, data)
 
 
@@ -439,7 +451,13 @@ def _fit(
         flush=True,
     )
     mesh = record.get("mesh")  # none in a record from before --mesh
-    with contextlib.nullcontext() if mesh is None else jax.set_mesh(_make_mesh(mesh)):
+    if mesh is not None:
+        try:
+            mesh = _make_mesh(mesh)
+        except UsageError as error:
+            hint = "; continue it on another mesh with --mesh" if resume else ""
+            raise UsageError(f"{error}{hint}") from None
+    with contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh):
         result = fit(
             agent,
             jax.random.key(record["seed"]),
@@ -771,7 +789,12 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
     count = None
     joining = _join_processes(command, argv)
     processes = joining or 1  # the CPU devices are shared among them where the count is known
-    if command == "train" and "--resume" in argv:
+    if command == "train" and "--resume" in argv and flag_value(argv, "--cpu-devices"):
+        count = _cpu_devices(flag_value(argv, "--cpu-devices"))
+    elif command == "train" and "--resume" in argv and flag_value(argv, "--mesh"):
+        count = _mesh_devices(flag_value(argv, "--mesh"))
+        count = None if count is None or count % processes else count // processes
+    elif command == "train" and "--resume" in argv:
         i = argv.index("--resume")
         out = pathlib.Path(argv[i + 1] if i + 1 < len(argv) else "")
         if (out / "config.json").is_file():
@@ -783,9 +806,7 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
     elif command == "train":
         value = flag_value(argv, "--cpu-devices")
         if value is not None and value != "None":
-            if not value.isdigit() or int(value) < 1:
-                raise UsageError(f"--cpu-devices must be an integer >= 1, got {value!r}")
-            count = int(value)
+            count = _cpu_devices(value)
         elif flag_value(argv, "--mesh") is not None:
             count = _mesh_devices(flag_value(argv, "--mesh"))
             count = None if count is None or count % processes else count // processes
@@ -801,6 +822,12 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
 
 
 PROCESS_FLAGS = ("--coordinator", "--num-processes", "--process-id")
+
+
+def _cpu_devices(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(f"--cpu-devices must be an integer >= 1, got {value!r}")
+    return int(value)
 
 
 def _join_processes(command: str, argv: list[str]) -> int | None:
