@@ -431,26 +431,20 @@ def ant_geometry(args: Args) -> dict:
     }
 
 
-def bench_ant(args: Args) -> list[dict]:
-    from brax.training.agents.ppo import train as brax_ppo
+# brax.training's published Ant PPO networks and hyperparameters, in our config's and hparams' terms
+# (benchmarks/scaling_device.py trains the same).
+BRAX_ANT_NETWORKS = {
+    "hidden_sizes": (32,) * 4,
+    "critic_hidden_sizes": (256,) * 5,
+    "activation": "silu",
+    "anneal_lr": False,
+    "clip_value_loss": False,
+    "normalize_observations": True,
+}
 
-    geometry = ant_geometry(args)
-    config = ppo.PPOConfig(
-        num_envs=args.ant_num_envs,
-        num_steps=args.ant_num_steps,
-        num_minibatches=args.ant_num_minibatches,
-        update_epochs=args.ant_update_epochs,
-        total_timesteps=geometry["num_timesteps"],
-        hidden_sizes=(32,) * 4,
-        critic_hidden_sizes=(256,) * 5,
-        activation="silu",
-        distribution=args.ant_distribution,
-        reset_slots=args.ant_reset_slots,
-        anneal_lr=False,
-        clip_value_loss=False,
-        normalize_observations=True,
-    )
-    hp = ppo.PPOHparams(
+
+def brax_ant_hparams() -> ppo.PPOHparams:
+    return ppo.PPOHparams(
         learning_rate=3e-4,
         gamma=0.97,
         gae_lambda=0.95,
@@ -461,6 +455,23 @@ def bench_ant(args: Args) -> list[dict]:
         adam_eps=1e-8,
         reward_scale=10.0,
     )
+
+
+def bench_ant(args: Args) -> list[dict]:
+    from brax.training.agents.ppo import train as brax_ppo
+
+    geometry = ant_geometry(args)
+    config = ppo.PPOConfig(
+        num_envs=args.ant_num_envs,
+        num_steps=args.ant_num_steps,
+        num_minibatches=args.ant_num_minibatches,
+        update_epochs=args.ant_update_epochs,
+        total_timesteps=geometry["num_timesteps"],
+        distribution=args.ant_distribution,
+        reset_slots=args.ant_reset_slots,
+        **BRAX_ANT_NETWORKS,
+    )
+    hp = brax_ant_hparams()
     env, env_params, brax_env = side_by_side.brax_pair(
         args.ant_env, args.ant_backend, args.ant_episode_length
     )

@@ -47,6 +47,7 @@ START = time.perf_counter()  # the budget counts from here: imports and compilat
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import tyro  # noqa: E402
+from ppo import BRAX_ANT_NETWORKS, brax_ant_hparams  # noqa: E402  (benchmarks/ppo.py)
 from report import check_args, fmt, machine_info, markdown, print_table, progress  # noqa: E402
 from rich.console import Console  # noqa: E402
 
@@ -102,26 +103,10 @@ def build(args: Args, num_envs: int):
         num_minibatches=args.num_minibatches,
         update_epochs=args.update_epochs,
         total_timesteps=10**9,
-        hidden_sizes=(32,) * 4,
-        critic_hidden_sizes=(256,) * 5,
-        activation="silu",
         distribution="tanh_gaussian",
-        anneal_lr=False,
-        clip_value_loss=False,
-        normalize_observations=True,
+        **BRAX_ANT_NETWORKS,
     )
-    hp = ppo.PPOHparams(
-        learning_rate=3e-4,
-        gamma=0.97,
-        gae_lambda=0.95,
-        clip_eps=0.3,
-        vf_coef=0.5,
-        ent_coef=1e-2,
-        max_grad_norm=float("inf"),
-        adam_eps=1e-8,
-        reward_scale=10.0,
-    )
-    return ppo.make(config, env, env_params), hp
+    return ppo.make(config, env, env_params), brax_ant_hparams()
 
 
 def raw_steps(env, env_params, num_envs: int, length: int):
