@@ -4,10 +4,12 @@ one-process run on 4 devices; only process 0 writes; a two-process checkpoint re
 process and in two; bad process settings are refused before anything is written."""
 
 import json
+import os
 import shutil
 import socket
 import subprocess
 import sys
+from subprocess import PIPE
 
 import numpy as np
 import pytest
@@ -29,18 +31,25 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def two_processes(*args, timeout=400):
-    """`rlsuite train ARGS` as processes 0 and 1 of a job on 127.0.0.1, 2 CPU devices each."""
+def two_processes(*args, timeout=400, slurm=False):
+    """`rlsuite train ARGS` as processes 0 and 1 of a job on 127.0.0.1, 2 CPU devices each: told
+    so by the process flags, or (`slurm`) by `--distributed` and the variables SLURM sets."""
     port = free_port()
+
+    def command(i):
+        flags = ["--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
+        flags = ["--distributed"] if slurm else [*flags, "--process-id", str(i)]
+        return [sys.executable, "-m", "rlsuite.app.cli", "train", *map(str, args), *flags]
+
+    def environment(i):
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "JAX_COORD"))}
+        if slurm:
+            env.update(SLURM_NTASKS="2", SLURM_PROCID=str(i), SLURM_JOB_NODELIST="localhost")
+            env.update(JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}")
+        return env
+
     procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "rlsuite.app.cli", "train", *map(str, args)]
-            + ["--coordinator", f"127.0.0.1:{port}", "--num-processes", "2"]
-            + ["--process-id", str(i), "--process-timeout", "60"],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        subprocess.Popen(command(i), stdout=PIPE, stderr=PIPE, text=True, env=environment(i))
         for i in (0, 1)
     ]
     outs = [p.communicate(timeout=timeout) for p in procs]
@@ -104,6 +113,13 @@ def test_only_process_zero_writes(runs):
             printed[0].splitlines()[-1].split(" in ")[0]
             == printed[1].splitlines()[-1].split(" in ")[0]
         )
+
+
+def test_processes_told_by_slurm_variables_train_the_same_run(runs, tmp_path):
+    two, _, _ = runs["seed"]
+    out = tmp_path / "slurm"
+    two_processes(*PPO, *SEED_SPLIT, "--cpu-devices", "2", "--out", out, slurm=True)
+    assert read_metrics(out) == read_metrics(two)
 
 
 def _cut_after_second_checkpoint(source, target):
