@@ -4,6 +4,7 @@
     rlsuite train --resume runs/demo
     rlsuite eval runs/demo --episodes 100
     rlsuite plot runs/a runs/b --out curves.png
+    rlsuite stats runs/a runs/b runs/c --by algo,env --out stats/
     rlsuite dataset collect --env pendulum --quality medium --size 100000 --out data/p-m.hdf5
     rlsuite train iql --dataset data/p-m.hdf5 --num-updates 1000 --out runs/iql
 
@@ -12,9 +13,12 @@ hyperparameter field is a flag (`rlsuite train ppo --help`). It writes `config.j
 `metrics.jsonl`, `metrics.csv`, `checkpoints/` and `final.json` under `--out`. Offline algorithms
 learn from `--dataset FILE` (D4RL layout) and take their environment from it; their `final.json`
 adds D4RL's normalised scores. `dataset collect` makes a dataset with our own SAC or TD3
-(`rlsuite.app.collect`). The algorithms are those of `rlsuite.agents.registry` (listed below): a
-family registered there trains, resumes and evaluates here with no change to this module. This
-module is the one place in `rlsuite` that imports `envs` (to resolve environment names).
+(`rlsuite.app.collect`). `stats` compares runs across tasks and seeds through rliable (the
+`stats` extra; `rlsuite.app.stats`): IQM, mean, median, optimality gap, performance profiles and
+the probability of improvement, as markdown tables and PNG figures. The algorithms are those of
+`rlsuite.agents.registry` (listed below): a family registered there trains, resumes and evaluates
+here with no change to this module. This module is the one place in `rlsuite` that imports
+`envs` (to resolve environment names).
 """
 
 import contextlib
@@ -38,7 +42,7 @@ from rlsuite.app.tuned import behaviour, env_from_argv, flag_value, tuned
 from rlsuite.loop import checkpoint
 from rlsuite.loop.loggers import CSV, DEFAULT_LOG_INTERVAL, JSONL, check_backends
 
-COMMANDS = ("train", "eval", "plot", "dataset")
+COMMANDS = ("train", "eval", "plot", "dataset", "stats")
 
 
 class UsageError(ValueError):
@@ -702,6 +706,52 @@ def _plot_levels(run_dirs: list[str], out: pathlib.Path) -> dict:
 
 
 @dataclasses.dataclass
+class StatsArgs:
+    runs: tyro.conf.Positional[list[str]]
+    """run directories; runs with the same method and task pool their seeds"""
+    out: str = "stats"
+    """directory to write stats.md, stats.json, intervals.png and profiles.png to; refused
+    where it holds any of them"""
+    metric: str = "eval_return"
+    """score per seed: a `*_per_seed` entry of final.json without the suffix (eval_return,
+    normalized_score for offline runs, ...) or a metrics.jsonl metric (its last value per seed)"""
+    by: str = "algo,env"
+    """METHOD,TASK: config.json fields naming the method and the task, several joined by `+`,
+    nested ones dotted (e.g. algo+hparams.learning_rate,env)"""
+    normalize: str = "none"
+    """per-task scores: none, minmax (the lowest and highest of the task's runs) or reference
+    (--reference)"""
+    reference: list[str] = dataclasses.field(default_factory=list)
+    """with --normalize reference: TASK=LOW:HIGH for every task"""
+    reps: int = 2000
+    """bootstrap resamples (rliable's paper: 50,000 for intervals, 2,000 for profiles)"""
+    seed: int = 0
+    """seed of the bootstrap"""
+
+
+def stats(argv: list[str]) -> dict:
+    from rlsuite.app import stats as run_stats
+
+    args = tyro.cli(StatsArgs, args=argv, prog="rlsuite stats")
+    try:
+        summary = run_stats.report(
+            args.runs,
+            args.out,
+            metric=args.metric,
+            by=args.by,
+            how=args.normalize,
+            reference=run_stats.parse_reference(args.reference),
+            reps=args.reps,
+            seed=args.seed,
+        )
+    except ImportError as error:
+        raise UsageError(str(error)) from None
+    print(summary["markdown"])
+    print(f"wrote {', '.join(run_stats.FILES)} to {args.out}")
+    return summary
+
+
+@dataclasses.dataclass
 class CollectArgs:
     env: str
     """environment name (`envs.names()`); it needs a bounded continuous action space"""
@@ -931,9 +981,11 @@ def main(argv: list[str] | None = None) -> int:
     command, rest = argv[0], argv[1:]
     try:
         _choose("command", command, COMMANDS)
-        if command != "plot":
+        if command not in ("plot", "stats"):
             _use_cpu_cores(command, rest)
-        {"train": train, "eval": evaluate, "plot": plot, "dataset": dataset}[command](rest)
+        {"train": train, "eval": evaluate, "plot": plot, "dataset": dataset, "stats": stats}[
+            command
+        ](rest)
     except INPUT_ERRORS as error:
         if not _raised_here(error):
             raise
