@@ -5,6 +5,7 @@
     rlsuite eval runs/demo --episodes 100
     rlsuite plot runs/a runs/b --out curves.png
     rlsuite stats runs/a runs/b runs/c --by algo,env --out stats/
+    rlsuite report runs/demo
     rlsuite dataset collect --env pendulum --quality medium --size 100000 --out data/p-m.hdf5
     rlsuite train iql --dataset data/p-m.hdf5 --num-updates 1000 --out runs/iql
 
@@ -15,10 +16,11 @@ learn from `--dataset FILE` (D4RL layout) and take their environment from it; th
 adds D4RL's normalised scores. `dataset collect` makes a dataset with our own SAC or TD3
 (`rlsuite.app.collect`). `stats` compares runs across tasks and seeds through rliable (the
 `stats` extra; `rlsuite.app.stats`): IQM, mean, median, optimality gap, performance profiles and
-the probability of improvement, as markdown tables and PNG figures. The algorithms are those of
-`rlsuite.agents.registry` (listed below): a family registered there trains, resumes and evaluates
-here with no change to this module. This module is the one place in `rlsuite` that imports
-`envs` (to resolve environment names).
+the probability of improvement, as markdown tables and PNG figures. `report` writes one markdown
+page about a run (`rlsuite.app.report`): its curve, evaluation, speed and configuration. The
+algorithms are those of `rlsuite.agents.registry` (listed below): a family registered there
+trains, resumes and evaluates here with no change to this module. This module is the one place
+in `rlsuite` that imports `envs` (to resolve environment names).
 """
 
 import contextlib
@@ -42,7 +44,7 @@ from rlsuite.app.tuned import behaviour, env_from_argv, flag_value, tuned
 from rlsuite.loop import checkpoint
 from rlsuite.loop.loggers import CSV, DEFAULT_LOG_INTERVAL, JSONL, check_backends
 
-COMMANDS = ("train", "eval", "plot", "dataset", "stats")
+COMMANDS = ("train", "eval", "plot", "dataset", "stats", "report")
 
 
 class UsageError(ValueError):
@@ -752,6 +754,26 @@ def stats(argv: list[str]) -> dict:
 
 
 @dataclasses.dataclass
+class ReportArgs:
+    run: tyro.conf.Positional[str]
+    """the run directory"""
+    out: str | None = None
+    """the page to write, ending in .md (default RUN/report.md); its learning curve goes beside
+    it as the same name with .png; neither may exist"""
+    metric: str = "charts/episodic_return"
+    """the learning curve's metric"""
+
+
+def report(argv: list[str]) -> dict:
+    from rlsuite.app.report import write_report
+
+    args = tyro.cli(ReportArgs, args=argv, prog="rlsuite report")
+    written = write_report(args.run, args.out, args.metric)
+    print(f"wrote {written['page']} and {written['figure']}")
+    return written
+
+
+@dataclasses.dataclass
 class CollectArgs:
     env: str
     """environment name (`envs.names()`); it needs a bounded continuous action space"""
@@ -981,11 +1003,11 @@ def main(argv: list[str] | None = None) -> int:
     command, rest = argv[0], argv[1:]
     try:
         _choose("command", command, COMMANDS)
-        if command not in ("plot", "stats"):
+        if command not in ("plot", "stats", "report"):
             _use_cpu_cores(command, rest)
-        {"train": train, "eval": evaluate, "plot": plot, "dataset": dataset, "stats": stats}[
-            command
-        ](rest)
+        commands = {"train": train, "eval": evaluate, "plot": plot, "dataset": dataset}
+        commands.update(stats=stats, report=report)
+        commands[command](rest)
     except INPUT_ERRORS as error:
         if not _raised_here(error):
             raise

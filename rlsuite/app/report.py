@@ -1,0 +1,157 @@
+"""`rlsuite report RUN`: one markdown page about one run directory.
+
+    rlsuite report runs/demo                      # runs/demo/report.md and runs/demo/report.png
+    rlsuite report runs/demo --out pages/demo.md  # pages/demo.md and pages/demo.png
+
+The page holds what the run's files say: the algorithm, environment, seeds, devices and mesh
+(`config.json`); the learning curve (`metrics.jsonl`, drawn as `rlsuite plot` draws it, into a PNG
+beside the page); the final evaluation per seed and every other per-seed result of `final.json`
+(success rates, normalised scores, regret); the wall time, compilation and steps per second; and
+the configuration and hyperparameters. A run that has not finished (no `final.json`) gets the page
+without its evaluation, saying so. Neither the page nor its figure overwrites a file.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from typing import Any
+
+from rlsuite.app.plotting import curve, plot_runs
+from rlsuite.loop.loggers import JSONL, read_metrics
+from rlsuite.loop.runner import check_new_file
+
+SPEED_KEYS = ("wall_seconds", "compile_seconds")
+
+
+def write_report(
+    run: str | pathlib.Path, out: str | pathlib.Path | None = None, metric: str = ""
+) -> dict:
+    """Write the page of `run` to `out` (default `RUN/report.md`) and its learning curve beside
+    it (the same name, `.png`); returns `{"page", "figure"}`. `metric` is the curve's metric
+    (default `charts/episodic_return`). Refused before anything is written, naming the value: a
+    run without `config.json` or metrics, a metric the run did not log, a page or figure that
+    exists already."""
+    run = pathlib.Path(run)
+    metric = metric or "charts/episodic_return"
+    record = _read_json(run / "config.json", f"{run} holds no run (no config.json)")
+    if not (run / JSONL).is_file():
+        raise ValueError(f"{run} holds no metrics ({JSONL})")
+    rows = read_metrics(run)
+    if not rows:
+        raise ValueError(f"{run}/{JSONL} has no rows yet")
+    try:
+        curve(rows, metric)
+    except ValueError as error:
+        raise ValueError(f"{run} {error}") from None
+    page = check_new_file(run / "report.md" if out is None else out)
+    if page.suffix != ".md":
+        raise ValueError(f"--out {page}: the page is markdown; give a name ending in .md")
+    figure = check_new_file(page.with_suffix(".png"), hint=" (the page's figure)")
+    final_path = run / "final.json"
+    final = _read_json(final_path, "") if final_path.is_file() else None
+
+    plot_runs([(run.name, rows)], figure, metric, None)
+    text = render(record, final, figure.name, metric)
+    page.write_text(text)
+    return {"page": str(page), "figure": str(figure)}
+
+
+def render(record: dict, final: dict | None, figure: str, metric: str) -> str:
+    """The page's markdown from a run's `config.json` record and `final.json` summary (None:
+    not finished), with the learning curve's image named `figure`."""
+    algo, env = record.get("algo", "?"), record.get("env", "?")
+    devices = record.get("devices") or {}
+    lines = [
+        f"# {algo} on {env}",
+        "",
+        _table(
+            ("", ""),
+            [
+                ("seeds", record.get("num_seeds")),
+                ("seed", record.get("seed")),
+                ("devices", f"{devices.get('count', '?')} {devices.get('platform', '')}".strip()),
+                ("mesh", _mesh(record.get("mesh"))),
+                ("dataset", record.get("dataset")),
+            ],
+        ),
+        "",
+        "## Learning curve",
+        "",
+        f"![{metric}]({figure})",
+        "",
+        f"{metric} against environment steps: the mean of the episodes that ended in each bin, "
+        "per seed, then the mean and 95% bootstrap interval across seeds.",
+        "",
+        "## Final evaluation",
+        "",
+    ]
+    if final is None:
+        lines += ["The run has not finished: it has no final.json yet.", ""]
+    else:
+        lines += [_evaluation(final), "", "## Speed", "", _speed(final), ""]
+    lines += ["## Configuration", "", _fields(record.get("config", {})), ""]
+    lines += ["## Hyperparameters", "", _fields(record.get("hparams", {})), ""]
+    return "\n".join(line for line in lines if line is not None).rstrip() + "\n"
+
+
+def _evaluation(final: dict) -> str:
+    """Every `*_per_seed` result of `final.json`: one row per seed, a column per result, and the
+    mean."""
+    results = {k.removesuffix("_per_seed"): v for k, v in final.items() if k.endswith("_per_seed")}
+    results = {k: v for k, v in results.items() if isinstance(v, list) and v}
+    if not results:
+        return "final.json holds no per-seed results."
+    names = list(results)
+    seeds = max(len(v) for v in results.values())
+    rows = [(s, *[_number(results[n][s]) if s < len(results[n]) else "" for n in names])
+            for s in range(seeds)]  # fmt: skip
+    rows.append(("mean", *[_number(final.get(f"{n}_mean")) for n in names]))
+    episodes = final.get("eval_episodes")
+    note = f"\n\n{episodes} evaluation episodes per seed." if episodes else ""
+    return _table(("seed", *names), rows) + note
+
+
+def _speed(final: dict) -> str:
+    unit = "gradient_steps" if "gradient_steps" in final else "env_steps"
+    rows = [(key, final.get(key)) for key in (unit, f"{unit}_this_call", *SPEED_KEYS)]
+    rows.append((f"{unit}_per_second (after compiling)", final.get(f"{unit}_per_second")))
+    return _table(("", ""), [row for row in rows if row[1] is not None])
+
+
+def _fields(values: dict) -> str:
+    if not values:
+        return "(none recorded)"
+    return _table(("field", "value"), [(k, v) for k, v in values.items()])
+
+
+def _mesh(sizes: dict | None) -> str | None:
+    if not sizes:
+        return None
+    return ", ".join(f"{name}={size}" for name, size in sizes.items())
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return "" if value is None else str(value)
+
+
+def _table(header: tuple, rows: list[tuple]) -> str:
+    rows = [row for row in rows if row[-1] is not None or len(row) > 2]
+    lines = ["| " + " | ".join(map(str, header)) + " |", "|" + "---|" * len(header)]
+    for row in rows:
+        lines.append("| " + " | ".join(_number(v) if v != "" else "" for v in row) + " |")
+    return "\n".join(lines)
+
+
+def _read_json(path: pathlib.Path, missing: str) -> dict:
+    if not path.is_file():
+        raise ValueError(missing)
+    try:
+        value = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path} is not valid JSON ({error})") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{path} does not hold a JSON object")
+    return value
