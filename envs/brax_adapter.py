@@ -31,20 +31,30 @@ State: brax's own `brax.envs.State` pytree (`pipeline_state`, `obs`, `reward`, `
 identical structure and dtypes (a `lax.scan` carry needs that). `info` of `step` is a new dict
 holding a copy of brax's `metrics` (plus `final_observation`, added by `Environment.step`).
 
+Pictures: `render(state, params, width, height)` draws a state with MuJoCo's renderer from the
+brax system's MuJoCo model (`sys.mj_model`): the state's joint positions and velocities copied
+into an `MjData`, `mj_forward`, then the model's first camera (hopper's, walker's and the
+others' tracking camera) or, in a model without one, a camera tracking the first body. MuJoCo
+chooses its OpenGL backend at import (`MUJOCO_GL`, set by `rlsuite.envs.rendering.use_gl`).
+
 brax is imported lazily, inside the functions that need it, so `from rlsuite import envs` stays
 light.
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import copy
 import inspect
 import io
+import os
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import struct
+from rlsuite.envs.rendering import RendererUnavailable
 
 from rlsuite.environment import Environment, StepResult
 from rlsuite.environment.spaces import Box
@@ -175,6 +185,52 @@ class BraxEnv(Environment):
 
     def __repr__(self) -> str:
         return f"BraxEnv({self.env_name!r}, backend={self.backend!r})"
+
+    def render(self, state: Any, params: Any, width: int, height: int):
+        """uint8 RGB `[height, width, 3]` of one state (see the module's docstring); the state
+        of a task built on this one (`brax_state` inside it) is drawn from its brax state."""
+        import mujoco
+        import numpy as np
+
+        pipeline = getattr(state, "brax_state", state).pipeline_state
+        model, data, renderer = self._renderer(width, height)
+        qpos = getattr(pipeline, "qpos", None)  # MJX's Data; brax's other pipelines: q, qd
+        data.qpos[:] = np.asarray(pipeline.q if qpos is None else qpos)
+        data.qvel[:] = np.asarray(pipeline.qd if qpos is None else pipeline.qvel)
+        mujoco.mj_forward(model, data)
+        if model.ncam:
+            camera = 0
+        else:
+            camera = mujoco.MjvCamera()
+            camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+            camera.trackbodyid = min(1, model.nbody - 1)
+            camera.distance, camera.elevation, camera.azimuth = 3 * model.stat.extent, -20, 90
+        renderer.update_scene(data, camera=camera)
+        return renderer.render().copy()
+
+    def _renderer(self, width: int, height: int):
+        """A MuJoCo model, data and renderer of `width` x `height`, made once per size (the
+        offscreen buffer enlarged to fit); closed at exit."""
+        renderers = vars(self).setdefault("_renderers", {})
+        if (width, height) not in renderers:
+            import mujoco
+
+            model = copy.copy(self.brax_env.sys.mj_model)
+            model.vis.global_.offwidth = max(width, model.vis.global_.offwidth)
+            model.vis.global_.offheight = max(height, model.vis.global_.offheight)
+            try:
+                renderer = mujoco.Renderer(model, height, width)
+            except Exception as error:  # no OpenGL backend could start
+                backend = os.environ.get("MUJOCO_GL", "unset: GLFW, which needs a display")
+                raise RendererUnavailable(
+                    f"MuJoCo's renderer could not start with MUJOCO_GL={backend} ({error}); on "
+                    "a machine without a GPU install OSMesa (Debian: apt-get install "
+                    "libosmesa6) and set MUJOCO_GL=osmesa, or set MUJOCO_GL=egl, before "
+                    "MuJoCo is imported"
+                ) from error
+            atexit.register(renderer.close)
+            renderers[width, height] = (model, mujoco.MjData(model), renderer)
+        return renderers[width, height]
 
 
 def _normalise(state: Any) -> Any:

@@ -4,6 +4,8 @@ Reference: gymnasium's `CartPole-v1` (`gymnasium/envs/classic_control/cartpole.p
 Sutton and Anderson, "Neuronlike adaptive elements that can solve difficult learning control
 problems" (1983). Same dynamics (explicit Euler), reward (+1 on every step, the terminating one
 included), termination and start distribution; the 500-step limit is applied by `TimeLimit`.
+`render` draws a state as gymnasium's picture does (a cart on a track, the pole leaning by its
+angle), in NumPy.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
+from rlsuite.envs.rendering import Canvas
 
 from rlsuite.environment import Environment, param_fields
 from rlsuite.environment.spaces import Box, Discrete
@@ -88,3 +92,21 @@ class CartPole(Environment):
 
     def validate_params(self, params: CartPoleParams) -> None:
         check_positive(params, *param_fields(params), owner=self.name)
+
+    def render(self, state: CartPoleState, params: CartPoleParams, width: int, height: int):
+        """uint8 RGB `[height, width, 3]`: the track (black) at a quarter of the height from
+        the bottom, the cart (dark grey, 0.4 x 0.24 m) centred at `x` on it, the pole (brown,
+        `2 * length` long) from the cart's axle (blue) leaning right for `theta > 0`, on white.
+        The track spans `+-1.25 x_threshold` metres across the width."""
+        scale = width / (2.5 * float(params.x_threshold))  # pixels per metre
+        x, theta = float(np.asarray(state.x)), float(np.asarray(state.theta))
+        canvas = Canvas(width, height, (255, 255, 255))
+        track = 0.75 * height
+        canvas.rectangle(0, track - 0.5, width, track + 0.5, (0, 0, 0))
+        cart_x, cart_w, cart_h = width / 2 + x * scale, 0.4 * scale, 0.24 * scale
+        canvas.rectangle(cart_x - cart_w / 2, track - cart_h, cart_x + cart_w / 2, track, (40,) * 3)
+        axle_y, pole = track - 0.75 * cart_h, 2 * float(params.length) * scale
+        tip = (cart_x + pole * math.sin(theta), axle_y - pole * math.cos(theta))
+        canvas.segment(cart_x, axle_y, *tip, 0.04 * scale, (202, 152, 101))
+        canvas.disk(cart_x, axle_y, 0.03 * scale, (129, 132, 203))
+        return canvas.image

@@ -4,10 +4,13 @@ configuration, written from the run's files; bad input refused with nothing over
 import json
 import shutil
 
+import jax
 import matplotlib.image
 import numpy as np
 import pytest
+from rlsuite.envs import rendering
 
+from rlsuite import envs
 from tests.test_cli import rlsuite
 
 TINY = ["ppo", "--env", "cartpole", "--total-timesteps", "2048", "--num-envs", "4"]
@@ -43,6 +46,13 @@ def test_the_page_says_what_the_run_files_say(run, tmp_path):
     image = matplotlib.image.imread(tmp_path / "page.png")
     assert image.shape[0] > 100 and image.shape[1] > 100
     assert np.std(image[..., :3]) > 0.05
+    # The first frame: the environment reset with the run's seed, drawn as rlsuite render draws.
+    assert "## First frame\n\n![cartpole, first frame](page_frame.png)" in text
+    env, params = envs.make("cartpole")
+    _, state = env.reset(jax.random.key(json.loads((run / "config.json").read_text())["seed"]))
+    expected = rendering.render_state(env, params, state)
+    frame = matplotlib.image.imread(tmp_path / "page_frame.png")[..., :3]
+    assert np.array_equal(np.round(frame * 255).astype(np.uint8), expected)
 
 
 def test_an_unfinished_run_gets_its_page_without_an_evaluation(run, tmp_path):
@@ -54,6 +64,20 @@ def test_an_unfinished_run_gets_its_page_without_an_evaluation(run, tmp_path):
     text = (unfinished / "report.md").read_text()
     assert "The run has not finished: it has no final.json yet." in text
     assert "## Speed" not in text and (unfinished / "report.png").is_file()
+    assert (unfinished / "report_frame.png").is_file()
+
+
+def test_an_environment_without_a_renderer_is_said_to_have_none(run, tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(run, other)
+    record = json.loads((other / "config.json").read_text())
+    (other / "config.json").write_text(json.dumps({**record, "env": "probe/action_reward"}))
+    proc = rlsuite("report", other)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = (other / "report.md").read_text()
+    assert "## First frame\n\nNo picture: environment 'probe/action_reward' has no renderer" in text
+    assert "those that can be rendered: cartpole, maze, maze/small, brax/..." in text
+    assert not (other / "report_frame.png").exists() and "_frame.png" not in text
 
 
 def test_bad_input_is_refused_and_nothing_is_overwritten(run, tmp_path):
@@ -76,3 +100,9 @@ def test_bad_input_is_refused_and_nothing_is_overwritten(run, tmp_path):
     assert proc.returncode == 2 and "(the page's figure)" in proc.stderr
     assert not (tmp_path / "d.md").exists()
     assert (tmp_path / "d.png").read_bytes() == b"not mine to replace"
+    # So is a first frame in the way: neither the page nor its figure is written.
+    (tmp_path / "e_frame.png").write_bytes(b"mine too")
+    proc = rlsuite("report", run, "--out", tmp_path / "e.md")
+    assert proc.returncode == 2 and "(the first frame)" in proc.stderr
+    assert not (tmp_path / "e.md").exists() and not (tmp_path / "e.png").exists()
+    assert (tmp_path / "e_frame.png").read_bytes() == b"mine too"

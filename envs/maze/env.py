@@ -42,7 +42,7 @@ from rlsuite.envs.maze.editor import MazeEditor
 from rlsuite.envs.maze.held_out import NAMES, held_out_levels
 from rlsuite.envs.maze.level import DIRECTIONS, Level, as_level, check_level, level_hash, pad
 from rlsuite.envs.maze.mutator import mutate
-from rlsuite.envs.maze.render import render
+from rlsuite.envs.maze.render import fit, render
 
 from rlsuite.environment import Environment
 from rlsuite.environment.levels import Levels
@@ -252,6 +252,12 @@ class Maze(Environment):
 
     def observation_space(self, params: MazeParams) -> Box:
         return Box(0.0, 1.0, (self.view_size * self.view_size * CHANNELS + 4,))
+
+    def render(self, state: MazeState, params: MazeParams, width: int, height: int) -> np.ndarray:
+        """uint8 RGB `[height, width, 3]`: the episode's level with the agent where it is now
+        and facing as it does now (`rlsuite.envs.maze.render.fit`)."""
+        level = state.level.replace(agent_pos=state.agent_pos, agent_dir=state.agent_dir)
+        return fit(jax.tree.map(np.asarray, level), width, height)
 
     def action_space(self, params: MazeParams) -> Discrete:
         return Discrete(NUM_ACTIONS)

@@ -11,6 +11,8 @@ The triangle is MiniGrid's agent, (0.12, 0.19), (0.87, 0.50), (0.12, 0.81) of th
 right, turned a quarter per direction about the cell's centre. Row `y` of the level is the
 image's rows `y * cell` to `(y + 1) * cell - 1`, column `x` its columns likewise (`wall_map[y,
 x]`, as `Level`). Only the level's real `height` x `width` is drawn, its padding left out.
+`fit(level, width, height)` draws it at the largest cell that fits an image of that size,
+centred, the margin grey as walls (outside the map is wall to the agent).
 """
 
 from __future__ import annotations
@@ -48,6 +50,19 @@ def render(level: Level, cell: int = 8) -> np.ndarray:
     ax, ay = np.asarray(level.agent_pos).tolist()
     agent = image[ay * cell : (ay + 1) * cell, ax * cell : (ax + 1) * cell]
     agent[agent_mask(int(level.agent_dir), cell)] = AGENT_RGB
+    return image
+
+
+def fit(level: Level, width: int, height: int) -> np.ndarray:
+    """uint8 RGB `[height, width, 3]`: `render(level, cell)` at the largest whole `cell` that
+    fits (at least 1 pixel), centred on a `WALL_RGB` margin (cut where even that is larger)."""
+    rows, columns = int(level.height), int(level.width)
+    cell = max(1, min(height // rows, width // columns))
+    picture = render(level, cell)[:height, :width]
+    image = np.empty((height, width, 3), np.uint8)
+    image[:] = WALL_RGB
+    top, left = (height - picture.shape[0]) // 2, (width - picture.shape[1]) // 2
+    image[top : top + picture.shape[0], left : left + picture.shape[1]] = picture
     return image
 
 

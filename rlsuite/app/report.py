@@ -1,14 +1,16 @@
 """`rlsuite report RUN`: one markdown page about one run directory.
 
-    rlsuite report runs/demo                      # runs/demo/report.md and runs/demo/report.png
-    rlsuite report runs/demo --out pages/demo.md  # pages/demo.md and pages/demo.png
+    rlsuite report runs/demo                      # runs/demo/report.md, report.png, ...
+    rlsuite report runs/demo --out pages/demo.md  # pages/demo.md, demo.png, demo_frame.png
 
 The page holds what the run's files say: the algorithm, environment, seeds, devices and mesh
 (`config.json`); the learning curve (`metrics.jsonl`, drawn as `rlsuite plot` draws it, into a PNG
 beside the page); the final evaluation per seed and every other per-seed result of `final.json`
 (success rates, normalised scores, regret); the wall time, compilation and steps per second; and
-the configuration and hyperparameters. A run that has not finished (no `final.json`) gets the page
-without its evaluation, saying so. Neither the page nor its figure overwrites a file.
+the configuration and hyperparameters; and the environment's first frame, as `rlsuite render`'s
+video starts (one reset, drawn by `rlsuite.envs.rendering`, into `<page>_frame.png`), or where the
+environment has no renderer, a line saying so. A run that has not finished (no `final.json`) gets
+the page without its evaluation, saying so. Neither the page nor its images overwrite a file.
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ SPEED_KEYS = ("wall_seconds", "compile_seconds")
 def write_report(
     run: str | pathlib.Path, out: str | pathlib.Path | None = None, metric: str = ""
 ) -> dict:
-    """Write the page of `run` to `out` (default `RUN/report.md`) and its learning curve beside
-    it (the same name, `.png`); returns `{"page", "figure"}`. `metric` is the curve's metric
-    (default `charts/episodic_return`). Refused before anything is written, naming the value: a
-    run without `config.json` or metrics, a metric the run did not log, a page or figure that
-    exists already."""
+    """Write the page of `run` to `out` (default `RUN/report.md`), its learning curve beside it
+    (the same name, `.png`) and its first frame (`<name>_frame.png`); returns `{"page",
+    "figure", "frame"}` (`frame` None where the environment cannot be drawn). `metric` is the
+    curve's metric (default `charts/episodic_return`). Refused before anything is written,
+    naming the value: a run without `config.json` or metrics, a metric the run did not log, a
+    page, figure or frame that exists already."""
     run = pathlib.Path(run)
     metric = metric or "charts/episodic_return"
     record = _read_json(run / "config.json", f"{run} holds no run (no config.json)")
@@ -48,18 +51,49 @@ def write_report(
     if page.suffix != ".md":
         raise ValueError(f"--out {page}: the page is markdown; give a name ending in .md")
     figure = check_new_file(page.with_suffix(".png"), hint=" (the page's figure)")
+    frame = check_new_file(page.with_name(f"{page.stem}_frame.png"), hint=" (the first frame)")
     final_path = run / "final.json"
     final = _read_json(final_path, "") if final_path.is_file() else None
 
     plot_runs([(run.name, rows)], figure, metric, None)
-    text = render(record, final, figure.name, metric)
+    why_not = first_frame(record, frame)
+    text = render(record, final, figure.name, metric, frame.name, why_not)
     page.write_text(text)
-    return {"page": str(page), "figure": str(figure)}
+    return {"page": str(page), "figure": str(figure), "frame": None if why_not else str(frame)}
 
 
-def render(record: dict, final: dict | None, figure: str, metric: str) -> str:
+def first_frame(record: dict, path: pathlib.Path) -> str | None:
+    """Draw the first state of the run's environment (a reset with the run's seed) into `path`;
+    returns None where it has been, else the reason it cannot be drawn."""
+    import jax
+    import matplotlib.pyplot as plt
+
+    from rlsuite.envs import rendering
+
+    rendering.use_gl()  # before the environment imports MuJoCo
+    from rlsuite import envs
+
+    env, params = envs.make(record["env"])
+    try:
+        rendering.check_renderable(env, record["env"])
+        _, state = jax.jit(env.reset)(jax.random.key(record.get("seed", 0)), params)
+        plt.imsave(path, rendering.render_state(env, params, state))
+    except (rendering.NotRenderable, rendering.RendererUnavailable) as error:
+        return str(error)
+    return None
+
+
+def render(
+    record: dict,
+    final: dict | None,
+    figure: str,
+    metric: str,
+    frame: str | None = None,
+    why_not: str | None = None,
+) -> str:
     """The page's markdown from a run's `config.json` record and `final.json` summary (None:
-    not finished), with the learning curve's image named `figure`."""
+    not finished), with the learning curve's image named `figure` and the first frame's named
+    `frame` (None: no section), or, instead of that image, `why_not` it could not be drawn."""
     algo, env = record.get("algo", "?"), record.get("env", "?")
     devices = record.get("devices") or {}
     lines = [
@@ -90,9 +124,20 @@ def render(record: dict, final: dict | None, figure: str, metric: str) -> str:
         lines += ["The run has not finished: it has no final.json yet.", ""]
     else:
         lines += [_evaluation(final), "", "## Speed", "", _speed(final), ""]
+    if frame is not None:
+        lines += ["## First frame", "", _frame(frame, env, why_not), ""]
     lines += ["## Configuration", "", _fields(record.get("config", {})), ""]
     lines += ["## Hyperparameters", "", _fields(record.get("hparams", {})), ""]
     return "\n".join(line for line in lines if line is not None).rstrip() + "\n"
+
+
+def _frame(frame: str, env: str, why_not: str | None) -> str:
+    if why_not is not None:
+        return f"No picture: {why_not}."
+    return (
+        f"![{env}, first frame]({frame})\n\nThe environment's first state (a reset with the "
+        f"run's seed), as the video of `rlsuite render` starts."
+    )
 
 
 def _evaluation(final: dict) -> str:

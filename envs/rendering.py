@@ -1,0 +1,139 @@
+"""Pictures of environment states: `render_state(env, env_params, state)`, an RGB image in NumPy.
+
+An environment draws itself where its innermost environment (below every wrapper) has a method
+`render(state, params, width, height) -> uint8 [height, width, 3]` taking its own state:
+CartPole (a cart and its pole, drawn here with `Canvas`), the UED maze and its editor (walls,
+goal and agent, `rlsuite.envs.maze.render`) and every Brax environment (MuJoCo's renderer,
+`rlsuite.envs.brax_adapter.BraxEnv.render`). `render_state` takes the state as the wrapped
+environment keeps it and finds the inner state: every wrapper that keeps a state of its own
+(`TimeLimit`, `EpisodeStatistics`, `RL2`) holds the wrapped one as `env_state`.
+
+MuJoCo picks its OpenGL backend when it is first imported, from `MUJOCO_GL`; `use_gl()` sets it,
+where the user has not, before anything imports MuJoCo: `egl` on a machine with a GPU, `osmesa`
+(Mesa's software renderer, Debian's `libosmesa6`) where there is none and it is installed, else
+`egl` (Mesa's EGL renders in software too).
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import os
+import sys
+from typing import Any
+
+import numpy as np
+
+from rlsuite.environment import Environment
+from rlsuite.environment.wrappers import Wrapper
+
+
+class NotRenderable(ValueError):
+    """The environment has no renderer (the message names those that have one)."""
+
+
+class RendererUnavailable(RuntimeError):
+    """A renderer that needs the machine's OpenGL could not start (the message says why)."""
+
+
+def use_gl() -> str:
+    """Set `MUJOCO_GL` (see the module's docstring) unless the user set it or MuJoCo is imported
+    already; returns the backend in effect (`""`: MuJoCo's default, GLFW)."""
+    if "MUJOCO_GL" in os.environ or "mujoco" in sys.modules:
+        return os.environ.get("MUJOCO_GL", "")
+    given = os.environ.get("PYOPENGL_PLATFORM", "").lower()
+    if given in ("egl", "osmesa"):
+        backend = given  # MuJoCo refuses a backend unlike PyOpenGL's platform
+    elif _has_gpu():
+        backend = "egl"
+    else:
+        backend = "osmesa" if ctypes.util.find_library("OSMesa") else "egl"
+    os.environ["MUJOCO_GL"] = backend
+    return backend
+
+
+def _has_gpu() -> bool:
+    import jax
+
+    return jax.default_backend() in ("gpu", "cuda", "rocm")
+
+
+def base(env: Environment, state: Any = None) -> tuple[Environment, Any]:
+    """The innermost environment under `env`'s wrappers and, of `state` (as `env` keeps it),
+    the state that environment keeps."""
+    while isinstance(env, Wrapper):
+        if state is not None and hasattr(state, "env_state"):
+            state = state.env_state
+        env = env.env
+    return env, state
+
+
+def renderable(env: Environment) -> bool:
+    """Whether `render_state` can draw `env`'s states."""
+    return callable(getattr(base(env)[0], "render", None))
+
+
+def renderable_names() -> list[str]:
+    """The registered environments that can be drawn (Brax's as one `brax/...` entry)."""
+    from rlsuite.envs.registry import OURS, UED
+
+    names = [name for name, cls in OURS.items() if callable(getattr(cls, "render", None))]
+    for name, factory in UED.items():
+        cls = factory if isinstance(factory, type) else type(factory())
+        if callable(getattr(cls, "render", None)):
+            names.append(name)
+    return [*names, "brax/... (every Brax environment, through MuJoCo's renderer)"]
+
+
+def check_renderable(env: Environment, name: str) -> None:
+    """A `NotRenderable` naming the environments that can be drawn, where `env` cannot."""
+    if not renderable(env):
+        raise NotRenderable(
+            f"environment {name!r} has no renderer; those that can be rendered: "
+            f"{', '.join(renderable_names())}"
+        )
+
+
+def render_state(
+    env: Environment, env_params: Any, state: Any, width: int = 480, height: int = 320
+) -> np.ndarray:
+    """uint8 RGB `[height, width, 3]` of one environment's `state` (as `env` keeps it, with its
+    wrappers' states around it; no batch axis). `NotRenderable` where `env` has no renderer."""
+    check_renderable(env, env.name)
+    for field, value in (("width", width), ("height", height)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 8:
+            raise ValueError(f"render_state: {field} must be an integer >= 8 pixels, got {value!r}")
+    inner, inner_state = base(env, state)
+    image = np.asarray(inner.render(inner_state, env_params, int(width), int(height)))
+    if image.shape != (height, width, 3) or image.dtype != np.uint8:
+        raise TypeError(
+            f"{inner.name}.render returned {image.dtype} {image.shape}; a uint8 "
+            f"[{height}, {width}, 3] image was asked for"
+        )
+    return image
+
+
+class Canvas:
+    """An RGB image to draw filled shapes on, in pixel coordinates: x to the right, y down, a
+    pixel covered where its centre is inside the shape."""
+
+    def __init__(self, width: int, height: int, background: tuple[int, int, int]):
+        self.image = np.empty((height, width, 3), np.uint8)
+        self.image[:] = background
+        self.y, self.x = np.mgrid[0:height, 0:width] + 0.5  # pixel centres
+
+    def fill(self, mask: np.ndarray, rgb: tuple[int, int, int]) -> None:
+        self.image[mask] = rgb
+
+    def rectangle(self, left, top, right, bottom, rgb) -> None:
+        self.fill((self.x >= left) & (self.x <= right) & (self.y >= top) & (self.y <= bottom), rgb)
+
+    def segment(self, x0, y0, x1, y1, radius, rgb) -> None:
+        """A thick line from (x0, y0) to (x1, y1) with round ends: the pixels within `radius`."""
+        dx, dy = x1 - x0, y1 - y0
+        along = ((self.x - x0) * dx + (self.y - y0) * dy) / max(dx * dx + dy * dy, 1e-12)
+        along = np.clip(along, 0.0, 1.0)
+        distance = np.hypot(self.x - (x0 + along * dx), self.y - (y0 + along * dy))
+        self.fill(distance <= radius, rgb)
+
+    def disk(self, x, y, radius, rgb) -> None:
+        self.fill(np.hypot(self.x - x, self.y - y) <= radius, rgb)
