@@ -220,25 +220,54 @@ def test_a_chunk_on_two_cpu_devices_holds_no_memory_per_update():
     assert out["grown_mib"] < 32, out
 
 
-def test_ynnpack_goes_off_only_for_several_cpu_devices(monkeypatch):
-    # The option is added for a process about to start with 2 or more CPU devices, on the jaxlib
-    # versions known to need it; one device, or a user's own choice of the option, is left as is.
+def test_ynnpack_goes_off_before_the_cpu_devices_start(monkeypatch):
+    # The option is added on the jaxlib versions known to need it, whatever the device count; a
+    # user's own choice of the option, or another jaxlib, is left as is.
     monkeypatch.setattr(driver, "YNN_JAXLIB", ((0, 0), (999, 0)))
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
-    driver._free_shared_cpu_pool(1)
-    assert os.environ["XLA_FLAGS"] == "--xla_force_host_platform_device_count=2"
-    driver._free_shared_cpu_pool(2)
+    driver._ynnpack_off()
     assert os.environ["XLA_FLAGS"].split() == [
         "--xla_force_host_platform_device_count=2",
         driver.YNN_OFF,
     ]
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_experimental_ynn_fusion_type=dot")
-    driver._free_shared_cpu_pool(4)
+    driver._ynnpack_off()
     assert os.environ["XLA_FLAGS"] == "--xla_cpu_experimental_ynn_fusion_type=dot"
     monkeypatch.delenv("XLA_FLAGS")
     monkeypatch.setattr(driver, "YNN_JAXLIB", ((0, 0), (0, 1)))  # a jaxlib outside the range
-    driver._free_shared_cpu_pool(2)
+    driver._ynnpack_off()
     assert "XLA_FLAGS" not in os.environ
+
+
+BATCH_INVARIANCE = textwrap.dedent(
+    """
+    import json, sys
+    import jax, jax.numpy as jnp, numpy as np
+    from rlsuite.loop import driver
+    driver.use_cpu_cores(1)
+    x = jax.random.normal(jax.random.key(1), (64, 128))
+    big = np.asarray(jax.jit(jax.vmap(jnp.sum))(x))[8:12]
+    small = np.asarray(jax.jit(jax.vmap(jnp.sum))(x[8:12]))
+    print(json.dumps({"equal": bool(np.array_equal(big, small))}))
+    """
+)
+
+
+def test_a_run_sums_the_same_bits_in_any_batch():
+    # A row's sum over 128 values in a batch of 64 rows and in a batch of 4: YNNPACK's reduction
+    # (jaxlib 0.10) gave them apart in the last bit; use_cpu_cores turns it off, on one device too.
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    env["JAX_PLATFORMS"] = "cpu"
+    proc = subprocess.run(
+        [sys.executable, "-c", BATCH_INVARIANCE],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["equal"], out
 
 
 def test_one_device_leaves_placement_unchanged():

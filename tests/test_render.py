@@ -155,7 +155,8 @@ def test_bad_input_is_refused_and_nothing_is_written(run, tmp_path, capsys, monk
     a_file = tmp_path / "file.txt"
     a_file.write_text("x")
     renderless = tmp_path / "renderless"  # the run, said to be of a probe (no renderer)
-    shutil.copytree(run, renderless)
+    # (without the videos another test may have made of the run)
+    shutil.copytree(run, renderless, ignore=shutil.ignore_patterns("video.*"))
     record = json.loads((renderless / "config.json").read_text())
     (renderless / "config.json").write_text(json.dumps({**record, "env": "probe/action_reward"}))
     before = sorted(p.name for p in tmp_path.iterdir())

@@ -44,7 +44,7 @@ from rlsuite.app.tuned import behaviour, env_from_argv, flag_value, tuned
 from rlsuite.loop import checkpoint
 from rlsuite.loop.loggers import CSV, DEFAULT_LOG_INTERVAL, JSONL, check_backends
 
-COMMANDS = ("train", "eval", "plot", "dataset", "stats", "report")
+COMMANDS = ("train", "sweep", "pbt", "eval", "render", "plot", "dataset", "stats", "report")
 
 
 class UsageError(ValueError):
@@ -167,10 +167,8 @@ def _build(record: dict):
     from rlsuite import envs
 
     algo = registry.get(record["algo"])
-    config = algo.config_cls(
-        **{k: tuple(v) if isinstance(v, list) else v for k, v in record["config"].items()}
-    )
-    hparams = algo.hparams_cls(**record["hparams"])
+    config = _config_of(algo, record["config"])
+    hparams = _record_hparams(record)
     env, env_params = envs.make(record["env"])
     data = None
     if record.get("dataset"):
@@ -180,7 +178,12 @@ def _build(record: dict):
                 f"{record['dataset']} changed since the run started (SHA-256 {sha[:12]}..., "
                 f"the run used {record['dataset_sha256'][:12]}...)"
             )
-    return algo.make(config, env, env_params), hparams, data
+    agent = algo.make(config, env, env_params)
+    if "pbt" in record:  # each member's hparams live in its state
+        from rlsuite.loop.population import population_agent
+
+        agent = population_agent(agent, tuple(record["pbt"]["fields"]))
+    return agent, hparams, data
 
 
 def _load_dataset(path: str, env=None, env_params=None):
@@ -239,49 +242,88 @@ def _env_name(algo: registry.Algorithm, argv: list[str]) -> str:
     return env_name
 
 
-def train(argv: list[str]) -> dict:
-    from rlsuite.loop.runner import chunk_length, fit
+@dataclasses.dataclass
+class NewRun:
+    """A new run, checked and ready to start (`new_run`): nothing is written yet."""
 
+    args: object  # the parsed TrainArgs
+    agent: object
+    record: dict  # what config.json will hold
+    out: pathlib.Path
+    data: object = None  # an offline algorithm's dataset
+
+
+def train(argv: list[str]) -> dict:
     if "--resume" in argv:
         return _resume(argv)
+    run = new_run(argv, "train")
+    return start_run(run, _record_hparams(run.record))
+
+
+def new_run(argv: list[str], command: str, check=None) -> NewRun:
+    """Parse and check the command line of a new run (`rlsuite train` and `rlsuite sweep`, as
+    `command`): algorithm, environment, flags (tuned defaults, or a `--config FILE`'s),
+    `--out`, mesh, loggers and dataset. `check(algo, agent, args)` adds a command's own checks.
+    Every refusal happens here, before anything is compiled or written."""
+    from rlsuite.loop.runner import chunk_length
+
+    argv, given = _config_file(argv)
+    if given is not None and (not argv or argv[0].startswith("-")):
+        argv = [given["algo"], *argv]  # the file names the algorithm
     if not argv or argv[0].startswith("-"):
         raise UsageError(
-            "train needs an algorithm first: rlsuite train ALGO "
+            f"{command} needs an algorithm first: rlsuite {command} ALGO "
             f"(one of {', '.join(registry.names())})"
         )
     name, argv = argv[0], argv[1:]
     _choose("algorithm", name, registry.names())
+    if given is not None and given["algo"] != name:
+        raise UsageError(f"--config {given['path']} is for {given['algo']}, not {name}")
     algo = registry.get(name)
     _check_memory(algo, argv)
+    if given is not None and flag_value(argv, "--env") is None and not algo.offline:
+        argv = [*argv, "--env", given["env"]]
     env_name = _env_name(algo, argv)
     from rlsuite import envs
 
     env, env_params = envs.make(env_name)  # an unknown name fails here, before any parsing
-    defaults = tuned(name, env_name)
     TrainArgs = _train_args(algo)
-    default = TrainArgs(
-        config=algo.config_cls(**defaults["config"]),
-        hparams=algo.hparams_cls(**defaults["hparams"]),
-        env=env_name,
-    )
-    args = tyro.cli(TrainArgs, args=argv, default=default, prog=f"rlsuite train {name}")
+    if given is None:
+        defaults = tuned(name, env_name)
+        default = TrainArgs(
+            config=algo.config_cls(**defaults["config"]),
+            hparams=algo.hparams_cls(**defaults["hparams"]),
+            env=env_name,
+        )
+    else:
+        default = TrainArgs(
+            config=_config_of(algo, given["config"]),
+            hparams=algo.hparams_cls(**given["hparams"]),
+            env=env_name,
+            **{k: given[k] for k in CONFIG_FILE_RUN_KEYS if k in given},
+        )
+    args = tyro.cli(TrainArgs, args=argv, default=default, prog=f"rlsuite {command} {name}")
     if args.num_seeds < 1 or args.chunks < 1 or args.eval_episodes < 1:
         raise UsageError("--num-seeds, --chunks and --eval-episodes must be >= 1")
     if args.log_interval < 1:
         raise UsageError(f"--log-interval must be >= 1 env steps per row, got {args.log_interval}")
+    prefix = "" if command == "train" else f"{command}_"
     out = pathlib.Path(
-        args.out or f"runs/{name}_{env_name.replace('/', '-')}_{time.strftime('%Y%m%d-%H%M%S')}"
+        args.out
+        or f"runs/{prefix}{name}_{env_name.replace('/', '-')}_{time.strftime('%Y%m%d-%H%M%S')}"
     )
     _check_out(out)
     agent = algo.make(args.config, env, env_params)
     agent.check_hparams(args.hparams)
+    if check is not None:
+        check(algo, agent, args)
     mesh_sizes = None if args.mesh is None else _mesh_sizes(args.mesh, args.num_seeds, agent)
     asked = getattr(args.config, "total_timesteps", None)
     steps = agent.config.num_updates * agent.env_steps_per_update
     if flag_value(argv, "--total-timesteps") is not None and steps != asked:
         print(
-            f"rlsuite train: note: the run takes {steps:,} env steps per seed, whole updates of "
-            f"{agent.env_steps_per_update:,}, for --total-timesteps {asked:,}",
+            f"rlsuite {command}: note: the run takes {steps:,} env steps per seed, whole updates "
+            f"of {agent.env_steps_per_update:,}, for --total-timesteps {asked:,}",
             file=sys.stderr,
         )
     for flag in ("tensorboard", "wandb"):
@@ -313,8 +355,16 @@ def train(argv: list[str]) -> dict:
     }
     if data is not None:
         record.update(dataset=str(pathlib.Path(args.dataset).resolve()), dataset_sha256=sha)
-    from rlsuite.loop.distributed import barrier, is_main
+    return NewRun(args, agent, record, out, data)
 
+
+def start_run(run: NewRun, hparams) -> dict:
+    """Write the run's `config.json` (process 0) and train it (`_fit`); a run that fails before
+    saving anything leaves no directory behind."""
+    from rlsuite.loop.distributed import barrier, is_main
+    from rlsuite.loop.runner import fit
+
+    out = run.out
     barrier("rlsuite train: --out checked")  # by every process, before process 0 writes there
     made = [path for path in (out, *out.parents) if not path.exists()]  # created below
     if is_main():
@@ -322,13 +372,86 @@ def train(argv: list[str]) -> dict:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise UsageError(f"--out {out}: {error.strerror}") from None
-        (out / "config.json").write_text(json.dumps(record, indent=2) + "\n")
+        (out / "config.json").write_text(json.dumps(run.record, indent=2) + "\n")
     try:
-        return _fit(fit, agent, args.hparams, record, out, False, args.progress, data)
+        return _fit(fit, run.agent, hparams, run.record, out, False, run.args.progress, run.data)
     except Exception:
         if is_main():
             _forget(out, made[-1] if made else None)
         raise
+
+
+# The fields of a `--config FILE` besides the algorithm's config and hparams that a new run takes
+# as its defaults (flags still override them).
+CONFIG_FILE_RUN_KEYS = ("num_seeds", "seed", "chunks", "eval_episodes")
+
+
+def _config_file(argv: list[str]) -> tuple[list[str], dict | None]:
+    """`argv` without `--config FILE`, and what the file holds: a `config.json` of a run, or a
+    sweep's `best.json` (`rlsuite.app.sweep`), with its `path`. None without the flag."""
+    path = flag_value(argv, "--config")
+    if path is None:
+        return argv, None
+    file = pathlib.Path(path)
+    if not file.is_file():
+        raise UsageError(f"--config {path}: no such file")
+    try:
+        given = json.loads(file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise UsageError(f"--config {path} is not valid JSON ({error})") from None
+    missing = [
+        k
+        for k in ("algo", "env", "config", "hparams")
+        if not isinstance(given, dict) or k not in given
+    ]
+    if missing:
+        raise UsageError(
+            f"--config {path} lacks {', '.join(missing)}: give a run's config.json or a sweep's "
+            "best.json"
+        )
+    if "sweep" in given:
+        raise UsageError(
+            f"--config {path} describes a sweep of {len(given['sweep']['configs'])} "
+            f"configurations; give its best.json (or a run's config.json)"
+        )
+    _choose("algorithm", given["algo"], registry.names())
+    return _without_flags(argv, ("--config",)), {**given, "path": path}
+
+
+def _config_of(algo: registry.Algorithm, fields: dict):
+    """The algorithm's config from a record's `config` (JSON lists back to tuples)."""
+    return algo.config_cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
+
+
+def _hparams_axis(record: dict) -> int | None:
+    """The driver's `hparams_axis` for a record: 0 for a sweep or a population (one set per run),
+    else None."""
+    return 0 if "sweep" in record or "pbt" in record else None
+
+
+def _between_chunks(record: dict, out: pathlib.Path):
+    """A population's exploit-and-explore step (`rlsuite.app.pbt`), or None."""
+    if "pbt" not in record:
+        return None
+    from rlsuite.app.pbt import step_for
+
+    return step_for(record, out)
+
+
+def _record_hparams(record: dict):
+    """The hparams a record trains with: its `hparams`, or for a sweep (`rlsuite.app.sweep`) one
+    set per run, the swept fields batched (`sweep_hparams`)."""
+    algo = registry.get(record["algo"])
+    hparams = algo.hparams_cls(**record["hparams"])
+    if "sweep" in record:
+        from rlsuite.app.sweep import sweep_hparams
+
+        hparams = sweep_hparams(hparams, record["sweep"])
+    if "pbt" in record:
+        from rlsuite.app.pbt import pbt_hparams
+
+        hparams = pbt_hparams(hparams, record["pbt"])
+    return hparams
 
 
 def _without_flags(argv: list[str], flags: tuple[str, ...]) -> list[str]:
@@ -452,7 +575,8 @@ def _fit(
     # The total before anything runs: for an offline agent, --num-updates x --gradient-steps.
     print(
         f"{'resuming' if resume else 'training'} {record['algo']} on {record['env']}: "
-        f"{record['num_seeds']} seeds x {num_updates * per_update:,} {unit} each "
+        f"{record['num_seeds']} {'seeds' if _hparams_axis(record) is None else 'runs'} x "
+        f"{num_updates * per_update:,} {unit} each "
         f"({num_updates:,} updates of {per_update:,}); files in {out}",
         flush=True,
     )
@@ -478,11 +602,15 @@ def _fit(
             progress=progress,
             # A record written before it held `log_interval` resumes with a row per update.
             logger_options={"log_interval": 1, **record["logging"]},
+            hparams_axis=_hparams_axis(record),
+            seeds_per_config=record["sweep"]["seeds"] if "sweep" in record else None,
+            between_chunks=_between_chunks(record, out),
             **offline,
         )
     summary = result.summary
     print(
-        f"{summary['algo']} on {summary['env']}: {summary['num_seeds']} seeds x "
+        f"{summary['algo']} on {summary['env']}: {summary['num_seeds']} "
+        f"{'seeds' if _hparams_axis(record) is None else 'runs'} x "
         f"{summary[key]:,} {unit} in {summary['wall_seconds']:.1f} s, "
         f"{summary['compile_seconds']:.1f} s of it compiling "
         f"({summary[f'{key}_per_second']:,} {unit}/s after); evaluation return "
@@ -522,12 +650,15 @@ def evaluate(argv: list[str]) -> dict:
     record = _read_record(out)
     agent, hparams, data = _build(record)
     keys = jax.random.split(jax.random.key(0), record["num_seeds"])
-    target = jax.eval_shape(functools.partial(driver.init_batch, agent), keys, hparams, None, data)
+    target = jax.eval_shape(
+        functools.partial(driver.init_batch, agent), keys, hparams, _hparams_axis(record), data
+    )
     states, meta = checkpoint.restore(
         out / "checkpoints", target, expect={"algo": record["algo"], "env": record["env"]}
     )
+    seeds = record["sweep"]["seeds"] if "sweep" in record else None
     returns, trials = evaluate_policies(
-        agent, states, jax.random.key(args.seed), args.episodes, not args.stochastic
+        agent, states, jax.random.key(args.seed), args.episodes, not args.stochastic, seeds
     )
     summary = {
         "run": str(out),
@@ -687,7 +818,9 @@ def _plot_levels(run_dirs: list[str], out: pathlib.Path) -> dict:
             images.append(levels.render(jax.tree.map(lambda x, i=i: np.asarray(x[i]), held_out)))
             titles.append(f"{name}\nsolved {rate:.2f}")
     keys = jax.random.split(jax.random.key(0), record["num_seeds"])
-    target = jax.eval_shape(functools.partial(driver.init_batch, agent), keys, hparams, None, data)
+    target = jax.eval_shape(
+        functools.partial(driver.init_batch, agent), keys, hparams, _hparams_axis(record), data
+    )
     states, _ = checkpoint.restore(
         run / "checkpoints", target, expect={"algo": record["algo"], "env": record["env"]}
     )
@@ -769,8 +902,27 @@ def report(argv: list[str]) -> dict:
 
     args = tyro.cli(ReportArgs, args=argv, prog="rlsuite report")
     written = write_report(args.run, args.out, args.metric)
-    print(f"wrote {written['page']} and {written['figure']}")
+    frame = f" and {written['frame']}" if written.get("frame") else ""
+    print(f"wrote {written['page']}, {written['figure']}{frame}")
     return written
+
+
+def sweep(argv: list[str]) -> dict:
+    from rlsuite.app import sweep as run_sweep
+
+    return run_sweep.main(argv)
+
+
+def pbt(argv: list[str]) -> dict:
+    from rlsuite.app import pbt as run_pbt
+
+    return run_pbt.main(argv)
+
+
+def render(argv: list[str]) -> dict:
+    from rlsuite.app import render as run_render
+
+    return run_render.main(argv)
 
 
 @dataclasses.dataclass
@@ -861,12 +1013,12 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
     count = None
     joining = _join_processes(command, argv)
     processes = joining or 1  # the CPU devices are shared among them where the count is known
-    if command == "train" and "--resume" in argv and flag_value(argv, "--cpu-devices"):
+    if command in RUN_COMMANDS and "--resume" in argv and flag_value(argv, "--cpu-devices"):
         count = _cpu_devices(flag_value(argv, "--cpu-devices"))
-    elif command == "train" and "--resume" in argv and flag_value(argv, "--mesh"):
+    elif command in RUN_COMMANDS and "--resume" in argv and flag_value(argv, "--mesh"):
         count = _mesh_devices(flag_value(argv, "--mesh"))
         count = None if count is None or count % processes else count // processes
-    elif command == "train" and "--resume" in argv:
+    elif command in RUN_COMMANDS and "--resume" in argv:
         i = argv.index("--resume")
         out = pathlib.Path(argv[i + 1] if i + 1 < len(argv) else "")
         if (out / "config.json").is_file():
@@ -875,7 +1027,7 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
             count = devices["count"] if devices["platform"] == "cpu" else None
             if count is not None and count % processes == 0:
                 count //= processes
-    elif command == "train":
+    elif command in RUN_COMMANDS:
         value = flag_value(argv, "--cpu-devices")
         if value is not None and value != "None":
             count = _cpu_devices(value)
@@ -894,6 +1046,7 @@ def _use_cpu_cores(command: str, argv: list[str]) -> None:
 
 
 PROCESS_FLAGS = ("--coordinator", "--num-processes", "--process-id")
+RUN_COMMANDS = ("train", "sweep", "pbt")  # the commands that train: devices, mesh, processes
 
 
 def _cpu_devices(value: str) -> int:
@@ -906,7 +1059,7 @@ def _join_processes(command: str, argv: list[str]) -> int | None:
     """None where `train` runs alone; where `--distributed` or one of `PROCESS_FLAGS` is given,
     the number of processes given or read from the cluster (SLURM_NTASKS), or 0 where only
     JAX's own detection will tell (once connected)."""
-    if command != "train":
+    if command not in RUN_COMMANDS:
         return None
     if "--distributed" not in argv and all(flag_value(argv, f) is None for f in PROCESS_FLAGS):
         return None
@@ -1006,7 +1159,7 @@ def main(argv: list[str] | None = None) -> int:
         if command not in ("plot", "stats", "report"):
             _use_cpu_cores(command, rest)
         commands = {"train": train, "eval": evaluate, "plot": plot, "dataset": dataset}
-        commands.update(stats=stats, report=report)
+        commands.update(stats=stats, report=report, sweep=sweep, pbt=pbt, render=render)
         commands[command](rest)
     except INPUT_ERRORS as error:
         if not _raised_here(error):

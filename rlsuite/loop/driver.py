@@ -215,17 +215,32 @@ def _evaluate_runs(
     agent: Agent, states: Any, key: jax.Array, deterministic: bool, evaluate_one, *shared: Any
 ) -> Any:
     """`evaluate_one(policy, key, *shared)` for every run's policy (`states` stacked on a leading
-    run axis), each with its own key split from `key`, vmapped over the runs and spread over
-    the devices (`per_device`); `shared` arguments are the same for every run."""
+    run axis), each with its own key split from `key` (or `key[i]`, where `key` holds one per
+    run: `run_keys`), vmapped over the runs and spread over the devices (`per_device`); `shared`
+    arguments are the same for every run."""
 
     def one(state, key, *shared):
         return evaluate_one(policy(agent, state, deterministic), key, *shared)
 
     num_runs = jax.tree.leaves(states)[0].shape[0]
-    keys = jax.random.split(key, num_runs)
+    per_run = key.shape == (num_runs,) and jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key)
+    keys = key if per_run else jax.random.split(key, num_runs)
     batched = jax.vmap(one, in_axes=(0, 0, *[None] * len(shared)))
     specs = (PartitionSpec(RUNS), PartitionSpec(RUNS), *[PartitionSpec()] * len(shared))
     return per_device(batched, num_runs, specs)(states, keys, *shared)
+
+
+def run_keys(key: jax.Array, num_runs: int, seeds: int | None = None) -> jax.Array:
+    """One key per run, `[num_runs]`: `jax.random.split(key, num_runs)`, or with `seeds` (which
+    divides `num_runs`) the `seeds` keys of `jax.random.split(key, seeds)` repeated for each of
+    `num_runs // seeds` configurations (configuration-major: run `c * seeds + s` has seed `s`'s
+    key). A sweep's runs of one configuration then have the keys of a `seeds`-seed run of it
+    alone, and every configuration sees the same seeds (common random numbers)."""
+    if seeds is None:
+        return jax.random.split(key, num_runs)
+    if seeds < 1 or num_runs % seeds:
+        raise ValueError(f"run_keys: seeds={seeds} must be >= 1 and divide num_runs={num_runs}")
+    return jnp.tile(jax.random.split(key, seeds), num_runs // seeds)
 
 
 def run_mesh(num_runs: int) -> Any:
@@ -254,8 +269,9 @@ def use_cpu_cores(count: int | None = None) -> int:
     before (at the top of a script). Afterwards, or where the count was set already
     (`JAX_NUM_CPU_DEVICES`, `--xla_force_host_platform_device_count` in `XLA_FLAGS`, an earlier
     call), it changes nothing. Accelerators are unaffected: a GPU's devices stay the default.
-    Where JAX is about to start with several CPU devices, it also turns XLA:CPU's YNNPACK
-    fusions off, which hold memory per matrix product there (`_free_shared_cpu_pool`).
+    Where JAX is about to start, it also turns XLA:CPU's YNNPACK fusions off, which hold memory
+    per matrix product on several devices and sum in an order that depends on the batch
+    (`_ynnpack_off`).
     """
     if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
         raise ValueError(f"use_cpu_cores: count must be an int >= 1 or None, got {count!r}")
@@ -268,7 +284,7 @@ def use_cpu_cores(count: int | None = None) -> int:
             count = len(cores) if cores else (os.cpu_count() or 1)
         jax.config.update("jax_num_cpu_devices", count)
     if not started:
-        _free_shared_cpu_pool(_cpu_devices_to_come())
+        _ynnpack_off()
     return len(jax.devices("cpu"))
 
 
@@ -284,29 +300,29 @@ def _jax_started() -> bool:
     return False
 
 
-def _cpu_devices_to_come() -> int:
-    """The CPU device count JAX will start with, from its config or `XLA_FLAGS`."""
-    if jax.config.jax_num_cpu_devices > 0:
-        return jax.config.jax_num_cpu_devices
-    flag = re.search(r"xla_force_host_platform_device_count=(\d+)", os.environ.get("XLA_FLAGS", ""))
-    return int(flag.group(1)) if flag else 1
-
-
-def _free_shared_cpu_pool(num_devices: int) -> None:
+def _ynnpack_off() -> None:
     """Turn XLA:CPU's YNNPACK fusions off (`YNN_OFF` in `XLA_FLAGS`) in a process about to start
-    with several CPU devices, on the jaxlib versions of `YNN_JAXLIB`, unless `XLA_FLAGS` sets
-    that option already.
+    its CPU devices, on the jaxlib versions of `YNN_JAXLIB`, unless `XLA_FLAGS` sets that option
+    already. Two reasons:
 
-    There, XLA computes f32 matrix products with YNNPACK, and each product queues a task on the
-    one thread pool every CPU device shares; a finished task leaves the queue only when an idle
-    pool thread looks at it. With a device per core, every pool thread runs a device's program,
-    so none looks until the programs end, and a program holds memory for every product it has
-    computed: a chunk of a 2-seed IQL run grew by about 20 MB per update. XLA's own kernels queue
-    nothing and ran as fast there (benchmarks/RESULTS.md, offline memory). The option is left in
-    `XLA_FLAGS`, which JAX's compilation cache reads into its keys.
+    * Memory, on several CPU devices. XLA computes f32 matrix products with YNNPACK, and each
+      product queues a task on the one thread pool every CPU device shares; a finished task
+      leaves the queue only when an idle pool thread looks at it. With a device per core, every
+      pool thread runs a device's program, so none looks until the programs end, and a program
+      holds memory for every product it has computed: a chunk of a 2-seed IQL run grew by about
+      20 MB per update. XLA's own kernels queue nothing and ran as fast there
+      (benchmarks/RESULTS.md, offline memory).
+    * Batch invariance, on any number. YNNPACK's reductions sum in an order that depends on how
+      many rows the batch holds (`jnp.sum` over 128 values per run differed in the last bit
+      between batches of 4 and 64 runs), so a run's result depended on how many other runs
+      shared its batch; XLA's own reductions gave every run the same bits in batches of 2 to 64.
+      A sweep's runs of a configuration then train as a run of it alone does
+      (`rlsuite.app.sweep`, docs/sweeps.md).
+
+    The option is left in `XLA_FLAGS`, which JAX's compilation cache reads into its keys.
     """
     flags = os.environ.get("XLA_FLAGS", "")
-    if num_devices < 2 or "xla_cpu_experimental_ynn_fusion_type" in flags:
+    if "xla_cpu_experimental_ynn_fusion_type" in flags:
         return
     version = tuple(int(part) for part in re.findall(r"\d+", jaxlib.version.__version__)[:2])
     if YNN_JAXLIB[0] <= version < YNN_JAXLIB[1]:

@@ -60,6 +60,7 @@ def fit(
     num_updates: int | None = None,
     chunk_updates: int | None = None,
     hparams_axis: int | None = None,
+    seeds_per_config: int | None = None,
     out_dir: str | pathlib.Path | None = None,
     resume: bool = False,
     env_name: str = "",
@@ -67,6 +68,7 @@ def fit(
     progress: bool = True,
     logger_options: dict | None = None,
     on_chunk: Callable[[int, dict], None] | None = None,
+    between_chunks: Callable[[Any, dict, int], Any] | None = None,
     data: Any = None,
     metadata: dict | None = None,
     reference_returns: tuple[float, float] | None = None,
@@ -76,11 +78,19 @@ def fit(
     `num_updates` defaults to `agent.config.num_updates`; `chunk_updates` (default:
     `chunk_length(num_updates)`, about a tenth of the run) sets how often checkpoints, logs and
     progress happen. `on_chunk(update, metrics)` is
-    called on the host after each chunk is saved.
+    called on the host after each chunk is saved. `between_chunks(states, metrics, update)`
+    returns the states the next chunk starts from, after every chunk but the last and before its
+    checkpoint (population-based training, `rlsuite.loop.population.PBT`); it must decide from
+    its arguments alone, so that a resumed run decides the same.
 
     Offline agents take their dataset as `data` (see `rlsuite.loop.driver`); it is not checkpointed,
     so pass something that identifies it in `metadata` (a resume must then present the same).
     `reference_returns=(random, expert)` adds D4RL's normalised scores to the summary.
+
+    A sweep passes one set of hparams per run (`hparams_axis=0`) and `seeds_per_config`: the
+    runs are then `num_seeds // seeds_per_config` configurations of `seeds_per_config` seeds,
+    configuration-major, and each run is initialised and evaluated with the keys of its seed in
+    a `seeds_per_config`-seed run of its configuration alone (`driver.run_keys`).
     """
     hparams = agent.default_hparams if hparams is None else hparams
     agent.check_hparams(hparams)
@@ -99,6 +109,16 @@ def fit(
         raise ValueError(
             f"fit: hparams_axis must be None (one hparams for every run) or 0 (a batch of "
             f"hparams, one per run), got {hparams_axis!r}"
+        )
+    if seeds_per_config is not None and (
+        hparams_axis != 0
+        or not isinstance(seeds_per_config, int)
+        or seeds_per_config < 1
+        or num_seeds % seeds_per_config
+    ):
+        raise ValueError(
+            f"fit: seeds_per_config={seeds_per_config!r} needs hparams_axis=0 and must divide "
+            f"num_seeds={num_seeds}"
         )
     if resume and out_dir is None:
         raise ValueError("fit: resume=True needs the out_dir of the run to continue")
@@ -120,7 +140,7 @@ def fit(
     if split_mesh is not None:
         check_mesh(split_mesh, num_seeds, agent.config)
     key_init, key_eval = jax.random.split(key)
-    keys = jax.random.split(key_init, num_seeds)
+    keys = driver.run_keys(key_init, num_seeds, seeds_per_config)
     init = jax.jit(driver.init_batch, static_argnums=(0, 3))
     # The state is donated: a replay buffer in it is updated in place, not copied per chunk.
     run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4), donate_argnums=(1,))
@@ -203,6 +223,10 @@ def fit(
             states, metrics = compiled[n](states, hparams, data)
             metrics = to_host(metrics)  # from every process, where the runs span several
             update += n
+            if between_chunks is not None and update < num_updates:
+                changed = between_chunks(states, metrics, update)
+                # Placed as the chunk left them: the compiled chunk takes that layout only.
+                states = jax.tree.map(lambda new, old: place(new, old.sharding), changed, states)
             env_steps = (np.arange(update - n, update) + 1) * steps_per_update
             if logger is not None:
                 logger.log(env_steps, metrics)
@@ -218,7 +242,9 @@ def fit(
     if logger is not None:
         logger.close()
 
-    eval_returns, trials = evaluate_policies(agent, states, key_eval, eval_episodes)
+    eval_returns, trials = evaluate_policies(
+        agent, states, key_eval, eval_episodes, seeds=seeds_per_config
+    )
     steps_run = (num_updates - start) * steps_per_update
     unit = step_unit(data)
     summary = {
@@ -298,25 +324,28 @@ def chunk_length(num_updates: int, chunks: int = 10) -> int:
 
 
 def evaluate_policies(
-    agent, states, key: jax.Array, episodes: int, deterministic: bool = True
+    agent, states, key: jax.Array, episodes: int, deterministic: bool = True, seeds=None
 ) -> tuple[np.ndarray, dict]:
     """Every run's evaluation returns `[num_runs, episodes]`, and for a task family (episodes
     that are trials, `rlsuite.environment.meta.RL2`) the `trial_summary` of the same episodes
-    (else `{}`)."""
+    (else `{}`). Each run's key is `driver.run_keys(key, num_runs, seeds)[i]`."""
+    num_runs = jax.tree.leaves(states)[0].shape[0]
+    keys = driver.run_keys(key, num_runs, seeds)
     if trial_wrapper(agent.env) is None:
         goal = "success" in info_keys(agent.env, agent.env_params)
         evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3, 4, 5, 6))
         sums = ("success",) if goal else ()
-        result = to_host(evaluation(agent, states, key, episodes, deterministic, None, sums))
+        result = to_host(evaluation(agent, states, keys, episodes, deterministic, None, sums))
         returns = np.asarray(result.returns)
         key_levels = jax.random.fold_in(key, 1)  # `key` keeps the evaluation it always gave
+        key_levels = driver.run_keys(key_levels, num_runs, seeds)
         summary = held_out_summary(agent, states, key_levels, episodes, deterministic)
         if goal:
             summary.update(goal_summary(np.asarray(result.sums["success"])))
         return returns, summary
     sums = tuple(k for k in TRIAL_SUMS if k in info_keys(agent.env, agent.env_params))
     evaluation = jax.jit(driver.evaluate_trials_batch, static_argnums=(0, 3, 4, 5))
-    result = to_host(evaluation(agent, states, key, episodes, deterministic, sums))
+    result = to_host(evaluation(agent, states, keys, episodes, deterministic, sums))
     return np.asarray(result.returns), trial_summary(result)
 
 

@@ -1,0 +1,271 @@
+"""`rlsuite pbt`: population-based training of any algorithm, every population in one batch.
+
+    rlsuite pbt ppo --env cartpole --population 8 --num-seeds 5 \\
+        --grid learning_rate=log:1e-5:1e-2 ent_coef=0:0.05 --anneal-lr False --chunks 20
+    rlsuite pbt ... --no-exploit   # the same draws and keys, never exploited: a random search
+    rlsuite pbt --resume runs/pbt_ppo_cartpole_<time>
+
+`--num-seeds` independent populations of `--population` members each; every member starts from
+its own draw of the `--grid` ranges (as `rlsuite sweep --random`: `LOW:HIGH`, `log:LOW:HIGH`,
+`V1,V2,...`, whose smallest and largest values bound the exploration) and its own key. All
+members of all populations train as one vmapped batch in the chunked loop of `rlsuite train`
+(checkpoints, exact resume, logs); after every chunk but the last, each population exploits and
+explores (`rlsuite.loop.population.PBT`): its bottom `--fraction` copies the whole learner state
+of a member of its top `--fraction` and perturbs the copied hyperparameters (x0.8 or x1.25, or
+a fresh draw with probability `--resample`). Each member's hyperparameters live in its state
+(`population_agent`) and are logged as `hparams/<field>`.
+
+Files in `--out`, besides a run's (`metrics.jsonl` has one row per member as its `seed`):
+`lineage.jsonl` (a row per exploit step: the update, every member's fitness, parent and new
+hyperparameters) and `pbt.md` / `pbt.json`: per population, its best member by the last chunk's
+training fitness (not by the evaluation), that member's evaluation return and hyperparameters,
+and the population's mean evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+
+from rlsuite.loop.population import PBT, population_agent
+
+LINEAGE = "lineage.jsonl"
+FILES = ("pbt.md", "pbt.json")
+
+
+def _split_argv(argv: list[str]) -> tuple[dict, list[str]]:
+    """The pbt flags (`--population`, `--fraction`, `--resample`, `--no-exploit`) and the rest."""
+    options = {"population": None, "fraction": 0.25, "resample": 0.25, "exploit": True}
+    rest, i = [], 0
+    while i < len(argv):
+        arg = argv[i]
+        name, _, value = arg.partition("=")
+        if name in ("--population", "--fraction", "--resample"):
+            if not value:
+                if i + 1 >= len(argv):
+                    raise ValueError(f"{name} needs a value")
+                value, i = argv[i + 1], i + 1
+            try:
+                number = int(value) if name == "--population" else float(value)
+            except ValueError:
+                raise ValueError(f"{name} must be a number, got {value!r}") from None
+            options[name[2:]] = number
+        elif arg == "--no-exploit":
+            options["exploit"] = False
+        else:
+            rest.append(arg)
+        i += 1
+    if options["population"] is None:
+        raise ValueError("pbt needs --population N (members per population, at least 2)")
+    if options["population"] < 2:
+        raise ValueError(
+            f"--population {options['population']}: a population needs at least 2 members "
+            "(one to copy from, one to replace)"
+        )
+    if not 0 < options["fraction"] <= 0.5:
+        raise ValueError(f"--fraction must be in (0, 0.5], got {options['fraction']}")
+    if not 0 <= options["resample"] <= 1:
+        raise ValueError(f"--resample must be a probability in [0, 1], got {options['resample']}")
+    return options, rest
+
+
+def bounds(specs) -> tuple[list[float], list[float], list[bool]]:
+    """Each field's exploration range: a range's ends, or a list's smallest and largest value."""
+    low = [s.low if s.low is not None else min(s.values) for s in specs]
+    high = [s.high if s.high is not None else max(s.values) for s in specs]
+    return low, high, [s.log for s in specs]
+
+
+def step_for(record: dict, out: pathlib.Path | None) -> PBT | None:
+    """The run's `between_chunks` step (None where it never exploits), writing each step's
+    lineage to `out/lineage.jsonl` (process 0). The first step of a call drops rows that a
+    killed process wrote at or after its update (the resume trains those chunks again)."""
+    pbt = record["pbt"]
+    if not pbt["exploit"]:
+        return None
+    step = PBT(
+        fields=tuple(pbt["fields"]),
+        low=tuple(pbt["low"]),
+        high=tuple(pbt["high"]),
+        log=tuple(pbt["log"]),
+        members=pbt["members"],
+        seed=record["seed"],
+        fraction=pbt["fraction"],
+        resample=pbt["resample"],
+    )
+    if out is None:
+        return step
+    from rlsuite.loop.distributed import is_main
+
+    path = pathlib.Path(out) / LINEAGE
+    first = [True]
+
+    def between_chunks(states, metrics, update):
+        states = step(states, metrics, update)
+        if is_main():
+            rows = []
+            if first[0] and path.exists():
+                rows = [
+                    r for r in path.read_text().splitlines() if json.loads(r)["update"] < update
+                ]
+            first[0] = False
+            rows.append(json.dumps(step.lineage[-1]))
+            if len(rows) > 1:
+                path.write_text("\n".join(rows) + "\n")
+            else:
+                with path.open("a") as file:
+                    file.write(rows[0] + "\n")
+        return states
+
+    return between_chunks
+
+
+def pbt_hparams(base, pbt: dict):
+    """The members' initial hparams `[populations x members]` (`hparams_axis=0`)."""
+    from rlsuite.app.sweep import sweep_hparams
+
+    return sweep_hparams(base, {"fields": pbt["fields"], "configs": pbt["configs"], "seeds": 1})
+
+
+def main(argv: list[str]) -> dict:
+    from rlsuite.app import cli
+    from rlsuite.app import sweep as sweeps
+
+    if "--resume" in argv:
+        i = argv.index("--resume")
+        out = pathlib.Path(argv[i + 1]) if i + 1 < len(argv) else pathlib.Path("")
+        if (out / "config.json").is_file() and "pbt" not in cli._read_record(out):
+            raise ValueError(f"{out} holds no pbt run: resume it with rlsuite train or sweep")
+        summary = cli._resume(argv)
+        return write_results(out, cli._read_record(out), summary)
+    options, rest = _split_argv(argv)
+    grid, random, metric, rest = sweeps._split_argv(rest)
+    if random is not None:
+        raise ValueError("--random is rlsuite sweep's; pbt draws --population members per seed")
+    if not grid:
+        raise ValueError("pbt needs --grid FIELD=LOW:HIGH (or log:LOW:HIGH, V1,V2,...)")
+    specs = [sweeps.parse_spec(token) for token in grid]
+    found = {}
+
+    def check(algo, agent, args):
+        sweeps.check_fields(specs, algo)
+        members = options["population"]
+        configs = sweeps.configurations(specs, members * args.num_seeds, args.seed)
+        low, high, log = bounds(specs)
+        pbt = {
+            "fields": [s.field for s in specs],
+            "low": low,
+            "high": high,
+            "log": log,
+            "members": members,
+            "populations": args.num_seeds,
+            "configs": configs,
+            "fraction": options["fraction"],
+            "resample": options["resample"],
+            "exploit": options["exploit"],
+        }
+        hparams = pbt_hparams(args.hparams, pbt)
+        agent.check_hparams(hparams)
+        bounded = pbt_hparams(
+            args.hparams,
+            {**pbt, "configs": [dict(zip(pbt["fields"], v, strict=True)) for v in (low, high)]},
+        )
+        agent.check_hparams(bounded)  # the whole range may be explored
+        found["pbt"] = pbt
+
+    run = cli.new_run(rest, "pbt", check)
+    pbt = found["pbt"]
+    run.record.update(num_seeds=pbt["members"] * pbt["populations"], pbt=pbt)
+    run = cli.NewRun(
+        run.args, population_agent(run.agent, tuple(pbt["fields"])), run.record, run.out, run.data
+    )
+    print(
+        f"pbt: {pbt['populations']} populations x {pbt['members']} members of "
+        f"{', '.join(pbt['fields'])} = {run.record['num_seeds']} runs, one batch"
+        + ("" if pbt["exploit"] else " (no exploit: a random search)"),
+        flush=True,
+    )
+    summary = cli.start_run(run, cli._record_hparams(run.record))
+    return write_results(run.out, run.record, summary)
+
+
+def results(record: dict, summary: dict, out: pathlib.Path) -> dict:
+    """Per population: its best member by the last chunk's training fitness, that member's
+    evaluation and final hyperparameters, and the population's mean evaluation."""
+    pbt = record["pbt"]
+    members, populations = pbt["members"], pbt["populations"]
+    evals = np.asarray(summary["eval_return_per_seed"]).reshape(populations, members)
+    fitness = _last_fitness(out, populations * members, record["chunks"])
+    final = _final_hparams(out, pbt)
+    rows = []
+    for p in range(populations):
+        scores = np.nan_to_num(fitness[p * members : (p + 1) * members], nan=-np.inf)
+        best = int(np.argmax(scores))
+        rows.append(
+            {
+                "population": p,
+                "best_member": best,
+                "best_eval_return": float(evals[p, best]),
+                "mean_eval_return": float(evals[p].mean()),
+                "best_hparams": {f: final[f][p * members + best] for f in pbt["fields"]},
+            }
+        )
+    best = np.asarray([r["best_eval_return"] for r in rows])
+    return {
+        "exploit": pbt["exploit"],
+        "populations": rows,
+        "best_eval_return_mean": float(best.mean()),
+    }
+
+
+def _last_fitness(out: pathlib.Path, runs: int, chunks: int) -> np.ndarray:
+    """Each member's mean episodic return over about the last chunk (the last `1 / chunks` of
+    its env steps), from `metrics.jsonl`; NaN where no episode ended there."""
+    from rlsuite.loop.loggers import read_metrics
+
+    rows = read_metrics(out)
+    total = max(r["env_steps"] for r in rows)
+    start = total * (1 - 1 / chunks)
+    values = [[] for _ in range(runs)]
+    for row in rows:
+        value = row.get("charts/episodic_return")
+        if row["env_steps"] > start and value is not None and np.isfinite(value):
+            values[row["seed"]].append(value)
+    return np.asarray([np.mean(v) if v else np.nan for v in values])
+
+
+def _final_hparams(out: pathlib.Path, pbt: dict) -> dict:
+    """Each member's hyperparameters at the end: the last lineage row's, or the initial draws."""
+    path = out / LINEAGE
+    if path.exists() and path.read_text().strip():
+        return json.loads(path.read_text().splitlines()[-1])["hparams"]
+    return {f: [c[f] for c in pbt["configs"]] for f in pbt["fields"]}
+
+
+def write_results(out: pathlib.Path, record: dict, summary: dict) -> dict:
+    table = results(record, summary, out)
+    fields = record["pbt"]["fields"]
+    head = ["population", "best member", "its eval return", "population mean", *fields]
+    lines = [
+        f"# {record['algo']} on {record['env']}: population-based training"
+        + ("" if table["exploit"] else " without exploit (random search)"),
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for row in table["populations"]:
+        cells = [str(row["population"]), str(row["best_member"])]
+        cells += [f"{row['best_eval_return']:.2f}", f"{row['mean_eval_return']:.2f}"]
+        cells += [f"{row['best_hparams'][f]:.4g}" for f in fields]
+        lines.append("| " + " | ".join(cells) + " |")
+    text = "\n".join(lines) + "\n"
+    from rlsuite.loop.distributed import is_main
+
+    if is_main():
+        (out / "pbt.md").write_text(text)
+        (out / "pbt.json").write_text(json.dumps(table, indent=2) + "\n")
+    print(text)
+    print(f"wrote {', '.join(FILES)} and {LINEAGE} to {out}")
+    return {**table, "summary": summary}

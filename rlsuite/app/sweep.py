@@ -1,0 +1,328 @@
+"""`rlsuite sweep`: every hyperparameter configuration x seed of a sweep trained as one batch.
+
+    rlsuite sweep ppo --env cartpole --grid learning_rate=1e-4,3e-4,1e-3 ent_coef=0,0.01
+    rlsuite sweep ppo --env cartpole --random 32 --grid learning_rate=log:1e-4:1e-2 ent_coef=0:0.05
+    rlsuite sweep --resume runs/sweep_ppo_cartpole_<time>
+    rlsuite train --config runs/sweep_ppo_cartpole_<time>/best.json --out runs/best
+
+The configurations are the grid's product (`--grid FIELD=V1,V2,...` per field) or, with
+`--random N`, N draws (a field's `LOW:HIGH` uniform, `log:LOW:HIGH` log-uniform, `V1,V2,...` a
+uniform choice; seeded by `--seed`). Every configuration x seed is a run of one batch: the
+driver vmaps them with one set of hyperparameters per run (`hparams_axis=0`) in the chunked host
+loop of `rlsuite train` (`rlsuite.loop.runner.fit`: progress, checkpoints, exact resume, logs,
+evaluation), so the whole sweep compiles one program per chunk length. Every other flag is
+`rlsuite train`'s, the base that the swept fields replace.
+
+Seeds: run `c * S + s` of an S-seed sweep is seed `s` of configuration `c`, with the keys of seed
+`s` of an S-seed `rlsuite train` of that configuration alone (`rlsuite.loop.driver.run_keys`):
+every configuration sees the same seeds, and `best.json` retrains the best one as the sweep did.
+
+Only hyperparameters (the algorithm's traced `hparams`) are swept: a config field (network sizes,
+environment counts) shapes the compiled program, so one call cannot vary it, and is refused.
+
+Files in `--out`, besides those of a run (`config.json` with a `sweep` entry, `metrics.jsonl`
+with one row per run, `checkpoints/`, `final.json` per run): `sweep.md` (the table: per
+configuration the mean evaluation return across seeds with a 95% percentile bootstrap interval,
+best first), `sweep.json` (the same, with every seed's value) and `best.json` (the best
+configuration, read back by `rlsuite train --config`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import itertools
+import json
+import math
+import pathlib
+
+import jax.numpy as jnp
+import numpy as np
+
+from rlsuite.ops.bootstrap import bootstrap_ci
+
+FILES = ("sweep.md", "sweep.json", "best.json")
+METRICS = ("eval_return", "normalized_score")  # a per-seed value of final.json, best the highest
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """One swept field: listed `values` (grid points, or a random search's choices), or a range
+    `low`..`high` (random search only), uniform or on a log scale."""
+
+    field: str
+    values: tuple[float, ...] = ()
+    low: float | None = None
+    high: float | None = None
+    log: bool = False
+
+
+def parse_spec(token: str) -> Spec:
+    """`FIELD=V1,V2,...`, `FIELD=LOW:HIGH` or `FIELD=log:LOW:HIGH`."""
+    if "=" not in token:
+        raise ValueError(
+            f"--grid {token!r}: write FIELD=V1,V2,... (or FIELD=LOW:HIGH, FIELD=log:LOW:HIGH "
+            "with --random N)"
+        )
+    field, text = token.split("=", 1)
+
+    def number(value: str) -> float:
+        try:
+            return float(np.float32(float(value)))  # the value a run trains with (float32)
+        except ValueError:
+            raise ValueError(f"--grid {field}: {value!r} is not a number") from None
+
+    if ":" in text:
+        parts = text.split(":")
+        log = parts[0] == "log"
+        if log:
+            parts = parts[1:]
+        if len(parts) != 2:
+            raise ValueError(f"--grid {token!r}: a range is LOW:HIGH or log:LOW:HIGH")
+        low, high = (number(p) for p in parts)
+        if not low < high:
+            raise ValueError(f"--grid {field}: the range {low:g}:{high:g} needs LOW < HIGH")
+        if log and low <= 0:
+            raise ValueError(f"--grid {field}: a log range needs LOW > 0, got {low:g}")
+        return Spec(field, low=low, high=high, log=log)
+    values = tuple(number(v) for v in text.split(",") if v != "")
+    if not values:
+        raise ValueError(f"--grid {field}=: give at least one value")
+    if len(set(values)) != len(values):
+        raise ValueError(f"--grid {field}: a value is listed twice ({text})")
+    return Spec(field, values=values)
+
+
+def check_fields(specs: list[Spec], algo) -> None:
+    """Refuse a field that is not one of `algo`'s hyperparameters, naming the allowed ones; a
+    config field is refused as static."""
+    hparams = [f.name for f in dataclasses.fields(algo.hparams_cls)]
+    config = {f.name for f in dataclasses.fields(algo.config_cls)}
+    seen = set()
+    for spec in specs:
+        if spec.field in seen:
+            raise ValueError(f"--grid {spec.field} is given twice; give its values once")
+        seen.add(spec.field)
+        if spec.field in hparams:
+            continue
+        allowed = f"{algo.name}'s hyperparameters: {', '.join(hparams)}"
+        if spec.field in config:
+            raise ValueError(
+                f"--grid {spec.field}: {spec.field} is a static config field of {algo.name} (it "
+                "shapes the compiled program, so one vmapped call cannot vary it; sweep it with "
+                f"separate runs); a sweep varies {allowed}"
+            )
+        close = difflib.get_close_matches(spec.field, hparams, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValueError(f"--grid {spec.field} is not a hyperparameter{hint} ({allowed})")
+
+
+def configurations(specs: list[Spec], random: int | None, seed: int) -> list[dict]:
+    """The sweep's configurations: the grid's product, or `random` draws (seeded by `seed`)."""
+    if random is None:
+        ranged = [s.field for s in specs if s.low is not None]
+        if ranged:
+            raise ValueError(
+                f"--grid {ranged[0]}: a range is sampled by random search; add --random N, or "
+                "list the grid's values (FIELD=V1,V2,...)"
+            )
+        product = itertools.product(*(s.values for s in specs))
+        return [dict(zip([s.field for s in specs], v, strict=True)) for v in product]
+    if random < 1:
+        raise ValueError(f"--random must be >= 1 configurations, got {random}")
+    rng = np.random.default_rng(seed)
+    draws = []
+    for _ in range(random):
+        config = {}
+        for s in specs:
+            if s.low is None:
+                value = s.values[rng.integers(len(s.values))]
+            elif s.log:
+                value = math.exp(rng.uniform(math.log(s.low), math.log(s.high)))
+            else:
+                value = rng.uniform(s.low, s.high)
+            config[s.field] = float(np.float32(value))
+        draws.append(config)
+    return draws
+
+
+def sweep_hparams(base, sweep: dict):
+    """`base` hparams with each swept field a `[configs x seeds]` array, configuration-major
+    (run `c * seeds + s`), the others shared: the driver's `hparams_axis=0` batch."""
+    configs, seeds = sweep["configs"], sweep["seeds"]
+    columns = {
+        field: jnp.asarray(np.repeat([c[field] for c in configs], seeds), jnp.float32)
+        for field in sweep["fields"]
+    }
+    return base.replace(**columns)
+
+
+def _split_argv(argv: list[str]) -> tuple[list[str], int | None, str, list[str]]:
+    """(`--grid` tokens, `--random` N, `--metric`, the rest): the sweep's own flags out of the
+    command line; the rest is `rlsuite train`'s."""
+    grid, random, metric, rest = [], None, "eval_return", []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--grid":
+            i += 1
+            while i < len(argv) and not argv[i].startswith("--"):
+                grid.append(argv[i])
+                i += 1
+            continue
+        if arg in ("--random", "--metric") or arg.startswith(("--random=", "--metric=")):
+            name, value = arg.split("=", 1) if "=" in arg else (arg, None)
+            if value is None:
+                if i + 1 >= len(argv):
+                    raise ValueError(f"{name} needs a value")
+                value, i = argv[i + 1], i + 1
+            if name == "--random":
+                if not value.isdigit():
+                    raise ValueError(f"--random must be a number of configurations, got {value!r}")
+                random = int(value)
+            else:
+                metric = value
+            i += 1
+            continue
+        rest.append(arg)
+        i += 1
+    if metric not in METRICS:
+        raise ValueError(f"--metric {metric!r} is not one of: {', '.join(METRICS)}")
+    return grid, random, metric, rest
+
+
+def main(argv: list[str]) -> dict:
+    from rlsuite.app import cli
+
+    if "--resume" in argv:
+        i = argv.index("--resume")
+        out = pathlib.Path(argv[i + 1]) if i + 1 < len(argv) else None
+        if out is not None and (out / "config.json").is_file():
+            record = cli._read_record(out, "sweep to resume")
+            if "sweep" not in record:
+                raise ValueError(f"{out} holds a run, not a sweep: resume it with rlsuite train")
+        summary = cli._resume(argv)
+        return write_results(out, cli._read_record(out), summary)
+    grid, random, metric, rest = _split_argv(argv)
+    if not grid:
+        raise ValueError("sweep needs --grid FIELD=V1,V2,... (one or more fields)")
+    specs = [parse_spec(token) for token in grid]
+    found = {}
+
+    def check(algo, agent, args):
+        check_fields(specs, algo)
+        configs = configurations(specs, random, args.seed)
+        sweep = {
+            "fields": [s.field for s in specs],
+            "configs": configs,
+            "seeds": args.num_seeds,
+            "metric": metric,
+            "search": "grid" if random is None else "random",
+        }
+        agent.check_hparams(sweep_hparams(args.hparams, sweep))  # a bad value, named
+        found["sweep"] = sweep
+
+    run = cli.new_run(rest, "sweep", check)
+    if metric == "normalized_score" and cli._reference_returns(run.data) is None:
+        raise ValueError(
+            "--metric normalized_score needs an offline algorithm's dataset with random and "
+            "expert returns; use --metric eval_return"
+        )
+    sweep = found["sweep"]
+    num_runs = len(sweep["configs"]) * sweep["seeds"]
+    run.record.update(num_seeds=num_runs, sweep=sweep)
+    print(
+        f"sweep: {len(sweep['configs'])} configurations of {', '.join(sweep['fields'])} x "
+        f"{sweep['seeds']} seeds = {num_runs} runs, one batch",
+        flush=True,
+    )
+    summary = cli.start_run(run, cli._record_hparams(run.record))
+    return write_results(run.out, run.record, summary)
+
+
+def results(record: dict, summary: dict) -> dict:
+    """The sweep's table from a run's summary (`final.json`): per configuration its seeds' values
+    of the metric, their mean and 95% percentile bootstrap interval; best (highest mean) first."""
+    sweep = record["sweep"]
+    key = f"{sweep['metric']}_per_seed"
+    per_seed = np.asarray(summary[key], np.float64).reshape(len(sweep["configs"]), sweep["seeds"])
+    low, high = bootstrap_ci(per_seed.T)
+    rows = [
+        {
+            "config": config,
+            "per_seed": per_seed[c].tolist(),
+            "mean": float(per_seed[c].mean()),
+            "low": float(low[c]),
+            "high": float(high[c]),
+        }
+        for c, config in enumerate(sweep["configs"])
+    ]
+    order = sorted(range(len(rows)), key=lambda c: -rows[c]["mean"])
+    return {
+        "metric": sweep["metric"],
+        "fields": sweep["fields"],
+        "seeds": sweep["seeds"],
+        "search": sweep["search"],
+        "rows": [rows[c] for c in order],
+        "best_index": order[0],
+    }
+
+
+def markdown(table: dict, title: str) -> str:
+    fields = table["fields"]
+    head = ["rank", *fields, f"{table['metric']} (mean)", "95% interval", "seeds"]
+    lines = [f"# {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for rank, row in enumerate(table["rows"], start=1):
+        cells = [str(rank), *(f"{row['config'][f]:.4g}" for f in fields)]
+        cells += [f"{row['mean']:.2f}", f"[{row['low']:.2f}, {row['high']:.2f}]"]
+        cells.append(", ".join(f"{v:.1f}" for v in row["per_seed"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def best_config(record: dict, table: dict) -> dict:
+    """What `rlsuite train --config` reads: the record of an S-seed run of the best
+    configuration alone (with the sweep's seed, chunks and evaluation)."""
+    best = table["rows"][0]
+    keys = ("algo", "env", "seed", "chunks", "eval_episodes", "logging", "config")
+    entry = {k: record[k] for k in keys}
+    entry.update(
+        num_seeds=table["seeds"],
+        hparams={**record["hparams"], **best["config"]},
+        sweep_result={k: best[k] for k in ("mean", "low", "high", "per_seed")},
+    )
+    if "dataset" in record:
+        entry.update(dataset=record["dataset"], dataset_sha256=record["dataset_sha256"])
+    return entry
+
+
+def write_results(out: pathlib.Path, record: dict, summary: dict) -> dict:
+    """Write `sweep.md`, `sweep.json` and `best.json` into `out`; print the table."""
+    table = results(record, summary)
+    title = (
+        f"{record['algo']} on {record['env']}: {len(table['rows'])} configurations x "
+        f"{table['seeds']} seeds ({table['search']} search)"
+    )
+    text = markdown(table, title)
+    best = best_config(record, table)
+    from rlsuite.loop.distributed import is_main
+
+    if is_main():
+        (out / "sweep.md").write_text(text)
+        (out / "sweep.json").write_text(json.dumps(table, indent=2) + "\n")
+        (out / "best.json").write_text(json.dumps(best, indent=2) + "\n")
+    print(text)
+    values = ", ".join(f"{k}={v:.4g}" for k, v in table["rows"][0]["config"].items())
+    print(f"best: {values}, {table['metric']} {best['sweep_result']['mean']:.2f}")
+    print(
+        f"wrote {', '.join(FILES)} to {out}; retrain the best with its seeds: rlsuite train "
+        f"--config {out / 'best.json'}"
+    )
+    devices = record.get("devices", {})
+    if devices.get("count", 1) > 1:
+        print(
+            f"note: the sweep ran on {devices['count']} devices, where a run's last bits can "
+            "depend on its place in the batch; for a bitwise retrain, sweep and retrain on one "
+            "device (--cpu-devices 1; docs/sweeps.md)"
+        )
+    return {**table, "best": best, "summary": summary}
