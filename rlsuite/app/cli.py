@@ -2,25 +2,32 @@
 
     rlsuite train ppo --env cartpole --num-seeds 8 --total-timesteps 500000 --out runs/demo
     rlsuite train --resume runs/demo
+    rlsuite train --config runs/sweep/best.json --out runs/best
+    rlsuite sweep ppo --env cartpole --grid learning_rate=1e-4,1e-3 ent_coef=0,0.01 --num-seeds 4
+    rlsuite pbt ppo --env cartpole --population 8 --grid learning_rate=log:1e-4:1e-2
     rlsuite eval runs/demo --episodes 100
+    rlsuite render runs/demo --episodes 2 --out demo.mp4
     rlsuite plot runs/a runs/b --out curves.png
     rlsuite stats runs/a runs/b runs/c --by algo,env --out stats/
     rlsuite report runs/demo
     rlsuite dataset collect --env pendulum --quality medium --size 100000 --out data/p-m.hdf5
     rlsuite train iql --dataset data/p-m.hdf5 --num-updates 1000 --out runs/iql
 
-`train` starts from the tuned defaults for the environment (`rlsuite.app.tuned`); every config and
-hyperparameter field is a flag (`rlsuite train ppo --help`). It writes `config.json`,
-`metrics.jsonl`, `metrics.csv`, `checkpoints/` and `final.json` under `--out`. Offline algorithms
-learn from `--dataset FILE` (D4RL layout) and take their environment from it; their `final.json`
-adds D4RL's normalised scores. `dataset collect` makes a dataset with our own SAC or TD3
-(`rlsuite.app.collect`). `stats` compares runs across tasks and seeds through rliable (the
-`stats` extra; `rlsuite.app.stats`): IQM, mean, median, optimality gap, performance profiles and
-the probability of improvement, as markdown tables and PNG figures. `report` writes one markdown
-page about a run (`rlsuite.app.report`): its curve, evaluation, speed and configuration. The
-algorithms are those of `rlsuite.agents.registry` (listed below): a family registered there
-trains, resumes and evaluates here with no change to this module. This module is the one place
-in `rlsuite` that imports `envs` (to resolve environment names).
+`train` starts from the tuned defaults for the environment (`rlsuite.app.tuned`), or from a
+`--config FILE` (a run's `config.json` or a sweep's `best.json`); every config and hyperparameter
+field is a flag (`rlsuite train ppo --help`). `sweep` trains configurations x seeds as one batch
+(`rlsuite.app.sweep`), `pbt` populations with exploit and explore between chunks
+(`rlsuite.app.pbt`), and `render` films a run's policy (`rlsuite.app.render`). `train` writes
+`config.json`, `metrics.jsonl`, `metrics.csv`, `checkpoints/` and `final.json` under `--out`.
+Offline algorithms learn from `--dataset FILE` (D4RL layout) and take their environment from it;
+their `final.json` adds D4RL's normalised scores. `dataset collect` makes a dataset with our own SAC
+or TD3 (`rlsuite.app.collect`). `stats` compares runs across tasks and seeds through rliable (the
+`stats` extra; `rlsuite.app.stats`): IQM, mean, median, optimality gap, performance profiles and the
+probability of improvement, as markdown tables and PNG figures. `report` writes one markdown page
+about a run (`rlsuite.app.report`): its curve, evaluation, speed and configuration. The algorithms
+are those of `rlsuite.agents.registry` (listed below): a family registered there trains, resumes and
+evaluates here with no change to this module. This module is the one place in `rlsuite` that imports
+`envs` (to resolve environment names).
 """
 
 import contextlib

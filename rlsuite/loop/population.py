@@ -106,6 +106,8 @@ class PBT:
         count = max(1, int(self.members * self.fraction))
         for start in range(0, runs, self.members):
             scores = np.nan_to_num(fitness[start : start + self.members], nan=-np.inf)
+            if not np.isfinite(scores).any():
+                continue  # nothing to rank by yet (no member finished an episode)
             order = np.argsort(-scores, kind="stable")  # best first; ties keep their order
             top, bottom = order[:count], order[-count:]
             for loser in bottom:
@@ -130,8 +132,10 @@ class PBT:
         """The step: `states` (batched `Member`s) after exploit and explore, from a chunk's
         host `metrics` (`[runs, updates]` each)."""
         values = np.asarray(metrics[self.metric], np.float64)
-        with np.errstate(all="ignore"):
-            fitness = np.nanmean(np.where(np.isfinite(values), values, np.nan), axis=1)
+        finite = np.isfinite(values)
+        counts = finite.sum(axis=1)
+        fitness = np.where(finite, values, 0.0).sum(axis=1) / np.maximum(counts, 1)
+        fitness = np.where(counts > 0, fitness, np.nan)  # no episode ended in the chunk
         parents, factors = self.choose(fitness, update)
         fresh = self.redraw(factors.shape, update)
         bounds = (np.asarray(self.low), np.asarray(self.high))
