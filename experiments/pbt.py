@@ -33,6 +33,8 @@ from rlsuite.ops.bootstrap import bootstrap_ci
 
 @dataclasses.dataclass
 class Args:
+    env: str = "cartpole"
+    """environment (`envs.names()`)"""
     seeds: int = 5
     """independent populations per arm (the experiment's seeds)"""
     population: int = 8
@@ -54,7 +56,7 @@ class Args:
 
 
 def arm(args: Args, name: str, exploit: bool) -> dict:
-    argv = ["pbt", "ppo", "--env", "cartpole", "--population", str(args.population)]
+    argv = ["pbt", "ppo", "--env", args.env, "--population", str(args.population)]
     argv += ["--num-seeds", str(args.seeds), "--grid", *args.grid, "--no-anneal-lr"]
     argv += ["--total-timesteps", str(args.total_timesteps), "--chunks", str(args.chunks)]
     argv += ["--eval-episodes", str(args.eval_episodes), "--seed", str(args.seed)]

@@ -5,7 +5,9 @@
 The grid is flattened to one run per (learning rate, entropy coefficient, seed) and trained as a
 single `jax.jit(driver.run_batch)` call with one set of hyperparameters per run (`hparams_axis=0`);
 then every run's policy is evaluated deterministically. Every grid cell uses the same seed keys
-(common random numbers), so cells differ only in their hyperparameters. Prints the mean ± sample
+(common random numbers), so cells differ only in their hyperparameters. This is the library-level
+form of `rlsuite sweep` (the same batch, hparams and keys, `rlsuite.app.sweep.sweep_hparams` and
+`driver.run_keys`) without its checkpoints, logs and files. Prints the mean ± sample
 std of the evaluation return across seeds per cell and the environment steps per second of training
 (all runs together, compilation excluded); `--out` also writes the results as JSON.
 """
@@ -19,7 +21,6 @@ import pathlib
 import time
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import tyro
 from rich.console import Console
@@ -28,6 +29,7 @@ from rich.table import Table
 from rlsuite import envs
 from rlsuite.agents import ppo
 from rlsuite.app.cli import run_script
+from rlsuite.app.sweep import sweep_hparams
 from rlsuite.app.tuned import default_env
 from rlsuite.loop import driver, runner
 from rlsuite.loop.agent import Agent
@@ -79,22 +81,23 @@ def setup(args: Args) -> tuple[Agent, list, ppo.PPOHparams]:
         learning_rate=np.asarray(args.learning_rates), ent_coef=np.asarray(args.ent_coefs)
     )
     agent.check_hparams(grid)  # a bad grid value raises here, naming the field
-    # Flatten the grid: run i is cell i // num_seeds, seed i % num_seeds.
+    # Flatten the grid: run i is cell i // num_seeds, seed i % num_seeds (as rlsuite sweep).
     cells = list(itertools.product(args.learning_rates, args.ent_coefs))
-    per_run = np.repeat(np.asarray(cells, np.float32), args.num_seeds, axis=0)  # [runs, 2]
-    hparams = agent.default_hparams.replace(
-        learning_rate=jnp.asarray(per_run[:, 0]), ent_coef=jnp.asarray(per_run[:, 1])
-    )
-    return agent, cells, hparams
+    sweep = {
+        "fields": ["learning_rate", "ent_coef"],
+        "configs": [{"learning_rate": lr, "ent_coef": ent} for lr, ent in cells],
+        "seeds": args.num_seeds,
+    }
+    return agent, cells, sweep_hparams(agent.default_hparams, sweep)
 
 
 def main(args: Args) -> dict:
     agent, cells, hparams = setup(args)
     config = agent.config
     num_runs = len(cells) * args.num_seeds
-    seed_keys = jax.random.split(jax.random.key(args.seed), args.num_seeds + 1)
-    key_eval, seed_keys = seed_keys[0], seed_keys[1:]
-    keys = jnp.tile(seed_keys, len(cells))  # the same seeds in every cell
+    key_init, key_eval = jax.random.split(jax.random.key(args.seed))
+    # The same seeds in every cell: seed s of each has the keys of seed s of a run of it alone.
+    keys = driver.run_keys(key_init, num_runs, args.num_seeds)
 
     print(
         f"ppo on {args.env}: {len(args.learning_rates)} learning rates x {len(args.ent_coefs)} "
@@ -111,7 +114,8 @@ def main(args: Args) -> dict:
     states, _ = jax.block_until_ready(run(states, hparams))
     train_seconds = time.perf_counter() - start
     evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
-    returns = np.asarray(evaluation(agent, states, key_eval, args.eval_episodes).returns)
+    eval_keys = driver.run_keys(key_eval, num_runs, args.num_seeds)
+    returns = np.asarray(evaluation(agent, states, eval_keys, args.eval_episodes).returns)
 
     cell_returns = returns.mean(axis=1).reshape(len(cells), args.num_seeds)
     env_steps = num_runs * config.num_updates * agent.env_steps_per_update

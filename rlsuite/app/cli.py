@@ -430,6 +430,18 @@ def _config_of(algo: registry.Algorithm, fields: dict):
     return algo.config_cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
 
 
+def restore_states(out: pathlib.Path, record: dict, agent, hparams, data=None):
+    """`(states, metadata)` of the latest checkpoint of the run in `out` (every seed, or every
+    run of a sweep or population), from its record and what `_build` made of it."""
+    from rlsuite.loop import driver
+
+    keys = jax.random.split(jax.random.key(0), record["num_seeds"])
+    init = functools.partial(driver.init_batch, agent)
+    target = jax.eval_shape(init, keys, hparams, _hparams_axis(record), data)
+    expect = {"algo": record["algo"], "env": record["env"]}
+    return checkpoint.restore(pathlib.Path(out) / "checkpoints", target, expect=expect)
+
+
 def _hparams_axis(record: dict) -> int | None:
     """The driver's `hparams_axis` for a record: 0 for a sweep or a population (one set per run),
     else None."""
@@ -647,7 +659,6 @@ class EvalArgs:
 
 
 def evaluate(argv: list[str]) -> dict:
-    from rlsuite.loop import driver
     from rlsuite.loop.runner import eval_summary, evaluate_policies
 
     args = tyro.cli(EvalArgs, args=argv, prog="rlsuite eval")
@@ -656,13 +667,7 @@ def evaluate(argv: list[str]) -> dict:
     out = pathlib.Path(args.run)
     record = _read_record(out)
     agent, hparams, data = _build(record)
-    keys = jax.random.split(jax.random.key(0), record["num_seeds"])
-    target = jax.eval_shape(
-        functools.partial(driver.init_batch, agent), keys, hparams, _hparams_axis(record), data
-    )
-    states, meta = checkpoint.restore(
-        out / "checkpoints", target, expect={"algo": record["algo"], "env": record["env"]}
-    )
+    states, meta = restore_states(out, record, agent, hparams, data)
     seeds = record["sweep"]["seeds"] if "sweep" in record else None
     returns, trials = evaluate_policies(
         agent, states, jax.random.key(args.seed), args.episodes, not args.stochastic, seeds
@@ -805,7 +810,6 @@ def _plot_levels(run_dirs: list[str], out: pathlib.Path) -> dict:
     from rlsuite.app.plotting import plot_levels
     from rlsuite.data import level_buffer
     from rlsuite.environment.levels import levels_of
-    from rlsuite.loop import driver
 
     if len(run_dirs) != 1:
         raise UsageError(f"--levels draws one run's levels, got {len(run_dirs)} run directories")
@@ -824,13 +828,7 @@ def _plot_levels(run_dirs: list[str], out: pathlib.Path) -> dict:
         for i, (name, rate) in enumerate(zip(names, solved, strict=True)):
             images.append(levels.render(jax.tree.map(lambda x, i=i: np.asarray(x[i]), held_out)))
             titles.append(f"{name}\nsolved {rate:.2f}")
-    keys = jax.random.split(jax.random.key(0), record["num_seeds"])
-    target = jax.eval_shape(
-        functools.partial(driver.init_batch, agent), keys, hparams, _hparams_axis(record), data
-    )
-    states, _ = checkpoint.restore(
-        run / "checkpoints", target, expect={"algo": record["algo"], "env": record["env"]}
-    )
+    states, _ = restore_states(run, record, agent, hparams, data)
     buffer = getattr(states, "buffer", None)
     if isinstance(buffer, level_buffer.LevelBufferState):
         first = jax.tree.map(lambda x: x[0], buffer)

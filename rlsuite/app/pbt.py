@@ -267,5 +267,6 @@ def write_results(out: pathlib.Path, record: dict, summary: dict) -> dict:
         (out / "pbt.md").write_text(text)
         (out / "pbt.json").write_text(json.dumps(table, indent=2) + "\n")
     print(text)
-    print(f"wrote {', '.join(FILES)} and {LINEAGE} to {out}")
+    lineage = f" and {LINEAGE}" if (out / LINEAGE).exists() else ""
+    print(f"wrote {', '.join(FILES)}{lineage} to {out}")
     return {**table, "summary": summary}

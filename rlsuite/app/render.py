@@ -107,9 +107,8 @@ def load(run: str | pathlib.Path, seed_index: int = 0) -> tuple[Any, Any, int]:
     """`(agent, state, env_steps)`: the agent of a run directory and one seed's learner state
     (no seed axis) from its latest checkpoint, taken after `env_steps` steps per seed; refused
     where the run has no such seed or its environment cannot be drawn."""
-    from rlsuite.app.cli import _build, _read_record
+    from rlsuite.app.cli import _build, _read_record, restore_states
     from rlsuite.envs import rendering
-    from rlsuite.loop import checkpoint, driver
 
     run = pathlib.Path(run)
     rendering.use_gl()  # before the environment imports MuJoCo
@@ -121,11 +120,7 @@ def load(run: str | pathlib.Path, seed_index: int = 0) -> tuple[Any, Any, int]:
         )
     agent, hparams, data = _build(record)
     rendering.check_renderable(agent.env, record["env"])
-    keys = jax.random.split(jax.random.key(0), record["num_seeds"])
-    target = jax.eval_shape(functools.partial(driver.init_batch, agent), keys, hparams, None, data)
-    states, meta = checkpoint.restore(
-        run / "checkpoints", target, expect={"algo": record["algo"], "env": record["env"]}
-    )
+    states, meta = restore_states(run, record, agent, hparams, data)
     return agent, jax.tree.map(lambda x: x[seed_index], states), meta["env_steps"]
 
 
