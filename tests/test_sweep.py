@@ -216,3 +216,16 @@ def test_a_sweep_or_config_file_does_not_overwrite_a_run(tmp_path, capsys):
     (tmp_path / "sac.json").write_text(json.dumps({**sweep_record, "algo": "sac"}))
     assert cli.main(["train", "ppo", "--config", str(tmp_path / "sac.json")]) == 2
     assert "is for sac, not ppo" in capsys.readouterr().err
+
+
+def test_help_names_the_sweeps_own_flags_and_train_s(capsys):
+    assert cli.main(["sweep", "--help"]) == 0
+    assert "--grid FIELD=V1,V2,..." in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["sweep", "ppo", "--env", "cartpole", "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0 and "--random N" in out and "--learning-rate" in out
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["pbt", "ppo", "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0 and "--population" in out and "--ent-coef" in out

@@ -140,11 +140,17 @@ def main(argv: list[str]) -> dict:
             raise ValueError(f"{out} holds no pbt run: resume it with rlsuite train or sweep")
         summary = cli._resume(argv)
         return write_results(out, cli._read_record(out), summary)
+    helping = "-h" in argv or "--help" in argv
+    if helping:
+        print(__doc__)  # the population's own flags; rlsuite train's follow
+        if not argv or argv[0].startswith("-"):
+            return {}
+        argv = [*argv, "--population", "2"]  # (tyro prints rlsuite train's flags and exits)
     options, rest = _split_argv(argv)
     grid, random, metric, rest = sweeps._split_argv(rest)
     if random is not None:
         raise ValueError("--random is rlsuite sweep's; pbt draws --population members per seed")
-    if not grid:
+    if not grid and not helping:
         raise ValueError("pbt needs --grid FIELD=LOW:HIGH (or log:LOW:HIGH, V1,V2,...)")
     specs = [sweeps.parse_spec(token) for token in grid]
     found = {}

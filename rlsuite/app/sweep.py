@@ -203,8 +203,13 @@ def main(argv: list[str]) -> dict:
                 raise ValueError(f"{out} holds a run, not a sweep: resume it with rlsuite train")
         summary = cli._resume(argv)
         return write_results(out, cli._read_record(out), summary)
+    helping = "-h" in argv or "--help" in argv
+    if helping:
+        print(__doc__)  # the sweep's own flags; rlsuite train's follow
+        if not argv or argv[0].startswith("-"):
+            return {}
     grid, random, metric, rest = _split_argv(argv)
-    if not grid:
+    if not grid and not helping:
         raise ValueError("sweep needs --grid FIELD=V1,V2,... (one or more fields)")
     specs = [parse_spec(token) for token in grid]
     found = {}
