@@ -166,6 +166,23 @@ def test_a_sweep_traces_the_update_once_and_resumes_bitwise(tmp_path, monkeypatc
     assert cli.main(["sweep", "--resume", str(tmp_path / "cut"), "--no-progress"]) == 0
     assert json.loads((tmp_path / "cut" / "sweep.json").read_text()) == full
     assert "| 1 |" in capsys.readouterr().out
+    # Killed after its training ended, before the tables: the resume writes them from final.json.
+    best = (tmp_path / "full" / "best.json").read_text()
+    for name in sweeps.FILES:
+        (tmp_path / "full" / name).unlink()
+    assert cli.main(["sweep", "--resume", str(tmp_path / "full")]) == 0
+    assert json.loads((tmp_path / "full" / "sweep.json").read_text()) == full
+    assert (tmp_path / "full" / "best.json").read_text() == best
+    # A finished sweep has nothing to resume; a run is not a sweep.
+    assert cli.main(["sweep", "--resume", str(tmp_path / "full")]) == 2
+    assert "nothing to resume" in capsys.readouterr().err
+    run = tmp_path / "run"
+    run.mkdir()
+    record = json.loads((tmp_path / "full" / "config.json").read_text())
+    del record["sweep"]
+    (run / "config.json").write_text(json.dumps(record))
+    assert cli.main(["sweep", "--resume", str(run)]) == 2
+    assert "holds no sweep: resume it with rlsuite train --resume" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

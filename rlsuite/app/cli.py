@@ -571,6 +571,23 @@ def _resume(argv: list[str]) -> dict:
     return _fit(fit, agent, hparams, record, out, True, progress, data)
 
 
+def resume_batch(argv: list[str], kind: str, written: str) -> tuple[pathlib.Path, dict, dict]:
+    """`rlsuite sweep --resume DIR` and `rlsuite pbt --resume DIR`: `(out, record, summary)` of
+    the `kind` ("sweep" or "pbt") in DIR, continued from its checkpoint (`_resume`), or, where
+    its training ended but the process died before it wrote `written`, the summary it saved."""
+    i = argv.index("--resume")
+    if i + 1 >= len(argv):
+        raise UsageError("--resume needs the directory")
+    out = pathlib.Path(argv[i + 1])
+    record = _read_record(out, f"{kind} to resume")
+    if kind not in record:
+        raise UsageError(f"{out} holds no {kind}: resume it with rlsuite train --resume")
+    final = out / "final.json"
+    if final.is_file() and not (out / written).exists():
+        return out, record, json.loads(final.read_text())
+    return out, record, _resume(argv)
+
+
 def _reference_returns(data) -> tuple[float, float] | None:
     """A dataset's `(random, expert)` returns for normalised scores, or None (no dataset, or
     one without both)."""

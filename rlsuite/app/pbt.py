@@ -130,16 +130,12 @@ def pbt_hparams(base, pbt: dict):
 
 
 def main(argv: list[str]) -> dict:
+    from rlsuite.agents import registry
     from rlsuite.app import cli
     from rlsuite.app import sweep as sweeps
 
     if "--resume" in argv:
-        i = argv.index("--resume")
-        out = pathlib.Path(argv[i + 1]) if i + 1 < len(argv) else pathlib.Path("")
-        if (out / "config.json").is_file() and "pbt" not in cli._read_record(out):
-            raise ValueError(f"{out} holds no pbt run: resume it with rlsuite train or sweep")
-        summary = cli._resume(argv)
-        return write_results(out, cli._read_record(out), summary)
+        return write_results(*cli.resume_batch(argv, "pbt", FILES[-1]))
     helping = "-h" in argv or "--help" in argv
     if helping:
         print(__doc__)  # the population's own flags; rlsuite train's follow
@@ -156,6 +152,11 @@ def main(argv: list[str]) -> dict:
     found = {}
 
     def check(algo, agent, args):
+        if algo.offline:
+            raise ValueError(
+                f"pbt ranks members by the return of their training episodes; {algo.name} learns "
+                f"from a dataset and steps no environment (online: {', '.join(registry.online())})"
+            )
         sweeps.check_fields(specs, algo)
         members = options["population"]
         configs = sweeps.configurations(specs, members * args.num_seeds, args.seed)

@@ -195,14 +195,7 @@ def main(argv: list[str]) -> dict:
     from rlsuite.app import cli
 
     if "--resume" in argv:
-        i = argv.index("--resume")
-        out = pathlib.Path(argv[i + 1]) if i + 1 < len(argv) else None
-        if out is not None and (out / "config.json").is_file():
-            record = cli._read_record(out, "sweep to resume")
-            if "sweep" not in record:
-                raise ValueError(f"{out} holds a run, not a sweep: resume it with rlsuite train")
-        summary = cli._resume(argv)
-        return write_results(out, cli._read_record(out), summary)
+        return write_results(*cli.resume_batch(argv, "sweep", FILES[-1]))
     helping = "-h" in argv or "--help" in argv
     if helping:
         print(__doc__)  # the sweep's own flags; rlsuite train's follow
