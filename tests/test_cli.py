@@ -314,6 +314,12 @@ def test_dataset_collect_then_offline_train_eval_and_guards(tmp_path):
     proc = rlsuite("eval", out, "--episodes", "1")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert len(json.loads(proc.stdout)["normalized_score_per_seed"]) == 2  # as final.json has
+    # --config of the run trains it again, from the dataset its record names: the same run.
+    again = tmp_path / "bc-again"
+    proc = rlsuite("train", "--config", out / "config.json", "--out", again, "--no-progress")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    repeat = json.loads((again / "final.json").read_text())
+    assert repeat["normalized_score_per_seed"] == final["normalized_score_per_seed"]
 
     for args, message in [
         (["train", "bc"], "bc is an offline algorithm: give --dataset FILE"),

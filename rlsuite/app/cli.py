@@ -290,6 +290,8 @@ def new_run(argv: list[str], command: str, check=None) -> NewRun:
     _check_memory(algo, argv)
     if given is not None and flag_value(argv, "--env") is None and not algo.offline:
         argv = [*argv, "--env", given["env"]]
+    if given is not None and given.get("dataset") and flag_value(argv, "--dataset") is None:
+        argv = [*argv, "--dataset", given["dataset"]]  # an offline run's, by its path
     env_name = _env_name(algo, argv)
     from rlsuite import envs
 
