@@ -127,7 +127,7 @@ class Args:
     """Flags of the CRL benchmark."""
 
     cpu_devices: int | None = None
-    """CPU cores made JAX devices before anything runs (`driver.use_cpu_cores`; None: every
+    """CPU cores made JAX devices before anything runs (`platform.use_cpu_cores`; None: every
     core). Our seeds are spread over the most devices whose count divides them (3 seeds on 2
     cores: one device, vmapped); jaxgcrl's process uses its own JAX's default (one device)."""
     seed: int = 0

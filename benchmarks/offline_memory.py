@@ -3,7 +3,7 @@
 A run is trained in chunks: one compiled `lax.scan` of `chunk` updates (`driver.run_batch`),
 called again and again, with the metrics brought to the host in between, as `rlsuite train` does.
 The memory a chunk needs must not grow with its length. Each measurement is a fresh process
-(`rlsuite train`'s set-up: `driver.use_cpu_cores()`, the dataset read from a D4RL-layout HDF5
+(`rlsuite train`'s set-up: `platform.use_cpu_cores()`, the dataset read from a D4RL-layout HDF5
 file, the agent's default sizes: (256, 256) networks, batch 256) whose peak resident set size
 (`ru_maxrss` of the child, from `os.wait4`) includes start-up and compilation; `ready` is the
 child's own peak after compilation, before the first chunk runs.
@@ -16,7 +16,7 @@ what an update costs). Two tables:
   chunk (the slope from the shortest chunk to the longest);
 - 2 seeds, `--compare-updates` updates in one chunk against the same in `--compare-chunks`
   chunks, and their ratio; for `--contrast-agents` also with XLA:CPU's YNNPACK fusions left on,
-  i.e. the CPU devices made without `driver.use_cpu_cores` (as it made them before it turned
+  i.e. the CPU devices made without `platform.use_cpu_cores` (as it made them before it turned
   those fusions off), where every matrix product held memory until the chunk ended.
 
     python benchmarks/offline_memory.py                   # defaults
@@ -110,9 +110,9 @@ def child(spec: dict) -> None:
         jax.config.update("jax_num_cpu_devices", cores)
         devices = len(jax.devices("cpu"))
     else:
-        from rlsuite.loop import driver
+        from rlsuite.loop import platform
 
-        devices = driver.use_cpu_cores(spec["cpu_devices"])
+        devices = platform.use_cpu_cores(spec["cpu_devices"])
     import resource
 
     from rlsuite import envs

@@ -3,7 +3,7 @@ CPU: the cost of the split at 1, 2 and 4 forced host devices.
 
 For each device count D of `--devices`, a fresh Python process is started with
 `XLA_FLAGS=--xla_force_host_platform_device_count=D` (JAX fixes its device count when it starts)
-and `driver.use_cpu_cores()` called, as `rlsuite train` does. In it, one run of each agent of
+and `platform.use_cpu_cores()` called, as `rlsuite train` does. In it, one run of each agent of
 `--agents` trains under `jax.set_mesh(make_mesh(runs=1, envs=D))`, its environment batch (and
 for SAC its replay buffer and sampled minibatches, for PPO its minibatches) split over the D
 devices by the partitioner; with D = 1 the same run also trains without a mesh (`plain`), the
@@ -37,7 +37,7 @@ difference over them shown (near 0, float rounding: the split program sums in an
 **Forced CPU devices share the machine's cores.** On a 2-core machine four forced devices run on
 two cores, and even one device's XLA program uses about one core for such small operations; the
 figure is the overhead of the split (the all-reduce of the gradients per gradient step, the
-all-gathers, and the host threads the devices share), not a speed-up. `driver.use_cpu_cores()`
+all-gathers, and the host threads the devices share), not a speed-up. `platform.use_cpu_cores()`
 turns XLA:CPU's YNNPACK fusions off where there are several devices, so the D >= 2 processes run
 without them and the D = 1 process with them; the JSON records each process's `XLA_FLAGS`.
 (`benchmarks/scaling_device.py` is the GPU side: one run's rate as its env batch grows.)
@@ -263,10 +263,10 @@ def child(args: Args) -> int:
     """Measure every agent at this process's device count; write the JSON to `--child-out`."""
     import jax
 
-    from rlsuite.loop import driver
+    from rlsuite.loop import platform
     from rlsuite.loop.mesh import make_mesh
 
-    driver.use_cpu_cores()  # as `rlsuite train`: XLA_FLAGS set the count; the CPU flags follow
+    platform.use_cpu_cores()  # as `rlsuite train`: XLA_FLAGS set the count; the CPU flags follow
     count = len(jax.devices())
     if count != args.child:
         raise RuntimeError(f"asked for {args.child} CPU devices, JAX has {count}")

@@ -37,7 +37,7 @@ from report import fmt, machine_info, print_tables, progress
 from rich.console import Console
 
 from rlsuite import envs
-from rlsuite.loop import driver
+from rlsuite.loop import driver, platform
 from rlsuite.loop.agent import config_dict
 from rlsuite.loop.evaluation import evaluate
 
@@ -50,7 +50,7 @@ class SideBySideArgs:
     """Flags of every side-by-side benchmark (a script's `Args` adds its own)."""
 
     cpu_devices: int | None = None
-    """CPU cores made JAX devices before anything runs (`driver.use_cpu_cores`; None: every
+    """CPU cores made JAX devices before anything runs (`platform.use_cpu_cores`; None: every
     core, as `rlsuite train` does). Ours splits its seeds over them; the vmapped anchors
     (`jit(vmap(train))`) run on one device, as their READMEs do; brax.training's `train` splits
     its envs over all local devices (its `pmap`). 1: every side on one device."""
@@ -113,7 +113,7 @@ def set_up(args) -> tuple[Console, dict]:
     """Every CPU core made a JAX device (`args.cpu_devices`; before the first computation), the
     machine described and printed: `(console, machine)`."""
     console = Console(width=220)
-    driver.use_cpu_cores(args.cpu_devices)
+    platform.use_cpu_cores(args.cpu_devices)
     machine = machine_info()
     machine["compilation_cache_dir"] = jax.config.jax_compilation_cache_dir
     console.print(

@@ -118,7 +118,7 @@ class Args:
     """Flags of the UED benchmark."""
 
     cpu_devices: int | None = None
-    """CPU cores made JAX devices before anything runs (`driver.use_cpu_cores`; None: every
+    """CPU cores made JAX devices before anything runs (`platform.use_cpu_cores`; None: every
     core, as `rlsuite train` does). Ours splits its seeds over them; jaxued's runs use one
     device. 1: every side on one device."""
     seed: int = 0

@@ -30,6 +30,7 @@ import inspect
 from typing import Any
 
 from rlsuite.envs import maze as ued
+from rlsuite.envs import rendering
 from rlsuite.envs.acrobot import Acrobot
 from rlsuite.envs.cartpole import CartPole
 from rlsuite.envs.goal import GOAL_ENVS, MJX_GOAL_ENVS
@@ -348,3 +349,22 @@ def _constructor_args(cls: Any) -> set[str]:
     parameters = inspect.signature(target).parameters.values()
     variadic = (inspect.Parameter.VAR_KEYWORD, inspect.Parameter.VAR_POSITIONAL)
     return {p.name for p in parameters if p.name != "self" and p.kind not in variadic}
+
+
+def renderable_names() -> list[str]:
+    """The registered environments that can be drawn (Brax's as one `brax/...` entry)."""
+    names = [name for name, cls in OURS.items() if callable(getattr(cls, "render", None))]
+    for name, factory in UED.items():
+        cls = factory if isinstance(factory, type) else type(factory())
+        if callable(getattr(cls, "render", None)):
+            names.append(name)
+    return [*names, "brax/... (every Brax environment, through MuJoCo's renderer)"]
+
+
+def check_renderable(env: Environment, name: str) -> None:
+    """A `NotRenderable` naming the environments that can be drawn, where `env` cannot."""
+    if not rendering.renderable(env):
+        raise rendering.NotRenderable(
+            f"environment {name!r} has no renderer; those that can be rendered: "
+            f"{', '.join(renderable_names())}"
+        )

@@ -72,33 +72,16 @@ def renderable(env: Environment) -> bool:
     return callable(getattr(base(env)[0], "render", None))
 
 
-def renderable_names() -> list[str]:
-    """The registered environments that can be drawn (Brax's as one `brax/...` entry)."""
-    from rlsuite.envs.registry import OURS, UED
-
-    names = [name for name, cls in OURS.items() if callable(getattr(cls, "render", None))]
-    for name, factory in UED.items():
-        cls = factory if isinstance(factory, type) else type(factory())
-        if callable(getattr(cls, "render", None)):
-            names.append(name)
-    return [*names, "brax/... (every Brax environment, through MuJoCo's renderer)"]
-
-
-def check_renderable(env: Environment, name: str) -> None:
-    """A `NotRenderable` naming the environments that can be drawn, where `env` cannot."""
-    if not renderable(env):
-        raise NotRenderable(
-            f"environment {name!r} has no renderer; those that can be rendered: "
-            f"{', '.join(renderable_names())}"
-        )
-
-
 def render_state(
     env: Environment, env_params: Any, state: Any, width: int = 480, height: int = 320
 ) -> np.ndarray:
     """uint8 RGB `[height, width, 3]` of one environment's `state` (as `env` keeps it, with its
     wrappers' states around it; no batch axis). `NotRenderable` where `env` has no renderer."""
-    check_renderable(env, env.name)
+    if not renderable(env):
+        raise NotRenderable(
+            f"environment {env.name!r} has no renderer (rlsuite.envs.registry.renderable_names() "
+            "lists those that can be rendered)"
+        )
     for field, value in (("width", width), ("height", height)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 8:
             raise ValueError(f"render_state: {field} must be an integer >= 8 pixels, got {value!r}")

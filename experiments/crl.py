@@ -39,10 +39,10 @@ import tyro
 
 from rlsuite import envs
 from rlsuite.agents import crl
-from rlsuite.app.cli import run_script
+from rlsuite.app.errors import run_script
 from rlsuite.app.plotting import plot_curves
 from rlsuite.app.tuned import default_env, env_from_argv, tuned
-from rlsuite.loop import driver, runner
+from rlsuite.loop import driver, platform, runner
 from rlsuite.ops.bootstrap import bootstrap_ci
 
 EVAL_KEY = 1  # the evaluation episodes: the same for every variant, seed and evaluation
@@ -261,5 +261,5 @@ def success_table(results: dict, episodes: int, horizon: int) -> str:
 
 
 if __name__ == "__main__":
-    driver.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
+    platform.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
     run_script(main, sys.argv[1:])  # bad input: one line, exit status 2

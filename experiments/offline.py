@@ -35,10 +35,10 @@ from rich.table import Table
 from rlsuite import envs
 from rlsuite.agents import cql, registry, sac
 from rlsuite.app import collect, tuned
-from rlsuite.app.cli import run_script
+from rlsuite.app.errors import run_script
 from rlsuite.data.dataset_files import save_d4rl
 from rlsuite.data.datasets import normalized_score
-from rlsuite.loop import driver, runner
+from rlsuite.loop import driver, platform, runner
 
 # Defaults otherwise. CQL: a target entropy of 0 instead of SAC's -1, which on Pendulum's narrow
 # datasets keeps the policy from saturating at the wrong end of the action range (cql.py).
@@ -225,5 +225,5 @@ def main(argv: list[str]) -> dict:
 
 
 if __name__ == "__main__":
-    driver.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
+    platform.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
     run_script(main, sys.argv[1:])  # bad input: one line, exit status 2

@@ -26,8 +26,9 @@ import pathlib
 import numpy as np
 import tyro
 
-from rlsuite.app import cli
-from rlsuite.loop import runner
+from rlsuite.app import pbt as populations
+from rlsuite.app.errors import run_script
+from rlsuite.loop import platform, runner
 from rlsuite.ops.bootstrap import bootstrap_ci
 
 
@@ -56,15 +57,14 @@ class Args:
 
 
 def arm(args: Args, name: str, exploit: bool) -> dict:
-    argv = ["pbt", "ppo", "--env", args.env, "--population", str(args.population)]
+    argv = ["ppo", "--env", args.env, "--population", str(args.population)]
     argv += ["--num-seeds", str(args.seeds), "--grid", *args.grid, "--no-anneal-lr"]
     argv += ["--total-timesteps", str(args.total_timesteps), "--chunks", str(args.chunks)]
     argv += ["--eval-episodes", str(args.eval_episodes), "--seed", str(args.seed)]
     argv += ["--out", str(args.runs / name), "--no-progress"]
     if not exploit:
         argv.append("--no-exploit")
-    if cli.main(argv) != 0:
-        raise SystemExit(f"the {name} arm failed: {' '.join(argv)}")
+    populations.main(argv)
     return json.loads((args.runs / name / "pbt.json").read_text())
 
 
@@ -76,6 +76,7 @@ def main(args: Args) -> dict:
             raise FileExistsError(f"{args.runs / name} exists; choose another --runs")
     if args.out is not None:
         runner.check_new_file(args.out)
+    platform.use_cpu_cores()  # the members split over the CPU cores (before anything runs)
     pbt, random = arm(args, "pbt", True), arm(args, "random", False)
     best = {
         arm_name: np.asarray([p["best_eval_return"] for p in table["populations"]])
@@ -108,4 +109,4 @@ def main(args: Args) -> dict:
 
 if __name__ == "__main__":
     cli_args = tyro.cli(Args)
-    cli.run_script(main, cli_args)
+    run_script(main, cli_args)

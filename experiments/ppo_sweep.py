@@ -6,7 +6,7 @@ The grid is flattened to one run per (learning rate, entropy coefficient, seed) 
 single `jax.jit(driver.run_batch)` call with one set of hyperparameters per run (`hparams_axis=0`);
 then every run's policy is evaluated deterministically. Every grid cell uses the same seed keys
 (common random numbers), so cells differ only in their hyperparameters. This is the library-level
-form of `rlsuite sweep` (the same batch, hparams and keys, `rlsuite.app.sweep.sweep_hparams` and
+form of `rlsuite sweep` (the same batch, hparams and keys, `rlsuite.app.batches.sweep_hparams` and
 `driver.run_keys`) without its checkpoints, logs and files. Prints the mean ± sample
 std of the evaluation return across seeds per cell and the environment steps per second of training
 (all runs together, compilation excluded); `--out` also writes the results as JSON.
@@ -28,10 +28,10 @@ from rich.table import Table
 
 from rlsuite import envs
 from rlsuite.agents import ppo
-from rlsuite.app.cli import run_script
-from rlsuite.app.sweep import sweep_hparams
+from rlsuite.app.batches import sweep_hparams
+from rlsuite.app.errors import run_script
 from rlsuite.app.tuned import default_env
-from rlsuite.loop import driver, runner
+from rlsuite.loop import driver, platform, runner
 from rlsuite.loop.agent import Agent
 
 
@@ -168,6 +168,6 @@ def print_table(results: dict) -> None:
 
 if __name__ == "__main__":
     cli_args = tyro.cli(Args)
-    driver.use_cpu_cores()  # runs split over the CPU cores (before anything runs)
+    platform.use_cpu_cores()  # runs split over the CPU cores (before anything runs)
     run_script(setup, cli_args)  # cheap: bad input fails in one line before anything compiles
     run_script(main, cli_args)

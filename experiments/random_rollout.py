@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import tyro
 
 from rlsuite import envs
-from rlsuite.app.cli import run_script
+from rlsuite.app.errors import run_script
 from rlsuite.environment.spaces import Discrete
 from rlsuite.environment.wrappers import EpisodeStatistics
 from rlsuite.loop.rollout import reset_batch, rollout

@@ -21,10 +21,11 @@ import tyro
 
 from rlsuite import envs
 from rlsuite.agents import ppo, rl2
-from rlsuite.app.cli import adaptation_table, run_script
+from rlsuite.app.errors import run_script
+from rlsuite.app.evaluate import adaptation_table
 from rlsuite.app.tuned import default_env, env_from_argv, tuned
 from rlsuite.environment.meta import RL2, trial_wrapper
-from rlsuite.loop import driver, runner
+from rlsuite.loop import platform, runner
 
 
 def close_arms(key, params):
@@ -111,5 +112,5 @@ def main(argv: list[str]) -> dict:
 
 
 if __name__ == "__main__":
-    driver.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
+    platform.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
     run_script(main, sys.argv[1:])  # bad input: one line, exit status 2

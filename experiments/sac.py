@@ -19,9 +19,9 @@ import tyro
 
 from rlsuite import envs
 from rlsuite.agents import sac
-from rlsuite.app.cli import run_script
+from rlsuite.app.errors import run_script
 from rlsuite.app.tuned import default_env, env_from_argv, tuned
-from rlsuite.loop import driver, runner
+from rlsuite.loop import platform, runner
 from rlsuite.ops import losses
 
 
@@ -96,5 +96,5 @@ def main(argv: list[str]) -> dict:
 
 
 if __name__ == "__main__":
-    driver.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
+    platform.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
     run_script(main, sys.argv[1:])  # bad input: one line, exit status 2

@@ -40,12 +40,12 @@ import tyro
 
 from rlsuite import envs
 from rlsuite.agents import ued
-from rlsuite.app.cli import run_script
+from rlsuite.app.errors import run_script
 from rlsuite.app.plotting import plot_curves, plot_levels
 from rlsuite.app.tuned import default_env, env_from_argv, tuned
 from rlsuite.data import level_buffer
 from rlsuite.environment.levels import levels_of
-from rlsuite.loop import driver, runner
+from rlsuite.loop import driver, platform, runner
 from rlsuite.ops import level_scores
 from rlsuite.ops.bootstrap import bootstrap_ci
 
@@ -317,5 +317,5 @@ def draw_levels(states: dict, levels, out: pathlib.Path, score_idea: str) -> boo
 
 
 if __name__ == "__main__":
-    driver.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
+    platform.use_cpu_cores()  # seeds split over the CPU cores (before anything runs)
     run_script(main, sys.argv[1:])  # bad input: one line, exit status 2

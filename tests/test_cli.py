@@ -468,12 +468,13 @@ def test_bad_input_is_refused_with_a_message_and_leaves_nothing_behind(tmp_path)
     assert (tmp_path / "bad" / "config.json").read_text() == "{"
 
 
-def test_a_record_from_before_log_interval_resumes_with_a_row_per_update(tmp_path):
+def test_a_record_from_before_log_interval_resumes_with_a_row_per_update(tmp_path, monkeypatch):
     """Runs recorded before `log_interval` existed wrote a row per update: their resume is given
     log_interval=1 (a row per update, whatever its env steps); a recorded interval is kept."""
     import types
 
-    from rlsuite.app import cli
+    from rlsuite.app import runs
+    from rlsuite.loop import runner
 
     class Stop(Exception):
         pass
@@ -481,16 +482,18 @@ def test_a_record_from_before_log_interval_resumes_with_a_row_per_update(tmp_pat
     def fit(*args, logger_options, **kwargs):
         raise Stop(logger_options)
 
+    monkeypatch.setattr(runner, "fit", fit)
     config = types.SimpleNamespace(num_updates=4)
     agent = types.SimpleNamespace(config=config, env_steps_per_update=8)
     record = {"seed": 0, "num_seeds": 1, "chunks": 2, "chunk_updates": 2, "env": "cartpole"}
-    record.update(eval_episodes=1, algo="ppo")
+    record.update(eval_episodes=1, algo="ppo", config={}, hparams={})
     for logging, expect in [
         ({"tensorboard": False, "wandb": False}, 1),
         ({"tensorboard": False, "wandb": False, "log_interval": 500}, 500),
     ]:
+        typed = runs.RunRecord.from_dict({**record, "logging": logging})
         with pytest.raises(Stop) as stopped:
-            cli._fit(fit, agent, None, {**record, "logging": logging}, tmp_path, True, False)
+            runs.train(typed, runs.Built(agent, None, None), tmp_path, True, False)
         assert stopped.value.args[0] == {**logging, "log_interval": expect}
 
 
@@ -500,7 +503,7 @@ def test_a_fault_inside_a_library_keeps_its_traceback(tmp_path, monkeypatch, cap
     run's `config.json` is removed, as for any failure before the first checkpoint)."""
     import jax.numpy as jnp
 
-    from rlsuite.app import cli
+    from rlsuite.app import cli, errors
     from rlsuite.loop import runner
 
     def fit(*args, **kwargs):
@@ -510,7 +513,7 @@ def test_a_fault_inside_a_library_keeps_its_traceback(tmp_path, monkeypatch, cap
     out = tmp_path / "run"
     with pytest.raises(TypeError, match="dot_general") as raised:
         cli.main(["train", "ppo", "--out", str(out), "--no-progress"])
-    assert not cli._raised_here(raised.value)
+    assert not errors.raised_here(raised.value)
     assert not out.exists()
     # The suite's own refusal of the same kind is still a one-line error.
     assert cli.main(["train", "ppo", "--learning-rate", "-1", "--out", str(out)]) == 2
@@ -524,21 +527,21 @@ def test_run_script_reports_the_scripts_own_checks_in_one_line_and_keeps_faults(
     import jax.numpy as jnp
 
     from rlsuite import envs
-    from rlsuite.app import cli
+    from rlsuite.app.errors import run_script
 
     def refuse(num_seeds):
         if num_seeds < 1:
             raise ValueError(f"--num-seeds must be >= 1, got {num_seeds}")
         return num_seeds
 
-    assert cli.run_script(refuse, 3) == 3
+    assert run_script(refuse, 3) == 3
     for main, args, message in [
         (refuse, (0,), "test_cli.py: error: --num-seeds must be >= 1, got 0"),
         (lambda: envs.make("nope"), (), "test_cli.py: error: unknown environment 'nope'"),
     ]:
         with pytest.raises(SystemExit) as exited:
-            cli.run_script(main, *args)
+            run_script(main, *args)
         assert exited.value.code == 2
         assert capsys.readouterr().err.startswith(message)
     with pytest.raises(TypeError, match="dot_general"):
-        cli.run_script(lambda: jnp.ones(2) @ jnp.ones(3))
+        run_script(lambda: jnp.ones(2) @ jnp.ones(3))

@@ -11,7 +11,7 @@ import jax
 import numpy as np
 import pytest
 
-from rlsuite.loop import driver
+from rlsuite.loop import driver, platform
 
 SHARDED = textwrap.dedent(
     """
@@ -136,12 +136,12 @@ CORES = textwrap.dedent(
     for package in (rlsuite, rlsuite.envs):
         for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
             importlib.import_module(module.name)
-    from rlsuite.loop import driver
-    out = {"first": driver.use_cpu_cores(3), "again": driver.use_cpu_cores(2)}
+    from rlsuite.loop import driver, platform
+    out = {"first": platform.use_cpu_cores(3), "again": platform.use_cpu_cores(2)}
     out["mesh"] = {n: None if (m := driver.run_mesh(n)) is None else m.devices.size
                    for n in (1, 2, 3, 4, 5, 6, 9)}
     try:
-        driver.use_cpu_cores(0)
+        platform.use_cpu_cores(0)
     except ValueError as error:
         out["error"] = str(error)
     print(json.dumps(out))
@@ -175,8 +175,8 @@ CHUNK_MEMORY = textwrap.dedent(
     """
     import json, resource
     import jax, jax.numpy as jnp
-    from rlsuite.loop import driver
-    devices = driver.use_cpu_cores(2)
+    from rlsuite.loop import driver, platform
+    devices = platform.use_cpu_cores(2)
     from rlsuite import envs
     from rlsuite.agents import bc
     from rlsuite.data.datasets import Dataset, DatasetInfo
@@ -208,7 +208,7 @@ def test_a_chunk_on_two_cpu_devices_holds_no_memory_per_update():
     # 2 seeds of BC, one per CPU device, 25 updates of 100 gradient steps in one chunk. XLA:CPU's
     # YNNPACK matrix products held memory per product on a pool with no idle thread: this chunk
     # grew the peak by about 95 MiB (3.8 MiB per update; 2-seed IQL: 20 MB per update); with
-    # them off (driver.use_cpu_cores) it grows by about 3 MiB, whatever the chunk's length.
+    # them off (platform.use_cpu_cores) it grows by about 3 MiB, whatever the chunk's length.
     env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
     env["JAX_PLATFORMS"] = "cpu"
     proc = subprocess.run(
@@ -223,19 +223,19 @@ def test_a_chunk_on_two_cpu_devices_holds_no_memory_per_update():
 def test_ynnpack_goes_off_before_the_cpu_devices_start(monkeypatch):
     # The option is added on the jaxlib versions known to need it, whatever the device count; a
     # user's own choice of the option, or another jaxlib, is left as is.
-    monkeypatch.setattr(driver, "YNN_JAXLIB", ((0, 0), (999, 0)))
+    monkeypatch.setattr(platform, "YNN_JAXLIB", ((0, 0), (999, 0)))
     monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=2")
-    driver._ynnpack_off()
+    platform._ynnpack_off()
     assert os.environ["XLA_FLAGS"].split() == [
         "--xla_force_host_platform_device_count=2",
-        driver.YNN_OFF,
+        platform.YNN_OFF,
     ]
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_experimental_ynn_fusion_type=dot")
-    driver._ynnpack_off()
+    platform._ynnpack_off()
     assert os.environ["XLA_FLAGS"] == "--xla_cpu_experimental_ynn_fusion_type=dot"
     monkeypatch.delenv("XLA_FLAGS")
-    monkeypatch.setattr(driver, "YNN_JAXLIB", ((0, 0), (0, 1)))  # a jaxlib outside the range
-    driver._ynnpack_off()
+    monkeypatch.setattr(platform, "YNN_JAXLIB", ((0, 0), (0, 1)))  # a jaxlib outside the range
+    platform._ynnpack_off()
     assert "XLA_FLAGS" not in os.environ
 
 
@@ -243,8 +243,8 @@ BATCH_INVARIANCE = textwrap.dedent(
     """
     import json, sys
     import jax, jax.numpy as jnp, numpy as np
-    from rlsuite.loop import driver
-    driver.use_cpu_cores(1)
+    from rlsuite.loop import platform
+    platform.use_cpu_cores(1)
     x = jax.random.normal(jax.random.key(1), (64, 128))
     big = np.asarray(jax.jit(jax.vmap(jnp.sum))(x))[8:12]
     small = np.asarray(jax.jit(jax.vmap(jnp.sum))(x[8:12]))

@@ -19,7 +19,7 @@ from rlsuite.envs.maze import (
 )
 from rlsuite.envs.maze.render import AGENT_RGB, FREE_RGB, GOAL_RGB, WALL_RGB, agent_mask
 
-from rlsuite.app.cli import solve_rate_table
+from rlsuite.app.evaluate import solve_rate_table
 from rlsuite.app.plotting import plot_levels
 from rlsuite.loop import driver
 from rlsuite.loop.agent import Agent, policy

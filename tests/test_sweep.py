@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from rlsuite.agents import ppo
-from rlsuite.app import cli
+from rlsuite.app import batches, cli
 from rlsuite.app import sweep as sweeps
 from rlsuite.loop import checkpoint, driver
 from tests.test_cli import TINY, rlsuite
@@ -57,7 +57,7 @@ def test_a_sweep_batch_is_configuration_major_with_the_seeds_keys():
         "configs": [{"learning_rate": 1e-3}, {"learning_rate": 2e-3}, {"learning_rate": 4e-3}],
         "seeds": 2,
     }
-    hp = sweeps.sweep_hparams(ppo.PPOHparams(ent_coef=0.5), sweep)
+    hp = batches.sweep_hparams(ppo.PPOHparams(ent_coef=0.5), sweep)
     np.testing.assert_array_equal(
         hp.learning_rate, np.float32([1e-3, 1e-3, 2e-3, 2e-3, 4e-3, 4e-3])
     )

@@ -47,7 +47,7 @@ def test_behaviour_defaults():
 
 def test_dataset_collect_trains_its_behaviour_with_the_behaviour_defaults(monkeypatch, tmp_path):
     import rlsuite.app.collect
-    from rlsuite.app import cli
+    from rlsuite.app import dataset
 
     class Stop(Exception):
         pass
@@ -62,7 +62,7 @@ def test_dataset_collect_trains_its_behaviour_with_the_behaviour_defaults(monkey
     out = tmp_path / "walker2d-medium.hdf5"
     argv = ["collect", "--env", "brax/walker2d", "--quality", "medium", "--size", "1000"]
     with pytest.raises(Stop):
-        cli.dataset([*argv, "--out", str(out), "--total-timesteps", "65536"])
+        dataset.main([*argv, "--out", str(out), "--total-timesteps", "65536"])
     expected = behaviour("sac", "brax/walker2d")
     config = {**expected["config"], "total_timesteps": 65_536}  # the flag overrides the entry
     assert seen["config"] == dataclasses.replace(seen["config"], **config)

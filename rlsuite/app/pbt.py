@@ -24,14 +24,15 @@ and the population's mean evaluation.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
 
 import numpy as np
 
-from rlsuite.loop.population import PBT, population_agent
+from rlsuite.app import runs, train
+from rlsuite.app.batches import LINEAGE, Population
 
-LINEAGE = "lineage.jsonl"
 FILES = ("pbt.md", "pbt.json")
 
 
@@ -78,64 +79,13 @@ def bounds(specs) -> tuple[list[float], list[float], list[bool]]:
     return low, high, [s.log for s in specs]
 
 
-def step_for(record: dict, out: pathlib.Path | None) -> PBT | None:
-    """The run's `between_chunks` step (None where it never exploits), writing each step's
-    lineage to `out/lineage.jsonl` (process 0). The first step of a call drops rows that a
-    killed process wrote at or after its update (the resume trains those chunks again)."""
-    pbt = record["pbt"]
-    if not pbt["exploit"]:
-        return None
-    step = PBT(
-        fields=tuple(pbt["fields"]),
-        low=tuple(pbt["low"]),
-        high=tuple(pbt["high"]),
-        log=tuple(pbt["log"]),
-        members=pbt["members"],
-        seed=record["seed"],
-        fraction=pbt["fraction"],
-        resample=pbt["resample"],
-    )
-    if out is None:
-        return step
-    from rlsuite.loop.distributed import is_main
-
-    path = pathlib.Path(out) / LINEAGE
-    first = [True]
-
-    def between_chunks(states, metrics, update):
-        states = step(states, metrics, update)
-        if is_main():
-            rows = []
-            if first[0] and path.exists():
-                rows = [
-                    r for r in path.read_text().splitlines() if json.loads(r)["update"] < update
-                ]
-            first[0] = False
-            rows.append(json.dumps(step.lineage[-1]))
-            if len(rows) > 1:
-                path.write_text("\n".join(rows) + "\n")
-            else:
-                with path.open("a") as file:
-                    file.write(rows[0] + "\n")
-        return states
-
-    return between_chunks
-
-
-def pbt_hparams(base, pbt: dict):
-    """The members' initial hparams `[populations x members]` (`hparams_axis=0`)."""
-    from rlsuite.app.sweep import sweep_hparams
-
-    return sweep_hparams(base, {"fields": pbt["fields"], "configs": pbt["configs"], "seeds": 1})
-
-
 def main(argv: list[str]) -> dict:
     from rlsuite.agents import registry
-    from rlsuite.app import cli
     from rlsuite.app import sweep as sweeps
 
     if "--resume" in argv:
-        return write_results(*cli.resume_batch(argv, "pbt", FILES[-1]))
+        out, _, progress = train.resume_args(argv)
+        return write_results(*runs.resume_batch(out, "pbt", FILES[-1], progress))
     helping = "-h" in argv or "--help" in argv
     if helping:
         print(__doc__)  # the population's own flags; rlsuite train's follow
@@ -161,50 +111,38 @@ def main(argv: list[str]) -> dict:
         members = options["population"]
         configs = sweeps.configurations(specs, members * args.num_seeds, args.seed)
         low, high, log = bounds(specs)
-        pbt = {
-            "fields": [s.field for s in specs],
-            "low": low,
-            "high": high,
-            "log": log,
-            "members": members,
-            "populations": args.num_seeds,
-            "configs": configs,
-            "fraction": options["fraction"],
-            "resample": options["resample"],
-            "exploit": options["exploit"],
-        }
-        hparams = pbt_hparams(args.hparams, pbt)
-        agent.check_hparams(hparams)
-        bounded = pbt_hparams(
-            args.hparams,
-            {**pbt, "configs": [dict(zip(pbt["fields"], v, strict=True)) for v in (low, high)]},
-        )
-        agent.check_hparams(bounded)  # the whole range may be explored
+        fields = [s.field for s in specs]
+        pbt = Population(
+            fields, low, high, log, members, args.num_seeds, configs, options["fraction"],
+            options["resample"], options["exploit"]
+        )  # fmt: skip
+        agent.check_hparams(pbt.hparams(args.hparams))
+        extremes = [dict(zip(fields, v, strict=True)) for v in (low, high)]
+        bounded = dataclasses.replace(pbt, configs=extremes)
+        agent.check_hparams(bounded.hparams(args.hparams))  # the whole range may be explored
         found["pbt"] = pbt
 
-    run = cli.new_run(rest, "pbt", check)
+    run = train.new_run(rest, "pbt", check)
     pbt = found["pbt"]
-    run.record.update(num_seeds=pbt["members"] * pbt["populations"], pbt=pbt)
-    run = cli.NewRun(
-        run.args, population_agent(run.agent, tuple(pbt["fields"])), run.record, run.out, run.data
-    )
+    run.record = dataclasses.replace(run.record, num_seeds=pbt.members * pbt.populations, batch=pbt)
+    run.agent = pbt.agent(run.agent)
     print(
-        f"pbt: {pbt['populations']} populations x {pbt['members']} members of "
-        f"{', '.join(pbt['fields'])} = {run.record['num_seeds']} runs, one batch"
-        + ("" if pbt["exploit"] else " (no exploit: a random search)"),
+        f"pbt: {pbt.populations} populations x {pbt.members} members of "
+        f"{', '.join(pbt.fields)} = {run.record.num_seeds} runs, one batch"
+        + ("" if pbt.exploit else " (no exploit: a random search)"),
         flush=True,
     )
-    summary = cli.start_run(run, cli._record_hparams(run.record))
+    summary = runs.start(run)
     return write_results(run.out, run.record, summary)
 
 
-def results(record: dict, summary: dict, out: pathlib.Path) -> dict:
+def results(record: runs.RunRecord, summary: dict, out: pathlib.Path) -> dict:
     """Per population: its best member by the last chunk's training fitness, that member's
     evaluation and final hyperparameters, and the population's mean evaluation."""
-    pbt = record["pbt"]
-    members, populations = pbt["members"], pbt["populations"]
+    pbt = record.batch
+    members, populations = pbt.members, pbt.populations
     evals = np.asarray(summary["eval_return_per_seed"]).reshape(populations, members)
-    fitness = _last_fitness(out, populations * members, record["chunks"])
+    fitness = _last_fitness(out, populations * members, record.chunks)
     final = _final_hparams(out, pbt)
     rows = []
     for p in range(populations):
@@ -216,12 +154,12 @@ def results(record: dict, summary: dict, out: pathlib.Path) -> dict:
                 "best_member": best,
                 "best_eval_return": float(evals[p, best]),
                 "mean_eval_return": float(evals[p].mean()),
-                "best_hparams": {f: final[f][p * members + best] for f in pbt["fields"]},
+                "best_hparams": {f: final[f][p * members + best] for f in pbt.fields},
             }
         )
     best = np.asarray([r["best_eval_return"] for r in rows])
     return {
-        "exploit": pbt["exploit"],
+        "exploit": pbt.exploit,
         "populations": rows,
         "best_eval_return_mean": float(best.mean()),
     }
@@ -243,20 +181,20 @@ def _last_fitness(out: pathlib.Path, runs: int, chunks: int) -> np.ndarray:
     return np.asarray([np.mean(v) if v else np.nan for v in values])
 
 
-def _final_hparams(out: pathlib.Path, pbt: dict) -> dict:
+def _final_hparams(out: pathlib.Path, pbt: Population) -> dict:
     """Each member's hyperparameters at the end: the last lineage row's, or the initial draws."""
     path = out / LINEAGE
     if path.exists() and path.read_text().strip():
         return json.loads(path.read_text().splitlines()[-1])["hparams"]
-    return {f: [c[f] for c in pbt["configs"]] for f in pbt["fields"]}
+    return {f: [c[f] for c in pbt.configs] for f in pbt.fields}
 
 
-def write_results(out: pathlib.Path, record: dict, summary: dict) -> dict:
+def write_results(out: pathlib.Path, record: runs.RunRecord, summary: dict) -> dict:
     table = results(record, summary, out)
-    fields = record["pbt"]["fields"]
+    fields = record.batch.fields
     head = ["population", "best member", "its eval return", "population mean", *fields]
     lines = [
-        f"# {record['algo']} on {record['env']}: population-based training"
+        f"# {record.algo} on {record.env}: population-based training"
         + ("" if table["exploit"] else " without exploit (random search)"),
         "",
         "| " + " | ".join(head) + " |",

@@ -107,21 +107,23 @@ def load(run: str | pathlib.Path, seed_index: int = 0) -> tuple[Any, Any, int]:
     """`(agent, state, env_steps)`: the agent of a run directory and one seed's learner state
     (no seed axis) from its latest checkpoint, taken after `env_steps` steps per seed; refused
     where the run has no such seed or its environment cannot be drawn."""
-    from rlsuite.app.cli import _build, _read_record, restore_states
+    from rlsuite.app import runs
     from rlsuite.envs import rendering
 
     run = pathlib.Path(run)
     rendering.use_gl()  # before the environment imports MuJoCo
-    record = _read_record(run)
-    if not 0 <= seed_index < record["num_seeds"]:
+    record = runs.read_record(run)
+    if not 0 <= seed_index < record.num_seeds:
         raise ValueError(
-            f"--seed-index {seed_index}: the run has {record['num_seeds']} seeds; allowed: "
-            f"0 to {record['num_seeds'] - 1}"
+            f"--seed-index {seed_index}: the run has {record.num_seeds} seeds; allowed: "
+            f"0 to {record.num_seeds - 1}"
         )
-    agent, hparams, data = _build(record)
-    rendering.check_renderable(agent.env, record["env"])
-    states, meta = restore_states(run, record, agent, hparams, data)
-    return agent, jax.tree.map(lambda x: x[seed_index], states), meta["env_steps"]
+    built = runs.build(record)
+    from rlsuite.envs import registry
+
+    registry.check_renderable(built.agent.env, record.env)
+    states, meta = runs.restore(run, record, built)
+    return built.agent, jax.tree.map(lambda x: x[seed_index], states), meta["env_steps"]
 
 
 def _check_args(args: RenderArgs, run: pathlib.Path) -> pathlib.Path:

@@ -15,11 +15,14 @@ the page without its evaluation, saying so. Neither the page nor its images over
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import pathlib
 from typing import Any
 
+import tyro
+
 from rlsuite.app.plotting import curve, plot_runs
+from rlsuite.app.runs import read_json
 from rlsuite.loop.loggers import JSONL, read_metrics
 from rlsuite.loop.runner import check_new_file
 
@@ -75,7 +78,7 @@ def first_frame(record: dict, path: pathlib.Path) -> str | None:
 
     env, params = envs.make(record["env"])
     try:
-        rendering.check_renderable(env, record["env"])
+        envs.registry.check_renderable(env, record["env"])
         _, state = jax.jit(env.reset)(jax.random.key(record.get("seed", 0)), params)
         plt.imsave(path, rendering.render_state(env, params, state))
     except (rendering.NotRenderable, rendering.RendererUnavailable) as error:
@@ -191,12 +194,27 @@ def _table(header: tuple, rows: list[tuple]) -> str:
 
 
 def _read_json(path: pathlib.Path, missing: str) -> dict:
-    if not path.is_file():
-        raise ValueError(missing)
-    try:
-        value = json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{path} is not valid JSON ({error})") from None
+    value = read_json(path, missing)
     if not isinstance(value, dict):
         raise ValueError(f"{path} does not hold a JSON object")
     return value
+
+
+@dataclasses.dataclass
+class ReportArgs:
+    run: tyro.conf.Positional[str]
+    """the run directory"""
+    out: str | None = None
+    """the page to write, ending in .md (default RUN/report.md); its learning curve goes beside
+    it as the same name with .png; neither may exist"""
+    metric: str = "charts/episodic_return"
+    """the learning curve's metric"""
+
+
+def main(argv: list[str]) -> dict:
+    """`rlsuite report RUN [--out PAGE.md] [--metric M]`."""
+    args = tyro.cli(ReportArgs, args=argv, prog="rlsuite report")
+    written = write_report(args.run, args.out, args.metric)
+    frame = f" and {written['frame']}" if written.get("frame") else ""
+    print(f"wrote {written['page']}, {written['figure']}{frame}")
+    return written

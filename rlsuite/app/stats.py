@@ -27,6 +27,7 @@ import pathlib
 from collections.abc import Mapping, Sequence
 
 import numpy as np
+import tyro
 
 EXTRA = "pip install 'rlsuite[stats]'"
 METRIC_NAMES = ("IQM", "Mean", "Median", "Optimality Gap")
@@ -502,3 +503,50 @@ def report(
     for name, data in images.items():
         (out / name).write_bytes(data)
     return {"out": str(out), "markdown": text, **summary}
+
+
+@dataclasses.dataclass
+class StatsArgs:
+    runs: tyro.conf.Positional[list[str]]
+    """run directories; runs with the same method and task pool their seeds"""
+    out: str = "stats"
+    """directory to write stats.md, stats.json, intervals.png and profiles.png to; refused
+    where it holds any of them"""
+    metric: str = "eval_return"
+    """score per seed: a `*_per_seed` entry of final.json without the suffix (eval_return,
+    normalized_score for offline runs, ...) or a metrics.jsonl metric (its last value per seed)"""
+    by: str = "algo,env"
+    """METHOD,TASK: config.json fields naming the method and the task, several joined by `+`,
+    nested ones dotted (e.g. algo+hparams.learning_rate,env)"""
+    normalize: str = "none"
+    """per-task scores: none, minmax (the lowest and highest of the task's runs) or reference
+    (--reference)"""
+    reference: list[str] = dataclasses.field(default_factory=list)
+    """with --normalize reference: TASK=LOW:HIGH for every task"""
+    reps: int = 2000
+    """bootstrap resamples (rliable's paper: 50,000 for intervals, 2,000 for profiles)"""
+    seed: int = 0
+    """seed of the bootstrap"""
+
+
+def main(argv: list[str]) -> dict:
+    """`rlsuite stats RUN... [--by METHOD,TASK] [--out DIR]`."""
+    from rlsuite.app.errors import UsageError
+
+    args = tyro.cli(StatsArgs, args=argv, prog="rlsuite stats")
+    try:
+        summary = report(
+            args.runs,
+            args.out,
+            metric=args.metric,
+            by=args.by,
+            how=args.normalize,
+            reference=parse_reference(args.reference),
+            reps=args.reps,
+            seed=args.seed,
+        )
+    except ImportError as error:
+        raise UsageError(str(error)) from None
+    print(summary["markdown"])
+    print(f"wrote {', '.join(FILES)} to {args.out}")
+    return summary

@@ -36,9 +36,10 @@ import json
 import math
 import pathlib
 
-import jax.numpy as jnp
 import numpy as np
 
+from rlsuite.app import runs, train
+from rlsuite.app.batches import Sweep
 from rlsuite.ops.bootstrap import bootstrap_ci
 
 FILES = ("sweep.md", "sweep.json", "best.json")
@@ -146,17 +147,6 @@ def configurations(specs: list[Spec], random: int | None, seed: int) -> list[dic
     return draws
 
 
-def sweep_hparams(base, sweep: dict):
-    """`base` hparams with each swept field a `[configs x seeds]` array, configuration-major
-    (run `c * seeds + s`), the others shared: the driver's `hparams_axis=0` batch."""
-    configs, seeds = sweep["configs"], sweep["seeds"]
-    columns = {
-        field: jnp.asarray(np.repeat([c[field] for c in configs], seeds), jnp.float32)
-        for field in sweep["fields"]
-    }
-    return base.replace(**columns)
-
-
 def _split_argv(argv: list[str]) -> tuple[list[str], int | None, str, list[str]]:
     """(`--grid` tokens, `--random` N, `--metric`, the rest): the sweep's own flags out of the
     command line; the rest is `rlsuite train`'s."""
@@ -192,10 +182,9 @@ def _split_argv(argv: list[str]) -> tuple[list[str], int | None, str, list[str]]
 
 
 def main(argv: list[str]) -> dict:
-    from rlsuite.app import cli
-
     if "--resume" in argv:
-        return write_results(*cli.resume_batch(argv, "sweep", FILES[-1]))
+        out, _, progress = train.resume_args(argv)
+        return write_results(*runs.resume_batch(out, "sweep", FILES[-1], progress))
     helping = "-h" in argv or "--help" in argv
     if helping:
         print(__doc__)  # the sweep's own flags; rlsuite train's follow
@@ -210,40 +199,34 @@ def main(argv: list[str]) -> dict:
     def check(algo, agent, args):
         check_fields(specs, algo)
         configs = configurations(specs, random, args.seed)
-        sweep = {
-            "fields": [s.field for s in specs],
-            "configs": configs,
-            "seeds": args.num_seeds,
-            "metric": metric,
-            "search": "grid" if random is None else "random",
-        }
-        agent.check_hparams(sweep_hparams(args.hparams, sweep))  # a bad value, named
+        search = "grid" if random is None else "random"
+        sweep = Sweep([s.field for s in specs], configs, args.num_seeds, metric, search)
+        agent.check_hparams(sweep.hparams(args.hparams))  # a bad value, named
         found["sweep"] = sweep
 
-    run = cli.new_run(rest, "sweep", check)
-    if metric == "normalized_score" and cli._reference_returns(run.data) is None:
+    run = train.new_run(rest, "sweep", check)
+    if metric == "normalized_score" and runs.reference_returns(run.data) is None:
         raise ValueError(
             "--metric normalized_score needs an offline algorithm's dataset with random and "
             "expert returns; use --metric eval_return"
         )
     sweep = found["sweep"]
-    num_runs = len(sweep["configs"]) * sweep["seeds"]
-    run.record.update(num_seeds=num_runs, sweep=sweep)
+    num_runs = len(sweep.configs) * sweep.seeds
+    run.record = dataclasses.replace(run.record, num_seeds=num_runs, batch=sweep)
     print(
-        f"sweep: {len(sweep['configs'])} configurations of {', '.join(sweep['fields'])} x "
-        f"{sweep['seeds']} seeds = {num_runs} runs, one batch",
+        f"sweep: {len(sweep.configs)} configurations of {', '.join(sweep.fields)} x "
+        f"{sweep.seeds} seeds = {num_runs} runs, one batch",
         flush=True,
     )
-    summary = cli.start_run(run, cli._record_hparams(run.record))
+    summary = runs.start(run)
     return write_results(run.out, run.record, summary)
 
 
-def results(record: dict, summary: dict) -> dict:
+def results(sweep: Sweep, summary: dict) -> dict:
     """The sweep's table from a run's summary (`final.json`): per configuration its seeds' values
     of the metric, their mean and 95% percentile bootstrap interval; best (highest mean) first."""
-    sweep = record["sweep"]
-    key = f"{sweep['metric']}_per_seed"
-    per_seed = np.asarray(summary[key], np.float64).reshape(len(sweep["configs"]), sweep["seeds"])
+    key = f"{sweep.metric}_per_seed"
+    per_seed = np.asarray(summary[key], np.float64).reshape(len(sweep.configs), sweep.seeds)
     low, high = bootstrap_ci(per_seed.T)
     rows = [
         {
@@ -253,14 +236,14 @@ def results(record: dict, summary: dict) -> dict:
             "low": float(low[c]),
             "high": float(high[c]),
         }
-        for c, config in enumerate(sweep["configs"])
+        for c, config in enumerate(sweep.configs)
     ]
     order = sorted(range(len(rows)), key=lambda c: -rows[c]["mean"])
     return {
-        "metric": sweep["metric"],
-        "fields": sweep["fields"],
-        "seeds": sweep["seeds"],
-        "search": sweep["search"],
+        "metric": sweep.metric,
+        "fields": sweep.fields,
+        "seeds": sweep.seeds,
+        "search": sweep.search,
         "rows": [rows[c] for c in order],
         "best_index": order[0],
     }
@@ -278,9 +261,10 @@ def markdown(table: dict, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def best_config(record: dict, table: dict) -> dict:
+def best_config(record: runs.RunRecord, table: dict) -> dict:
     """What `rlsuite train --config` reads: the record of an S-seed run of the best
     configuration alone (with the sweep's seed, chunks and evaluation)."""
+    record = record.to_dict()
     best = table["rows"][0]
     keys = ("algo", "env", "seed", "chunks", "eval_episodes", "logging", "config")
     entry = {k: record[k] for k in keys}
@@ -294,11 +278,11 @@ def best_config(record: dict, table: dict) -> dict:
     return entry
 
 
-def write_results(out: pathlib.Path, record: dict, summary: dict) -> dict:
+def write_results(out: pathlib.Path, record: runs.RunRecord, summary: dict) -> dict:
     """Write `sweep.md`, `sweep.json` and `best.json` into `out`; print the table."""
-    table = results(record, summary)
+    table = results(record.batch, summary)
     title = (
-        f"{record['algo']} on {record['env']}: {len(table['rows'])} configurations x "
+        f"{record.algo} on {record.env}: {len(table['rows'])} configurations x "
         f"{table['seeds']} seeds ({table['search']} search)"
     )
     text = markdown(table, title)
@@ -316,10 +300,10 @@ def write_results(out: pathlib.Path, record: dict, summary: dict) -> dict:
         f"wrote {', '.join(FILES)} to {out}; retrain the best with its seeds: rlsuite train "
         f"--config {out / 'best.json'}"
     )
-    devices = record.get("devices", {})
-    if devices.get("count", 1) > 1:
+    count = 1 if record.devices is None else record.devices.count
+    if count > 1:
         print(
-            f"note: the sweep ran on {devices['count']} devices, where a run's last bits can "
+            f"note: the sweep ran on {count} devices, where a run's last bits can "
             "depend on its place in the batch; for a bitwise retrain, sweep and retrain on one "
             "device (--cpu-devices 1; docs/sweeps.md)"
         )

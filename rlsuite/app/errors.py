@@ -1,0 +1,73 @@
+"""Bad input, reported as the command line reports it.
+
+A check of the suite that refuses its input raises `UsageError` (or a `ValueError`, `TypeError`,
+...: `INPUT_ERRORS`); `rlsuite` prints it as `rlsuite COMMAND: error: ...` and exits with status 2,
+and an experiment script does the same through `run_script`:
+
+    if __name__ == "__main__":
+        run_script(main, sys.argv[1:])
+
+An error raised inside a library (jax, orbax, h5py, ...) is a fault rather than bad input, and
+keeps its traceback (`raised_here`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import pathlib
+import sys
+import traceback
+
+
+class UsageError(ValueError):
+    """A bad command line: reported as `error: ...` with exit status 2."""
+
+
+# What a check that refuses the input raises (and, raised elsewhere, a fault).
+INPUT_ERRORS = (UsageError, ValueError, TypeError, FileExistsError, MemoryError)
+
+
+def choose(kind: str, name: str, allowed) -> None:
+    """Refuse `name` unless it is one of `allowed`, naming the closest and every allowed value."""
+    if name not in allowed:
+        close = difflib.get_close_matches(name, list(allowed), n=3)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UsageError(f"unknown {kind} {name!r}{hint} (allowed: {', '.join(allowed)})")
+
+
+def raised_here(error: BaseException, *files: str | pathlib.Path) -> bool:
+    """Whether `error` was raised in the suite's own code (`rlsuite`, `envs`) or in one of
+    `files` (a script's): one of its checks refusing the input, reported in one line. One raised
+    inside a library (jax, orbax, h5py, ...) is a fault rather than bad input, and keeps its
+    traceback."""
+    frames = traceback.extract_tb(error.__traceback__)
+    if not frames:
+        return False
+    roots = [pathlib.Path(__file__).parents[1]]  # rlsuite/
+    spec = importlib.util.find_spec("rlsuite.envs")  # installed from the repository's envs/
+    if spec is not None and spec.origin is not None:
+        roots.append(pathlib.Path(spec.origin).parent)
+    last = pathlib.Path(frames[-1].filename).resolve()
+    return any(last.is_relative_to(root.resolve()) for root in roots) or any(
+        last == pathlib.Path(f).resolve() for f in files
+    )
+
+
+def run_script(main, *args):
+    """Call an experiment script's `main(*args)` and return what it returns, reporting bad input
+    as `rlsuite` does: an error that a check of the suite, or of the script itself, raised is
+    printed as `<script>: error: <message>` and exits with status 2; any other keeps its
+    traceback.
+
+        if __name__ == "__main__":
+            run_script(main, sys.argv[1:])
+    """
+    script = pathlib.Path(main.__code__.co_filename)
+    try:
+        return main(*args)
+    except INPUT_ERRORS as error:
+        if not raised_here(error, script):
+            raise
+        print(f"{script.name}: error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None

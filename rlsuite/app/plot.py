@@ -1,0 +1,134 @@
+"""`rlsuite plot RUN...`: learning curves of runs (per env-step bin, the mean and 95% bootstrap
+interval across seeds), or with `--adaptation` the adaptation curve of task-family runs, or with
+`--levels` one UED run's held-out and highest-scored levels (`rlsuite.app.plotting` draws them).
+
+    rlsuite plot runs/a runs/b --out curves.png
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pathlib
+
+import jax
+import numpy as np
+import tyro
+
+from rlsuite.app import runs
+from rlsuite.app.errors import UsageError
+from rlsuite.loop.loggers import JSONL
+
+TOP_LEVELS = 8  # buffer levels drawn by `rlsuite plot --levels`
+
+
+@dataclasses.dataclass
+class PlotArgs:
+    runs: tyro.conf.Positional[list[str]]
+    """run directories to draw"""
+    out: str = "curves.png"
+    """image to write, its format from the extension (png when there is none); must not exist"""
+    metric: str = "charts/episodic_return"
+    """metric to draw against environment steps"""
+    bin_steps: int | None = None
+    """env steps per bin: each seed's mean per bin, then the mean and 95% interval across seeds
+    (default: about 30 bins over the longest run, rounded to 1, 2 or 5 x 10^k)"""
+    adaptation: bool = False
+    """draw the adaptation curve of task-family runs (rl2) instead: the return per episode of a
+    trial at the final evaluation (`final.json`), mean and 95% interval across seeds"""
+    levels: bool = False
+    """draw the levels of one UED run (ued) instead: its named held-out levels with their solve
+    rates at the final evaluation (`final.json`), then the highest-scored levels of its level
+    buffer (first seed, last checkpoint)"""
+
+
+def main(argv: list[str]) -> dict:
+    from rlsuite.app.plotting import curve, image_path, plot_runs
+    from rlsuite.loop.loggers import read_metrics
+    from rlsuite.loop.runner import check_new_file
+
+    args = tyro.cli(PlotArgs, args=argv, prog="rlsuite plot")
+    if args.bin_steps is not None and args.bin_steps < 1:
+        raise UsageError(f"--bin-steps must be >= 1, got {args.bin_steps}")
+    out = image_path(args.out)  # "curves" is "curves.png", as matplotlib would write it
+    check_new_file(out)
+    if not out.parent.is_dir():
+        raise UsageError(f"--out {out}: {out.parent} is not a directory")
+    if not args.runs:
+        raise UsageError("plot needs at least one run directory: rlsuite plot RUN [RUN ...]")
+    if args.adaptation:
+        return _plot_adaptation(args.runs, out)
+    if args.levels:
+        return _plot_levels(args.runs, out)
+    drawn = []
+    for run in args.runs:
+        if not (pathlib.Path(run) / JSONL).exists():
+            raise UsageError(f"{run} holds no {JSONL}")
+        rows = read_metrics(run)
+        try:
+            curve(rows, args.metric)
+        except ValueError as error:
+            raise UsageError(f"{run} {error}") from None
+        drawn.append((pathlib.Path(run).name, rows))
+    plot_runs(drawn, out, args.metric, args.bin_steps)
+    print(f"wrote {out}")
+    return {"out": str(out)}
+
+
+def _plot_adaptation(run_dirs: list[str], out: pathlib.Path) -> dict:
+    from rlsuite.app.plotting import plot_adaptation
+
+    curves = []
+    for run in run_dirs:
+        final = pathlib.Path(run) / "final.json"
+        if not final.exists():
+            raise UsageError(f"{run} holds no final.json (a finished run writes it)")
+        summary = json.loads(final.read_text())
+        if "adaptation" not in summary:
+            raise UsageError(
+                f"{run} has no adaptation curve: its environment ({summary.get('env')}) is not a "
+                "task family whose trials count episodes (meta/..., trained with rl2)"
+            )
+        curves.append((pathlib.Path(run).name, summary["adaptation"]))
+    plot_adaptation(curves, out)
+    print(f"wrote {out}")
+    return {"out": str(out)}
+
+
+def _plot_levels(run_dirs: list[str], out: pathlib.Path) -> dict:
+    from rlsuite.app.plotting import plot_levels
+    from rlsuite.data import level_buffer
+    from rlsuite.environment.levels import levels_of
+
+    if len(run_dirs) != 1:
+        raise UsageError(f"--levels draws one run's levels, got {len(run_dirs)} run directories")
+    run = pathlib.Path(run_dirs[0])
+    record = runs.read_record(run)
+    built = runs.build(record)
+    levels = levels_of(built.agent.env)
+    if levels is None or levels.render is None:
+        raise UsageError(f"{run}: its environment ({record.env}) has no levels to draw")
+    images, titles = [], []
+    final = run / "final.json"
+    summary = json.loads(final.read_text()) if final.exists() else {}
+    if "held_out" in summary and levels.held_out is not None:
+        names, held_out = levels.held_out()
+        solved = (np.asarray(summary["held_out"]["returns"]) > 0).mean(axis=(0, 2))
+        for i, (name, rate) in enumerate(zip(names, solved, strict=True)):
+            images.append(levels.render(jax.tree.map(lambda x, i=i: np.asarray(x[i]), held_out)))
+            titles.append(f"{name}\nsolved {rate:.2f}")
+    states, _ = runs.restore(run, record, built)
+    buffer = getattr(states, "buffer", None)
+    if isinstance(buffer, level_buffer.LevelBufferState):
+        first = jax.tree.map(lambda x: x[0], buffer)
+        k = min(TOP_LEVELS, int(first.size))
+        if k:
+            _, scores, top = level_buffer.highest(first, k)
+            for i in range(k):
+                images.append(levels.render(jax.tree.map(lambda x, i=i: np.asarray(x[i]), top)))
+                titles.append(f"buffer #{i + 1}\nscore {float(scores[i]):.3f}")
+    if not images:
+        raise UsageError(f"{run} has no held-out results in final.json and no level buffer")
+    plot_levels(images, titles, out)
+    print(f"wrote {out}")
+    return {"out": str(out), "panels": len(images)}

@@ -1,0 +1,132 @@
+"""What a command needs decided before JAX starts: the processes of a job it joins and the CPU
+cores it makes devices (`rlsuite.loop.platform.use_cpu_cores`), read once from the command line
+(and, for `--resume`, from the run's record).
+
+    platform = start(command, argv)   # a Platform: processes, CPU devices asked and in effect
+
+JAX fixes its devices at its first computation, so `rlsuite` calls this before anything else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pathlib
+import sys
+
+from rlsuite.app import runs
+from rlsuite.app.errors import UsageError
+from rlsuite.app.tuned import flag_value
+from rlsuite.loop.mesh import AXES
+
+PROCESS_FLAGS = ("--coordinator", "--num-processes", "--process-id")
+RUN_COMMANDS = ("train", "sweep", "pbt")  # the commands that train: devices, mesh, processes
+PLAIN_COMMANDS = ("plot", "stats", "report")  # the commands that compute nothing on devices
+
+
+@dataclasses.dataclass(frozen=True)
+class Platform:
+    """`processes`: None where the command runs alone, else the job's count (0: known only to
+    JAX's detection, once connected); `cpu_devices`: the CPU devices this process asked for (None:
+    every core, or what the environment set); `in_effect`: the CPU devices JAX has."""
+
+    processes: int | None
+    cpu_devices: int | None
+    in_effect: int | None = None
+
+
+def plan(command: str, argv: list[str]) -> Platform:
+    """The processes and CPU devices of `command argv`, read before JAX starts: `--cpu-devices`,
+    or the `--mesh` sizes' product, or for `--resume` the devices the run recorded (shared among
+    the processes that continue it)."""
+    if command not in RUN_COMMANDS:
+        return Platform(None, None)
+    processes = _processes(argv)
+    share = processes or 1  # the CPU devices are shared among them where the count is known
+    count = None
+    resume = "--resume" in argv
+    if flag_value(argv, "--cpu-devices") not in (None, "None"):
+        count = _cpu_devices(flag_value(argv, "--cpu-devices"))
+    elif flag_value(argv, "--mesh") is not None:
+        count = _mesh_devices(flag_value(argv, "--mesh"))
+        count = None if count is None or count % share else count // share
+    elif resume:
+        i = argv.index("--resume")
+        devices = runs.recorded_devices(pathlib.Path(argv[i + 1] if i + 1 < len(argv) else ""))
+        # Resumed by any number of processes: the run's devices shared among them.
+        count = devices.count if devices is not None and devices.platform == "cpu" else None
+        if count is not None and count % share == 0:
+            count //= share
+    return Platform(processes, count)
+
+
+def start(command: str, argv: list[str]) -> Platform:
+    """Join the job's processes and make the CPU devices (`plan`) before anything runs."""
+    from rlsuite.loop.platform import use_cpu_cores
+
+    platform = plan(command, argv)
+    if platform.processes is not None:
+        _initialize(argv)  # before JAX starts its devices (use_cpu_cores lists them)
+    in_effect = use_cpu_cores(platform.cpu_devices)
+    count = platform.cpu_devices
+    if "--resume" in argv and count is not None and in_effect != count:
+        print(
+            f"rlsuite train: warning: the run trained on {count} CPU devices and continues on "
+            f"{in_effect}, so it may end apart from the uninterrupted run (at float tolerance)",
+            file=sys.stderr,
+        )
+    return dataclasses.replace(platform, in_effect=in_effect)
+
+
+def _cpu_devices(value: str) -> int:
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(f"--cpu-devices must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _mesh_devices(text: str) -> int | None:
+    """The CPU devices `--mesh` asks for where it gives both axes (their product), else None."""
+    sizes = runs.parse_mesh(text)
+    return sizes[AXES[0]] * sizes[AXES[1]] if len(sizes) == len(AXES) else None
+
+
+def _processes(argv: list[str]) -> int | None:
+    """None where the command runs alone; where `--distributed` or one of `PROCESS_FLAGS` is
+    given, the number of processes given or read from the cluster (SLURM_NTASKS), or 0 where only
+    JAX's own detection will tell (once connected)."""
+    if "--distributed" not in argv and all(flag_value(argv, f) is None for f in PROCESS_FLAGS):
+        return None
+    value = flag_value(argv, "--num-processes") or os.environ.get("SLURM_NTASKS")
+    if value is None:
+        return 0
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(f"--num-processes must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
+def _initialize(argv: list[str]) -> None:
+    """Join the job's processes (`rlsuite.loop.distributed.initialize`) before JAX starts, with
+    the CPU collectives (gloo) that CPU devices of several processes need."""
+    import jax
+
+    from rlsuite.loop import distributed
+
+    values = {}
+    names = ("coordinator_address", "num_processes", "process_id")
+    for flag, name in zip(PROCESS_FLAGS, names, strict=True):
+        value = flag_value(argv, flag)
+        if value is not None and name != "coordinator_address":
+            if not value.isdigit():
+                raise UsageError(f"{flag} must be an integer >= 0, got {value!r}")
+            value = int(value)
+        values[name] = value
+    timeout = flag_value(argv, "--process-timeout") or "60"
+    try:
+        values["timeout_seconds"] = float(timeout)
+    except ValueError:
+        raise UsageError(f"--process-timeout must be seconds, got {timeout!r}") from None
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    try:
+        distributed.initialize(**values)
+    except TimeoutError as error:
+        raise UsageError(str(error)) from None

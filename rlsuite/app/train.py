@@ -1,0 +1,303 @@
+"""`rlsuite train`: a new run from the tuned defaults, a `--config FILE` and flags, or
+`--resume DIR` to continue one (`rlsuite.app.runs`).
+
+    rlsuite train ppo --env cartpole --num-seeds 8 --total-timesteps 500000 --out runs/demo
+    rlsuite train --resume runs/demo
+    rlsuite train --config runs/sweep/best.json --out runs/best
+
+`new_run` parses and checks a new run's command line for `train`, `sweep` and `pbt` alike: every
+refusal happens there, before anything is compiled or written.
+"""
+
+import dataclasses
+import pathlib
+import sys
+import time
+from typing import Annotated
+
+import jax
+import tyro
+
+from rlsuite.agents import registry
+from rlsuite.app import runs
+from rlsuite.app.errors import UsageError, choose
+from rlsuite.app.startup import PROCESS_FLAGS
+from rlsuite.app.tuned import env_from_argv, flag_value, tuned
+from rlsuite.loop.loggers import DEFAULT_LOG_INTERVAL, check_backends
+
+# The fields of a `--config FILE` besides the algorithm's config and hparams that a new run takes
+# as its defaults (flags still override them).
+CONFIG_FILE_RUN_KEYS = ("num_seeds", "seed", "chunks", "eval_episodes")
+
+
+def train_args(algo: registry.Algorithm):
+    """The command line of a new run of `algo`: its config and hparams fields, and the run's."""
+
+    @dataclasses.dataclass
+    class TrainArgs:
+        config: Annotated[algo.config_cls, tyro.conf.OmitArgPrefixes]
+        hparams: Annotated[algo.hparams_cls, tyro.conf.OmitArgPrefixes]
+        env: str = "cartpole"
+        """environment name (`envs.names()` lists them); offline algorithms take the dataset's"""
+        dataset: str | None = None
+        """offline algorithms: the D4RL-layout HDF5 file to learn from"""
+        num_seeds: int = 1
+        """independent runs, vmapped (and sharded over the devices)"""
+        seed: int = 0
+        """seed of the whole batch of runs"""
+        out: str | None = None
+        """run directory (default: runs/<algo>_<env>_<time>); must not hold a run already"""
+        chunks: int = 10
+        """about this many checkpoints, log writes and progress updates per run (chunks of one
+        length where such a count divides the run's updates, so that it compiles once)"""
+        eval_episodes: int = 10
+        """evaluation episodes per seed at the end"""
+        log_interval: int = DEFAULT_LOG_INTERVAL
+        """env steps per metrics row of each seed (files, TensorBoard, W&B); the updates in
+        between are combined: episodic metrics over the episodes that ended, losses averaged"""
+        tensorboard: bool = False
+        """also write TensorBoard event files (extra: logging)"""
+        wandb: bool = False
+        """also log to Weights & Biases (extra: logging)"""
+        progress: bool = True
+        """show a progress bar"""
+        cpu_devices: int | None = None
+        """CPU cores made JAX devices, the seeds split evenly over them (default: every core;
+        not where JAX_NUM_CPU_DEVICES or XLA_FLAGS set the count, nor on an accelerator)"""
+        mesh: str | None = None
+        """the device mesh, runs=R,envs=E (docs/scaling.md): R groups of E devices, each group
+        training its share of the runs with one run's environments, replay buffer and
+        minibatches split over its E devices (one gradient all-reduce per step); R x E must be
+        the device count. Default: the runs spread over the devices, no env split"""
+        distributed: bool = False
+        """join the other processes of a job (jax.distributed; docs/scaling.md), reading what
+        the three flags below leave out from the cluster (SLURM's variables, or what JAX
+        detects); implied by any of them. Every process runs the same command; process 0
+        writes the files"""
+        coordinator: str | None = None
+        """several processes: process 0's host:port"""
+        num_processes: int | None = None
+        """several processes: how many take part"""
+        process_id: int | None = None
+        """several processes: this one's index, 0 to num_processes - 1"""
+        process_timeout: float = 60.0
+        """several processes: seconds to wait for the coordinator and the others to connect"""
+
+    return TrainArgs
+
+
+def main(argv: list[str]) -> dict:
+    if "--resume" in argv:
+        out, mesh, progress = resume_args(argv)
+        return runs.resume(out, mesh, progress)
+    run = new_run(argv, "train")
+    return runs.start(run)
+
+
+def resume_args(argv: list[str]) -> tuple[pathlib.Path, str | None, bool]:
+    """`--resume DIR`'s directory, the `--mesh` it continues on (None: its own) and whether to
+    show progress; any other argument but the run's algorithm is refused: the run continues
+    exactly as its `config.json` describes it. The process and device flags are the start-up's
+    (`rlsuite.app.startup`)."""
+    i = argv.index("--resume")
+    if i + 1 >= len(argv):
+        raise UsageError("--resume needs the run directory")
+    out = pathlib.Path(argv[i + 1])
+    rest = argv[:i] + argv[i + 2 :]
+    progress = "--no-progress" not in rest
+    rest = [a for a in rest if a not in ("--progress", "--no-progress", "--distributed")]
+    # The processes and devices that continue it: any number of them, on any mesh that fits.
+    mesh = flag_value(rest, "--mesh")
+    rest = without_flags(rest, (*PROCESS_FLAGS, "--process-timeout", "--mesh", "--cpu-devices"))
+    record = runs.read_record(out, "run to resume")
+    if rest and rest != [record.algo]:
+        raise UsageError(
+            f"--resume continues the run exactly as {out / runs.CONFIG} describes it; "
+            f"leave out the other arguments ({' '.join(rest)})"
+        )
+    return out, mesh, progress
+
+
+def new_run(argv: list[str], command: str, check=None) -> runs.NewRun:
+    """Parse and check the command line of a new run (`rlsuite train`, `sweep` and `pbt`, as
+    `command`): algorithm, environment, flags (tuned defaults, or a `--config FILE`'s),
+    `--out`, mesh, loggers and dataset. `check(algo, agent, args)` adds a command's own checks.
+    Every refusal happens here, before anything is compiled or written."""
+    algo, args, env_name, (env, env_params) = _parse(argv, command)
+    if args.num_seeds < 1 or args.chunks < 1 or args.eval_episodes < 1:
+        raise UsageError("--num-seeds, --chunks and --eval-episodes must be >= 1")
+    if args.log_interval < 1:
+        raise UsageError(f"--log-interval must be >= 1 env steps per row, got {args.log_interval}")
+    prefix = "" if command == "train" else f"{command}_"
+    out = pathlib.Path(
+        args.out
+        or f"runs/{prefix}{algo.name}_{env_name.replace('/', '-')}_{time.strftime('%Y%m%d-%H%M%S')}"
+    )
+    runs.check_out(out)
+    agent = algo.make(args.config, env, env_params)
+    agent.check_hparams(args.hparams)
+    if check is not None:
+        check(algo, agent, args)
+    mesh = None if args.mesh is None else runs.mesh_sizes(args.mesh, args.num_seeds, agent)
+    steps = agent.config.num_updates * agent.env_steps_per_update
+    asked = getattr(args.config, "total_timesteps", None)
+    if flag_value(argv, "--total-timesteps") is not None and steps != asked:
+        print(
+            f"rlsuite {command}: note: the run takes {steps:,} env steps per seed, whole updates "
+            f"of {agent.env_steps_per_update:,}, for --total-timesteps {asked:,}",
+            file=sys.stderr,
+        )
+    for flag in ("tensorboard", "wandb"):
+        try:
+            check_backends(**{flag: getattr(args, flag)})
+        except ImportError as error:
+            raise UsageError(f"--{flag}: {error}") from None
+    data, sha = (None, None)
+    if args.dataset is not None:
+        data, sha = runs.load_dataset(args.dataset, env, env_params)
+    record = _record(algo, args, env_name, agent, mesh)
+    if data is not None:
+        dataset = str(pathlib.Path(args.dataset).resolve())
+        record = dataclasses.replace(record, dataset=dataset, dataset_sha256=sha)
+    return runs.NewRun(args, agent, record, out, data)
+
+
+def _parse(argv: list[str], command: str):
+    """`(algo, args, env_name, (env, env_params))` of a new run's command line."""
+    from rlsuite import envs
+
+    argv, given = config_file(argv)
+    if given is not None and (not argv or argv[0].startswith("-")):
+        argv = [given["algo"], *argv]  # the file names the algorithm
+    if not argv or argv[0].startswith("-"):
+        raise UsageError(
+            f"{command} needs an algorithm first: rlsuite {command} ALGO "
+            f"(one of {', '.join(registry.names())})"
+        )
+    name, argv = argv[0], argv[1:]
+    choose("algorithm", name, registry.names())
+    if given is not None and given["algo"] != name:
+        raise UsageError(f"--config {given['path']} is for {given['algo']}, not {name}")
+    algo = registry.get(name)
+    check_memory(algo, argv)
+    if given is not None and flag_value(argv, "--env") is None and not algo.offline:
+        argv = [*argv, "--env", given["env"]]
+    if given is not None and given.get("dataset") and flag_value(argv, "--dataset") is None:
+        argv = [*argv, "--dataset", given["dataset"]]  # an offline run's, by its path
+    env_name = _env_name(algo, argv)
+    made = envs.make(env_name)  # an unknown name fails here, before any parsing
+    TrainArgs = train_args(algo)
+    if given is None:
+        defaults = tuned(name, env_name)
+        config, hparams = algo.config_cls(**defaults["config"]), defaults["hparams"]
+        run = {}
+    else:
+        config, hparams = runs.config_of(algo, given["config"]), given["hparams"]
+        run = {k: given[k] for k in CONFIG_FILE_RUN_KEYS if k in given}
+    default = TrainArgs(config=config, hparams=algo.hparams_cls(**hparams), env=env_name, **run)
+    args = tyro.cli(TrainArgs, args=argv, default=default, prog=f"rlsuite {command} {name}")
+    return algo, args, env_name, made
+
+
+def _record(algo, args, env_name: str, agent, mesh: dict | None) -> runs.RunRecord:
+    from rlsuite.loop.runner import chunk_length
+
+    return runs.RunRecord(
+        algo=algo.name,
+        env=env_name,
+        num_seeds=args.num_seeds,
+        seed=args.seed,
+        chunks=args.chunks,
+        chunk_updates=chunk_length(agent.config.num_updates, args.chunks),
+        eval_episodes=args.eval_episodes,
+        logging=runs.Logging(args.tensorboard, args.wandb, args.log_interval),
+        config=args.config,
+        hparams=args.hparams,
+        # A resume gives the runs the same devices, so it continues bitwise (driver.run_mesh).
+        devices=runs.Devices(jax.default_backend(), jax.device_count()),
+        mesh=mesh,
+    )
+
+
+def config_file(argv: list[str]) -> tuple[list[str], dict | None]:
+    """`argv` without `--config FILE`, and what the file holds: a `config.json` of a run, or a
+    sweep's `best.json` (`rlsuite.app.sweep`), with its `path`. None without the flag."""
+    path = flag_value(argv, "--config")
+    if path is None:
+        return argv, None
+    given = runs.read_json(
+        pathlib.Path(path), f"--config {path}: no such file", name=f"--config {path}"
+    )
+    missing = [
+        k
+        for k in ("algo", "env", "config", "hparams")
+        if not isinstance(given, dict) or k not in given
+    ]
+    if missing:
+        raise UsageError(
+            f"--config {path} lacks {', '.join(missing)}: give a run's config.json or a sweep's "
+            "best.json"
+        )
+    if "sweep" in given:
+        raise UsageError(
+            f"--config {path} describes a sweep of {len(given['sweep']['configs'])} "
+            f"configurations; give its best.json (or a run's config.json)"
+        )
+    choose("algorithm", given["algo"], registry.names())
+    return without_flags(argv, ("--config",)), {**given, "path": path}
+
+
+def check_memory(algo: registry.Algorithm, argv: list[str]) -> None:
+    """Refuse a recurrent policy (`--recurrent`, `--recurrent-size`) for a family whose config has
+    none, naming the families that take one."""
+    flags = [
+        a.split("=")[0] for a in argv if a.split("=")[0] in ("--recurrent", "--recurrent-size")
+    ]
+    fields = {f.name for f in dataclasses.fields(algo.config_cls)}
+    if flags and "recurrent" not in fields:
+        with_memory = [
+            n for n in registry.names()
+            if "recurrent" in {f.name for f in dataclasses.fields(registry.get(n).config_cls)}
+        ]  # fmt: skip
+        raise UsageError(
+            f"{algo.name} takes no recurrent policy ({flags[0]}); the families with memory: "
+            f"{', '.join(with_memory)}"
+        )
+
+
+def _env_name(algo: registry.Algorithm, argv: list[str]) -> str:
+    """The environment of a new run: `--env` or the algorithm's default for an online one; for an
+    offline one, the environment its dataset was made in."""
+    from rlsuite.data.dataset_files import load_d4rl
+
+    name, path = algo.name, flag_value(argv, "--dataset")
+    if not algo.offline:
+        if path is not None:
+            raise UsageError(
+                f"{name} is an online algorithm; --dataset is for {', '.join(registry.offline())}"
+            )
+        return env_from_argv(argv, algo.default_env)
+    if path is None and ("--help" in argv or "-h" in argv):
+        return env_from_argv(argv, algo.default_env)  # the flags, before there is a dataset
+    if path is None:
+        raise UsageError(f"{name} is an offline algorithm: give --dataset FILE")
+    if not pathlib.Path(path).is_file():
+        raise UsageError(f"--dataset {path}: no such file")
+    env_name = load_d4rl(path).info.env
+    given = flag_value(argv, "--env")
+    if given is not None and given != env_name:
+        raise UsageError(f"--env {given} does not match the dataset's environment {env_name}")
+    return env_name
+
+
+def without_flags(argv: list[str], flags: tuple[str, ...]) -> list[str]:
+    """`argv` without `flags` and their values (`--flag value` or `--flag=value`)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in flags:
+            skip = True
+        elif arg.split("=")[0] not in flags:
+            kept.append(arg)
+    return kept
