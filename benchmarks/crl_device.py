@@ -39,9 +39,9 @@ from rich.console import Console  # noqa: E402
 
 from rlsuite import envs  # noqa: E402
 from rlsuite.agents import crl  # noqa: E402
+from rlsuite.environment.evaluations import goal_summary  # noqa: E402
 from rlsuite.loop import driver  # noqa: E402
 from rlsuite.loop.agent import config_dict  # noqa: E402
-from rlsuite.loop.runner import goal_summary  # noqa: E402
 
 
 @dataclasses.dataclass

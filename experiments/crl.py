@@ -42,6 +42,7 @@ from rlsuite.agents import crl
 from rlsuite.app.errors import run_script
 from rlsuite.app.plotting import plot_curves
 from rlsuite.app.tuned import default_env, env_from_argv, tuned
+from rlsuite.environment.evaluations import goal_summary
 from rlsuite.loop import driver, platform, runner
 from rlsuite.ops.bootstrap import bootstrap_ci
 
@@ -155,7 +156,7 @@ def main(argv: list[str]) -> dict:
     def success(states):  # per seed: the share of episodes with a success step, time near goal
         key = jax.random.key(EVAL_KEY)
         result = evaluate(evaluator, states, key, args.eval_episodes, True, None, ("success",))
-        summary = runner.goal_summary(np.asarray(result.sums["success"]))
+        summary = goal_summary(np.asarray(result.sums["success"]))
         return summary["eval_success_any_per_seed"], summary["eval_time_near_goal_per_seed"]
 
     results = {}

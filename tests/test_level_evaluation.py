@@ -19,8 +19,8 @@ from rlsuite.envs.maze import (
 )
 from rlsuite.envs.maze.render import AGENT_RGB, FREE_RGB, GOAL_RGB, WALL_RGB, agent_mask
 
-from rlsuite.app.evaluate import solve_rate_table
 from rlsuite.app.plotting import plot_levels
+from rlsuite.environment.evaluations import solve_rate_table
 from rlsuite.loop import driver
 from rlsuite.loop.agent import Agent, policy
 from rlsuite.loop.evaluation import evaluate_levels

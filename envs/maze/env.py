@@ -45,6 +45,7 @@ from rlsuite.envs.maze.mutator import mutate
 from rlsuite.envs.maze.render import fit, render
 
 from rlsuite.environment import Environment
+from rlsuite.environment.evaluations import Evaluation, with_held_out
 from rlsuite.environment.levels import Levels
 from rlsuite.environment.spaces import Box, Discrete
 from rlsuite.ops.validators import check_field
@@ -136,6 +137,12 @@ class Maze(Environment):
         params = self.default_params if params is None else params
         check_level(level, self.name)
         return params.replace(level=pad(level, self.height, self.width), random_level=False)
+
+    @property
+    def evaluation(self) -> Evaluation:
+        """Episodes, and where the maze is 13 x 13 with a generator, attempts on the eight named
+        held-out mazes with their solve rates."""
+        return Evaluation() if self.generator is None else with_held_out(self.levels())
 
     def levels(self) -> Levels:
         """What a curriculum (`rlsuite.agents.ued`) needs: the generator, ACCEL's `mutate` and

@@ -36,6 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rlsuite.environment.checker import check_env, default_params
+from rlsuite.environment.evaluations import Evaluation
 from rlsuite.environment.spaces import Box, Discrete, Space
 
 StepResult = tuple[Any, Any, jax.Array, jax.Array, jax.Array, dict]
@@ -70,6 +71,12 @@ class Environment:
     @property
     def name(self) -> str:
         return type(self).__name__
+
+    @property
+    def evaluation(self) -> Evaluation:
+        """What the environment is evaluated on (`rlsuite.environment.evaluations`): episodes,
+        unless a subclass declares more."""
+        return Evaluation()
 
     def __repr__(self) -> str:
         return f"{self.name}()"

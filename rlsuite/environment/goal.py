@@ -13,6 +13,7 @@ import numpy as np
 from flax import struct
 
 from rlsuite.environment import Environment, StepResult
+from rlsuite.environment.evaluations import GoalSuccess
 from rlsuite.environment.spaces import Box
 
 INFO_KEYS = ("success", "achieved_goal", "desired_goal")
@@ -36,6 +37,11 @@ class GoalEnvironment(Environment):
 
     state_dim: int = 0
     goal_indices: tuple[int, ...] = ()
+
+    @property
+    def evaluation(self) -> GoalSuccess:
+        """Episodes, with the share that reached the goal and the time spent near it."""
+        return GoalSuccess()
 
     # ----------------------------------------------------------------- to implement in subclasses
     def sample_start(self, key: jax.Array, params: Any) -> jax.Array:

@@ -24,6 +24,7 @@ import numpy as np
 from flax import struct
 
 from rlsuite.environment import Environment, StepResult, select
+from rlsuite.environment.evaluations import Trials
 from rlsuite.environment.spaces import Box, Discrete, Space, flat_dim
 from rlsuite.environment.wrappers import Wrapper
 
@@ -220,6 +221,12 @@ class RL2(Wrapper):
         }
         truncated = jnp.zeros((), bool)
         return self._observation(obs, new_state), new_state, reward, trial_done, truncated, info
+
+    @property
+    def evaluation(self) -> Trials:
+        """Each evaluation episode a trial: the adaptation curve across its inner episodes, and
+        the regret summed per trial where the task family reports one."""
+        return Trials(("regret",))
 
     def __repr__(self) -> str:
         length = (

@@ -50,6 +50,11 @@ class Wrapper(Environment):
         return self.env.action_space(params)
 
     @property
+    def evaluation(self):
+        """The wrapped environment's evaluation (a wrapper that changes it declares its own)."""
+        return self.env.evaluation
+
+    @property
     def unwrapped(self) -> Environment:
         return self.env.unwrapped if isinstance(self.env, Wrapper) else self.env
 

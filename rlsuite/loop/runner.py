@@ -31,12 +31,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from rlsuite.environment.levels import levels_of
-from rlsuite.environment.meta import info_keys, trial_wrapper
 from rlsuite.loop import checkpoint, driver
 from rlsuite.loop.agent import Agent, config_dict
 from rlsuite.loop.distributed import is_main, place, to_host
-from rlsuite.loop.evaluation import adaptation_curve
+from rlsuite.loop.evaluator import eval_summary, evaluate_policies
 from rlsuite.loop.loggers import MetricsLogger, check_backends
 from rlsuite.loop.mesh import check_mesh, context_mesh
 from rlsuite.ops import memory
@@ -49,6 +47,52 @@ class FitResult:
     metrics: dict  # name -> np.ndarray [num_seeds, updates run in this call]
     eval_returns: np.ndarray  # [num_seeds, eval_episodes]
     summary: dict  # what final.json holds
+
+
+@dataclasses.dataclass(frozen=True)
+class Schedule:
+    """What runs, and for how long: `num_seeds` runs (one set of hparams for all, or with
+    `hparams_axis=0` one per run, `seeds_per_config` seeds of each configuration) of
+    `num_updates` updates (default: the agent's), in chunks of `chunk_updates` (default:
+    `chunk_length(num_updates)`)."""
+
+    num_seeds: int = 1
+    num_updates: int | None = None
+    chunk_updates: int | None = None
+    hparams_axis: int | None = None
+    seeds_per_config: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Output:
+    """Where a run's files go (none without `out_dir`) and what they say: `resume` continues the
+    run in `out_dir`; `env_name` and `metadata` are saved with each checkpoint (a resume must
+    present the same); `logger_options` are `MetricsLogger`'s."""
+
+    out_dir: str | pathlib.Path | None = None
+    resume: bool = False
+    env_name: str = ""
+    progress: bool = True
+    logger_options: dict | None = None
+    metadata: dict | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Callbacks:
+    """`on_chunk(update, metrics)` after each chunk is saved; `between_chunks(states, metrics,
+    update)` returns the states the next chunk starts from (see `fit`)."""
+
+    on_chunk: Callable[[int, dict], None] | None = None
+    between_chunks: Callable[[Any, dict, int], Any] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Final:
+    """The evaluation at the end: `eval_episodes` per run, and with `reference_returns=(random,
+    expert)` D4RL's normalised scores."""
+
+    eval_episodes: int = 10
+    reference_returns: tuple[float, float] | None = None
 
 
 def fit(
@@ -73,7 +117,9 @@ def fit(
     metadata: dict | None = None,
     reference_returns: tuple[float, float] | None = None,
 ) -> FitResult:
-    """Train `num_seeds` runs of `agent` (vmapped, sharded over devices) and evaluate them.
+    """Train `num_seeds` runs of `agent` (vmapped, sharded over devices) and evaluate them:
+    `prepare`, `train_chunks`, `finish`, with the keywords gathered into their records
+    (`Schedule`, `Output`, `Callbacks`, `Final`).
 
     `num_updates` defaults to `agent.config.num_updates`; `chunk_updates` (default:
     `chunk_length(num_updates)`, about a tenth of the run) sets how often checkpoints, logs and
@@ -92,19 +138,103 @@ def fit(
     configuration-major, and each run is initialised and evaluated with the keys of its seed in
     a `seeds_per_config`-seed run of its configuration alone (`driver.run_keys`).
     """
+    schedule = Schedule(num_seeds, num_updates, chunk_updates, hparams_axis, seeds_per_config)
+    output = Output(out_dir, resume, env_name, progress, logger_options, metadata)
+    final = Final(eval_episodes, reference_returns)
+    run = prepare(agent, key, hparams, schedule, output, final, data)
+    trained = train_chunks(run, Callbacks(on_chunk, between_chunks))
+    return finish(run, trained, final)
+
+
+@dataclasses.dataclass
+class Prepared:
+    """A run checked and started (`prepare`): its states (new, or restored from the last
+    checkpoint at update `start`), keys and files."""
+
+    agent: Agent
+    hparams: Any
+    data: Any
+    schedule: Schedule  # with num_updates and chunk_updates resolved
+    output: Output
+    metadata: dict  # saved with each checkpoint
+    states: Any
+    start: int
+    key_eval: jax.Array
+    run: Callable  # the jitted chunk, `driver.run_batch`
+
+    @property
+    def ckpt_dir(self) -> pathlib.Path | None:
+        out_dir = self.output.out_dir
+        return None if out_dir is None else pathlib.Path(out_dir) / "checkpoints"
+
+    @property
+    def final_path(self) -> pathlib.Path | None:
+        out_dir = self.output.out_dir
+        return None if out_dir is None else pathlib.Path(out_dir) / "final.json"
+
+
+@dataclasses.dataclass
+class Trained:
+    states: Any
+    collected: dict  # name -> the chunks' metrics, each [num_seeds, updates]
+    wall_seconds: float
+    compile_seconds: float
+
+
+def prepare(agent, key, hparams, schedule: Schedule, output: Output, final: Final, data=None):
+    """Check the run's values, check that its state fits in memory, and start it: new states
+    from its keys, or for a resume the last checkpoint's (refused where it does not match)."""
     hparams = agent.default_hparams if hparams is None else hparams
     agent.check_hparams(hparams)
+    schedule = _checked(agent, schedule, output, final)
+    extra = dict(output.metadata or {})
+    metadata = {
+        **extra,
+        "algo": agent.name,
+        "env": output.env_name,
+        "num_seeds": schedule.num_seeds,
+        "config": config_dict(agent.config),
+        "hparams": jax.tree.map(lambda x: np.asarray(x).tolist(), dataclasses.asdict(hparams)),
+    }
+    split_mesh = context_mesh()  # the suite's mesh, where the caller set one (runs x envs)
+    if split_mesh is not None:
+        check_mesh(split_mesh, schedule.num_seeds, agent.config)
+    key_init, key_eval = jax.random.split(key)
+    keys = driver.run_keys(key_init, schedule.num_seeds, schedule.seeds_per_config)
+    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
+    # The state is donated: a replay buffer in it is updated in place, not copied per chunk.
+    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4), donate_argnums=(1,))
+    target = jax.eval_shape(init, agent, keys, hparams, schedule.hparams_axis, data)
+    _check_memory(agent, target, schedule.num_seeds, output.out_dir is not None)
+    prepared = Prepared(
+        agent, hparams, data, schedule, output, metadata, None, 0, key_eval, run
+    )  # fmt: skip
+    if output.resume and prepared.ckpt_dir is not None:
+        _say_cut_short(prepared.ckpt_dir, checkpoint.latest_step(prepared.ckpt_dir))
+    restored = _restore(prepared, target, (*extra,))
+    if restored is None:
+        prepared.states = init(agent, keys, hparams, schedule.hparams_axis, data)
+    else:
+        prepared.states, prepared.start = restored
+    return prepared
+
+
+def _checked(agent, schedule: Schedule, output: Output, final: Final) -> Schedule:
+    """`schedule` with its lengths resolved, after every check of the values."""
+    num_updates = schedule.num_updates
     num_updates = agent.config.num_updates if num_updates is None else num_updates
+    chunk_updates = schedule.chunk_updates
     for name, value in (
-        ("num_seeds", num_seeds),
+        ("num_seeds", schedule.num_seeds),
         ("num_updates", num_updates),
         ("chunk_updates", 1 if chunk_updates is None else chunk_updates),
-        ("eval_episodes", eval_episodes),
+        ("eval_episodes", final.eval_episodes),
     ):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
             raise ValueError(f"fit: {name} must be an int >= 1, got {value!r}")
     num_updates = int(num_updates)
     chunk_updates = chunk_length(num_updates) if chunk_updates is None else int(chunk_updates)
+    hparams_axis, seeds_per_config = schedule.hparams_axis, schedule.seeds_per_config
     if hparams_axis not in (None, 0):
         raise ValueError(
             f"fit: hparams_axis must be None (one hparams for every run) or 0 (a batch of "
@@ -114,92 +244,88 @@ def fit(
         hparams_axis != 0
         or not isinstance(seeds_per_config, int)
         or seeds_per_config < 1
-        or num_seeds % seeds_per_config
+        or schedule.num_seeds % seeds_per_config
     ):
         raise ValueError(
             f"fit: seeds_per_config={seeds_per_config!r} needs hparams_axis=0 and must divide "
-            f"num_seeds={num_seeds}"
+            f"num_seeds={schedule.num_seeds}"
         )
-    if resume and out_dir is None:
+    if output.resume and output.out_dir is None:
         raise ValueError("fit: resume=True needs the out_dir of the run to continue")
-    if out_dir is not None:
-        blocked = file_in_the_way(out_dir)
+    if output.out_dir is not None:
+        blocked = file_in_the_way(output.out_dir)
         if blocked is not None:
-            raise ValueError(f"fit: out_dir {out_dir}: {blocked} is a file, not a directory")
-        check_backends(**(logger_options or {}))
-    extra = dict(metadata or {})
-    metadata = {
-        **extra,
-        "algo": agent.name,
-        "env": env_name,
-        "num_seeds": num_seeds,
-        "config": config_dict(agent.config),
-        "hparams": jax.tree.map(lambda x: np.asarray(x).tolist(), dataclasses.asdict(hparams)),
-    }
-    split_mesh = context_mesh()  # the suite's mesh, where the caller set one (runs x envs)
-    if split_mesh is not None:
-        check_mesh(split_mesh, num_seeds, agent.config)
-    key_init, key_eval = jax.random.split(key)
-    keys = driver.run_keys(key_init, num_seeds, seeds_per_config)
-    init = jax.jit(driver.init_batch, static_argnums=(0, 3))
-    # The state is donated: a replay buffer in it is updated in place, not copied per chunk.
-    run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4), donate_argnums=(1,))
-    target = jax.eval_shape(init, agent, keys, hparams, hparams_axis, data)
+            raise ValueError(f"fit: out_dir {output.out_dir}: {blocked} is a file, not a directory")
+        check_backends(**(output.logger_options or {}))
+    return dataclasses.replace(schedule, num_updates=num_updates, chunk_updates=chunk_updates)
+
+
+def _check_memory(agent, target, num_seeds: int, saves: bool) -> None:
+    """Refuse a learner state that does not fit in the memory of this process's devices."""
     mesh = driver.run_mesh(num_seeds)
     devices = [jax.devices()[0]] if mesh is None else list(mesh.devices.flat)
     devices = [d for d in devices if d.process_index == jax.process_index()]  # this process's
     need, what = memory.tree_bytes(target), f"{agent.name}: the learner state of {num_seeds} runs"
-    if out_dir is not None and devices[0].platform == "cpu":
+    if saves and devices[0].platform == "cpu":
         # A checkpoint is saved from (and restored through) a host copy of the whole state: on
         # a CPU, in the same memory as the state.
         need, what = 2 * need, f"{what} with its checkpoint copy"
     memory.check_fits(need, what, hint="use fewer seeds or a smaller buffer", devices=devices)
 
-    ckpt_dir = None if out_dir is None else pathlib.Path(out_dir) / "checkpoints"
-    start = 0
-    final_path = None if out_dir is None else pathlib.Path(out_dir) / "final.json"
+
+def _restore(run: Prepared, target, extra: tuple) -> tuple[Any, int] | None:
+    """`(states, update)` of a resume's last complete checkpoint, or None where the run starts
+    afresh (not a resume, or a resume that saved no complete checkpoint yet); refused where the
+    checkpoint does not match the run, or a new run's directory holds one."""
+    ckpt_dir, final_path = run.ckpt_dir, run.final_path
+    num_updates, out_dir = run.schedule.num_updates, run.output.out_dir
     # A resumed run that saved no complete checkpoint yet (none, or only the temporary folder of
     # a save that was cut short) starts again; restore refuses a corrupt or foreign one.
     latest = None if ckpt_dir is None else checkpoint.latest_step(ckpt_dir)
-    if resume:
-        _say_cut_short(ckpt_dir, latest)
-    if resume and latest is not None:
-        keys_checked = ("algo", "env", "num_seeds", "config", "hparams", *extra)
-        expect = {k: metadata[k] for k in keys_checked}
-        states, saved = checkpoint.restore(ckpt_dir, target, expect=expect)
-        unmatched = sorted(set(saved) - set(metadata) - {"update", "env_steps"})
-        if unmatched:
-            raise checkpoint.CheckpointError(
-                f"checkpoint {ckpt_dir} was saved with metadata "
-                f"{ {k: saved[k] for k in unmatched} }; the resume must present the same "
-                "(pass it in metadata=)"
-            )
-        states = driver.shard_runs(states, num_seeds)  # init_batch places a new run's states
-        start = int(saved["update"])
-        if start > num_updates:
-            raise ValueError(
-                f"fit: the run in {out_dir} has a checkpoint at update {start}, beyond "
-                f"num_updates={num_updates}; resume it with num_updates >= {start}"
-            )
-        if start == num_updates and final_path.exists():
-            raise ValueError(
-                f"fit: the run in {out_dir} already completed {start} of {num_updates} updates; "
-                "nothing to resume"
-            )
-    else:
+    if not run.output.resume or latest is None:
         if latest is not None:  # (not a resume: that restores it)
             raise FileExistsError(
                 f"{ckpt_dir} already holds checkpoints; resume the run or use another out_dir"
             )
-        if not resume and final_path is not None and final_path.exists():
+        if not run.output.resume and final_path is not None and final_path.exists():
             raise FileExistsError(f"{final_path} exists; use another out_dir")
-        states = init(agent, keys, hparams, hparams_axis, data)
+        return None
+    expect = {k: run.metadata[k] for k in ("algo", "env", "num_seeds", "config", "hparams", *extra)}
+    states, saved = checkpoint.restore(ckpt_dir, target, expect=expect)
+    unmatched = sorted(set(saved) - set(run.metadata) - {"update", "env_steps"})
+    if unmatched:
+        raise checkpoint.CheckpointError(
+            f"checkpoint {ckpt_dir} was saved with metadata "
+            f"{ {k: saved[k] for k in unmatched} }; the resume must present the same "
+            "(pass it in metadata=)"
+        )
+    states = driver.shard_runs(states, run.schedule.num_seeds)  # init places a new run's
+    start = int(saved["update"])
+    if start > num_updates:
+        raise ValueError(
+            f"fit: the run in {out_dir} has a checkpoint at update {start}, beyond "
+            f"num_updates={num_updates}; resume it with num_updates >= {start}"
+        )
+    if start == num_updates and final_path.exists():
+        raise ValueError(
+            f"fit: the run in {out_dir} already completed {start} of {num_updates} updates; "
+            "nothing to resume"
+        )
+    return states, start
 
+
+def train_chunks(run: Prepared, callbacks: Callbacks) -> Trained:
+    """Run the chunks from `run.start` to the end: every chunk length compiled first, then per
+    chunk the callbacks, the metrics rows, a checkpoint and the progress bar."""
+    agent, hparams, data = run.agent, run.hparams, run.data
+    num_seeds, hparams_axis = run.schedule.num_seeds, run.schedule.hparams_axis
+    num_updates, chunk_updates = run.schedule.num_updates, run.schedule.chunk_updates
+    start, states, output = run.start, run.states, run.output
     logger = None
-    writes = out_dir is not None and is_main()  # several processes: process 0 writes the files
-    if writes:
-        resume_step = start * agent.env_steps_per_update if resume else None
-        logger = MetricsLogger(out_dir, resume_from_step=resume_step, **(logger_options or {}))
+    if output.out_dir is not None and is_main():  # several processes: process 0 writes files
+        resume_step = start * agent.env_steps_per_update if output.resume else None
+        options = output.logger_options or {}
+        logger = MetricsLogger(output.out_dir, resume_from_step=resume_step, **options)
     steps_per_update = agent.env_steps_per_update
     collected: dict[str, list] = {}
     wall_start = time.perf_counter()
@@ -209,63 +335,72 @@ def fit(
         min(chunk_updates, num_updates - u) for u in range(start, num_updates, chunk_updates)
     }
     if chunk_lengths:  # (none left where a resume continues after the last checkpoint)
-        states = steady_layout(run, agent, states, hparams, min(chunk_lengths), hparams_axis, data)
+        states = steady_layout(
+            run.run, agent, states, hparams, min(chunk_lengths), hparams_axis, data
+        )
     compiled = {
-        n: run.lower(agent, states, hparams, n, hparams_axis, data).compile()
+        n: run.run.lower(agent, states, hparams, n, hparams_axis, data).compile()
         for n in sorted(chunk_lengths)
     }
     compile_seconds = time.perf_counter() - wall_start
     total, done = num_updates * steps_per_update, start * steps_per_update
-    with _Progress(progress and is_main(), total, done, num_seeds) as bar:
+    with _Progress(output.progress and is_main(), total, done, num_seeds) as bar:
         update = start
         while update < num_updates:
             n = min(chunk_updates, num_updates - update)
             states, metrics = compiled[n](states, hparams, data)
             metrics = to_host(metrics)  # from every process, where the runs span several
             update += n
-            if between_chunks is not None and update < num_updates:
-                changed = between_chunks(states, metrics, update)
+            if callbacks.between_chunks is not None and update < num_updates:
+                changed = callbacks.between_chunks(states, metrics, update)
                 # Placed as the chunk left them: the compiled chunk takes that layout only.
                 states = jax.tree.map(lambda new, old: place(new, old.sharding), changed, states)
             env_steps = (np.arange(update - n, update) + 1) * steps_per_update
             if logger is not None:
                 logger.log(env_steps, metrics)
-            if ckpt_dir is not None:
-                saved = {**metadata, "update": update, "env_steps": update * steps_per_update}
-                checkpoint.save(ckpt_dir, update, states, saved)
+            if run.ckpt_dir is not None:
+                saved = {**run.metadata, "update": update, "env_steps": update * steps_per_update}
+                checkpoint.save(run.ckpt_dir, update, states, saved)
             for name, value in metrics.items():
                 collected.setdefault(name, []).append(value)
             bar.advance(update * steps_per_update, metrics.get("charts/episodic_return"))
-            if on_chunk is not None:
-                on_chunk(update, metrics)
+            if callbacks.on_chunk is not None:
+                callbacks.on_chunk(update, metrics)
     wall_seconds = time.perf_counter() - wall_start
     if logger is not None:
         logger.close()
+    return Trained(states, collected, wall_seconds, compile_seconds)
 
+
+def finish(run: Prepared, trained: Trained, final: Final) -> FitResult:
+    """Evaluate every run's policy and write the summary (`final.json`, process 0)."""
+    agent, schedule = run.agent, run.schedule
     eval_returns, trials = evaluate_policies(
-        agent, states, key_eval, eval_episodes, seeds=seeds_per_config
+        agent, trained.states, run.key_eval, final.eval_episodes, seeds=schedule.seeds_per_config
     )
-    steps_run = (num_updates - start) * steps_per_update
-    unit = step_unit(data)
+    steps_per_update = agent.env_steps_per_update
+    steps_run = (schedule.num_updates - run.start) * steps_per_update
+    unit = step_unit(run.data)
+    wall_seconds, compile_seconds = trained.wall_seconds, trained.compile_seconds
     summary = {
         "algo": agent.name,
-        "env": env_name,
-        "num_seeds": num_seeds,
-        unit: total,
+        "env": run.output.env_name,
+        "num_seeds": schedule.num_seeds,
+        unit: schedule.num_updates * steps_per_update,
         f"{unit}_this_call": steps_run,
         "wall_seconds": round(wall_seconds, 3),
         "compile_seconds": round(compile_seconds, 3),
         f"{unit}_per_second": round(
-            steps_run * num_seeds / max(wall_seconds - compile_seconds, 1e-9)
+            steps_run * schedule.num_seeds / max(wall_seconds - compile_seconds, 1e-9)
         ),
-        "eval_episodes": eval_episodes,
-        **eval_summary(eval_returns, reference_returns),
+        "eval_episodes": final.eval_episodes,
+        **eval_summary(eval_returns, final.reference_returns),
         **trials,
     }
-    if final_path is not None and writes:
-        final_path.write_text(json.dumps(summary, indent=2) + "\n")
-    metrics = {k: np.concatenate(v, axis=1) for k, v in collected.items()}
-    return FitResult(states, metrics, eval_returns, summary)
+    if run.final_path is not None and run.output.out_dir is not None and is_main():
+        run.final_path.write_text(json.dumps(summary, indent=2) + "\n")
+    metrics = {k: np.concatenate(v, axis=1) for k, v in trained.collected.items()}
+    return FitResult(trained.states, metrics, eval_returns, summary)
 
 
 def steady_layout(run, agent, states, hparams, num_updates: int, hparams_axis, data) -> Any:
@@ -321,102 +456,6 @@ def chunk_length(num_updates: int, chunks: int = 10) -> int:
     if dividing:
         return num_updates // min(dividing, key=lambda c: (abs(c - chunks), -c))
     return max(1, num_updates // chunks)
-
-
-def evaluate_policies(
-    agent, states, key: jax.Array, episodes: int, deterministic: bool = True, seeds=None
-) -> tuple[np.ndarray, dict]:
-    """Every run's evaluation returns `[num_runs, episodes]`, and for a task family (episodes
-    that are trials, `rlsuite.environment.meta.RL2`) the `trial_summary` of the same episodes
-    (else `{}`). Each run's key is `driver.run_keys(key, num_runs, seeds)[i]`."""
-    num_runs = jax.tree.leaves(states)[0].shape[0]
-    keys = driver.run_keys(key, num_runs, seeds)
-    if trial_wrapper(agent.env) is None:
-        goal = "success" in info_keys(agent.env, agent.env_params)
-        evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3, 4, 5, 6))
-        sums = ("success",) if goal else ()
-        result = to_host(evaluation(agent, states, keys, episodes, deterministic, None, sums))
-        returns = np.asarray(result.returns)
-        key_levels = jax.random.fold_in(key, 1)  # `key` keeps the evaluation it always gave
-        key_levels = driver.run_keys(key_levels, num_runs, seeds)
-        summary = held_out_summary(agent, states, key_levels, episodes, deterministic)
-        if goal:
-            summary.update(goal_summary(np.asarray(result.sums["success"])))
-        return returns, summary
-    sums = tuple(k for k in TRIAL_SUMS if k in info_keys(agent.env, agent.env_params))
-    evaluation = jax.jit(driver.evaluate_trials_batch, static_argnums=(0, 3, 4, 5))
-    result = to_host(evaluation(agent, states, keys, episodes, deterministic, sums))
-    return np.asarray(result.returns), trial_summary(result)
-
-
-def held_out_summary(agent, states, key: jax.Array, attempts: int, deterministic: bool) -> dict:
-    """For an environment with named evaluation levels (`Levels.held_out`, the maze's eight):
-    `{"held_out": {"names", "returns"}}`, each run's returns `[num_runs, num_levels, attempts]`
-    (solve rate: the share above 0); else `{}`."""
-    levels = levels_of(agent.env)
-    if levels is None or levels.held_out is None:
-        return {}
-    names, held_out = levels.held_out()
-    level_params = levels.params_for(agent.env_params, held_out)
-    evaluation = jax.jit(driver.evaluate_levels_batch, static_argnums=(0, 4, 5))
-    result = to_host(evaluation(agent, states, key, level_params, attempts, deterministic))
-    return {"held_out": {"names": list(names), "returns": np.asarray(result.returns).tolist()}}
-
-
-def goal_summary(success_steps: np.ndarray) -> dict:
-    """What `final.json` and `rlsuite eval` say of a goal environment's episodes (its
-    `info["success"]` summed per episode, `[num_runs, episodes]`): per seed and in the mean,
-    `success_any` (the share of episodes with a success step) and `time_near_goal` (steps per
-    episode within the threshold of the goal)."""
-    any_per_seed = (success_steps > 0).mean(axis=1)
-    near_per_seed = success_steps.mean(axis=1)
-    return {
-        "eval_success_any_per_seed": any_per_seed.tolist(),
-        "eval_success_any_mean": float(any_per_seed.mean()),
-        "eval_time_near_goal_per_seed": near_per_seed.tolist(),
-        "eval_time_near_goal_mean": float(near_per_seed.mean()),
-    }
-
-
-TRIAL_SUMS = ("regret",)  # info keys a task family may report, summed over each trial
-
-
-def trial_summary(result) -> dict:
-    """What `final.json` and `rlsuite eval` say of a task family's trials: the adaptation curve
-    (mean return per episode index of the trial, bootstrap 95% interval across seeds, and each
-    seed's curve) and each summed info key's mean per trial, per seed."""
-    episode_returns = np.asarray(result.episode_returns)
-    summary = {}
-    if episode_returns.shape[-1] > 0:
-        mean, low, high = adaptation_curve(episode_returns)
-        summary["adaptation"] = {
-            "episode_return_mean": mean.tolist(),
-            "episode_return_low": low.tolist(),
-            "episode_return_high": high.tolist(),
-            "episode_return_per_seed": episode_returns.mean(axis=1).tolist(),
-        }
-    for name, values in result.sums.items():
-        per_seed = np.asarray(values).mean(axis=1)
-        summary[f"eval_{name}_per_seed"] = per_seed.tolist()
-        summary[f"eval_{name}_mean"] = float(per_seed.mean())
-    return summary
-
-
-def eval_summary(eval_returns: np.ndarray, reference_returns=None) -> dict:
-    """`eval_return_per_seed` and `eval_return_mean` of returns `[num_seeds, episodes]`, and with
-    `reference_returns=(random, expert)` D4RL's `normalized_score_per_seed` and `_mean`."""
-    per_seed = np.asarray(eval_returns).mean(axis=1)
-    summary = {
-        "eval_return_per_seed": per_seed.tolist(),
-        "eval_return_mean": float(per_seed.mean()),
-    }
-    if reference_returns is not None:
-        from rlsuite.data.datasets import normalized_score
-
-        scores = np.asarray(normalized_score(per_seed, *reference_returns))
-        summary["normalized_score_per_seed"] = scores.tolist()
-        summary["normalized_score_mean"] = float(scores.mean())
-    return summary
 
 
 def file_in_the_way(path) -> pathlib.Path | None:

@@ -1,0 +1,204 @@
+"""What an environment is evaluated on, declared by the environment (or its wrapper) as its
+`evaluation`: plain episodes (`Evaluation`, every environment's default), goal success and time
+near the goal (`GoalSuccess`, the goal contract's), trials with the adaptation curve and summed
+info keys such as regret (`Trials`, the RL^2 wrapper's), and named held-out levels with their
+solve rates around another evaluation (`HeldOutLevels`, declared by an environment with `Levels`).
+
+An evaluation is called with an `Evaluator`, which the training loop implements
+(`rlsuite.loop.evaluator`): it plays every run's policy for episodes, trials or attempts on
+levels and returns host arrays. The evaluation returns `(returns [num_runs, episodes], entries)`,
+whose entries `final.json` and `rlsuite eval` add to the returns' summary, and `describe` turns
+those entries into the lines `rlsuite eval` prints. A new kind of evaluation is a subclass
+declared by its environment; nothing in the loop or the command line names the kinds.
+
+    class MyEnv(Environment):
+        @property
+        def evaluation(self):
+            return MyEvaluation()
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple, Protocol
+
+import numpy as np
+
+
+class EpisodesResult(NamedTuple):
+    returns: np.ndarray  # [num_runs, episodes]
+    sums: dict  # info key -> its sum over each episode, [num_runs, episodes]
+
+
+class TrialsResult(NamedTuple):
+    returns: np.ndarray  # [num_runs, trials]: each trial's return
+    episode_returns: np.ndarray  # [num_runs, trials, episodes]: each episode's inside them
+    sums: dict  # info key -> its sum over each trial, [num_runs, trials]
+    curve: tuple | None  # (mean, low, high) per episode index across runs (None: no episodes)
+
+
+class Evaluator(Protocol):
+    """Every run's policy played inside `jit` (`rlsuite.loop.evaluator.Evaluator`)."""
+
+    env: Any
+    env_params: Any
+
+    def info_keys(self) -> set[str]:
+        """The keys of the `info` dict the environment's `step` returns."""
+        ...
+
+    def episodes(self, sums: tuple[str, ...] = ()) -> EpisodesResult: ...
+
+    def trials(self, sums: tuple[str, ...] = ()) -> TrialsResult: ...
+
+    def levels(self, level_params: Any) -> np.ndarray:
+        """Returns `[num_runs, num_levels, attempts]` on the levels of `level_params` [N]."""
+        ...
+
+
+class Evaluation:
+    """Episodes: each run's returns, with nothing added."""
+
+    def __call__(self, ev: Evaluator) -> tuple[np.ndarray, dict]:
+        return ev.episodes().returns, {}
+
+    def describe(self, entries: dict) -> str | None:
+        """What `rlsuite eval` prints of `entries` besides the summary (None: nothing)."""
+        return None
+
+
+class GoalSuccess(Evaluation):
+    """Goal environments (`rlsuite.environment.goal`): the share of episodes that reached the
+    goal and the steps spent near it, from `info["success"]`."""
+
+    def __call__(self, ev: Evaluator) -> tuple[np.ndarray, dict]:
+        result = ev.episodes(("success",))
+        return result.returns, goal_summary(result.sums["success"])
+
+
+class Trials(Evaluation):
+    """Task families under the RL^2 wrapper: each episode of the evaluation is a trial; the
+    adaptation curve across the trial's episodes, and each of `sums` (info keys the family
+    reports, where it does) summed per trial."""
+
+    def __init__(self, sums: tuple[str, ...] = ("regret",)):
+        self.sums = tuple(sums)
+
+    def __call__(self, ev: Evaluator) -> tuple[np.ndarray, dict]:
+        reported = ev.info_keys()
+        result = ev.trials(tuple(k for k in self.sums if k in reported))
+        return result.returns, trial_summary(result)
+
+    def describe(self, entries: dict) -> str | None:
+        return adaptation_table(entries["adaptation"]) if "adaptation" in entries else None
+
+
+class HeldOutLevels(Evaluation):
+    """An environment with named held-out levels (`Levels.held_out`, the maze's eight): `base`'s
+    evaluation, then as many attempts as its episodes on each held-out level."""
+
+    def __init__(self, base: Evaluation, levels: Any):
+        self.base, self.levels = base, levels
+
+    def __call__(self, ev: Evaluator) -> tuple[np.ndarray, dict]:
+        returns, entries = self.base(ev)
+        names, levels = self.levels.held_out()
+        level_returns = ev.levels(self.levels.params_for(ev.env_params, levels))
+        held_out = {"names": list(names), "returns": np.asarray(level_returns).tolist()}
+        return returns, {"held_out": held_out, **entries}
+
+    def describe(self, entries: dict) -> str | None:
+        lines = [self.base.describe(entries)]
+        if "held_out" in entries:
+            held_out = entries["held_out"]
+            lines.append(solve_rate_table(held_out["names"], held_out["returns"]))
+        lines = [line for line in lines if line is not None]
+        return "\n".join(lines) if lines else None
+
+
+def with_held_out(levels: Any, base: Evaluation | None = None) -> Evaluation:
+    """`base` (default: episodes), with `HeldOutLevels` where `levels` (a `Levels`) names
+    held-out levels."""
+    base = Evaluation() if base is None else base
+    if levels is None or levels.held_out is None:
+        return base
+    return HeldOutLevels(base, levels)
+
+
+def goal_summary(success_steps: np.ndarray) -> dict:
+    """What `final.json` and `rlsuite eval` say of a goal environment's episodes (its
+    `info["success"]` summed per episode, `[num_runs, episodes]`): per seed and in the mean,
+    `success_any` (the share of episodes with a success step) and `time_near_goal` (steps per
+    episode within the threshold of the goal)."""
+    success_steps = np.asarray(success_steps)
+    any_per_seed = (success_steps > 0).mean(axis=1)
+    near_per_seed = success_steps.mean(axis=1)
+    return {
+        "eval_success_any_per_seed": any_per_seed.tolist(),
+        "eval_success_any_mean": float(any_per_seed.mean()),
+        "eval_time_near_goal_per_seed": near_per_seed.tolist(),
+        "eval_time_near_goal_mean": float(near_per_seed.mean()),
+    }
+
+
+def trial_summary(result: TrialsResult) -> dict:
+    """What `final.json` and `rlsuite eval` say of a task family's trials: the adaptation curve
+    (mean return per episode index of the trial, bootstrap 95% interval across seeds, and each
+    seed's curve) and each summed info key's mean per trial, per seed."""
+    episode_returns = np.asarray(result.episode_returns)
+    summary = {}
+    if result.curve is not None:
+        mean, low, high = result.curve
+        summary["adaptation"] = {
+            "episode_return_mean": mean.tolist(),
+            "episode_return_low": low.tolist(),
+            "episode_return_high": high.tolist(),
+            "episode_return_per_seed": episode_returns.mean(axis=1).tolist(),
+        }
+    for name, values in result.sums.items():
+        per_seed = np.asarray(values).mean(axis=1)
+        summary[f"eval_{name}_per_seed"] = per_seed.tolist()
+        summary[f"eval_{name}_mean"] = float(per_seed.mean())
+    return summary
+
+
+def adaptation_table(adaptation: dict) -> str:
+    """The adaptation curve as lines of text: per episode index of the trial, the mean return
+    and its 95% interval across seeds."""
+    lines = ["adaptation: mean return per episode of a trial (95% bootstrap interval, seeds)"]
+    rows = zip(
+        adaptation["episode_return_mean"],
+        adaptation["episode_return_low"],
+        adaptation["episode_return_high"],
+        strict=True,
+    )
+    for i, (mean, low, high) in enumerate(rows, start=1):
+        lines.append(f"  episode {i:>3}: {mean:9.3f}  [{low:.3f}, {high:.3f}]")
+    return "\n".join(lines)
+
+
+def solve_rate_table(names, returns) -> str:
+    """A markdown table of held-out levels: per level its name, solve rate (the share of
+    attempts with a return above 0), mean return and number of attempts, then a `mean` row
+    (the means over the levels, the attempts summed).
+
+    `returns` is `[num_levels, attempts]` (`rlsuite.loop.evaluation.evaluate_levels`) or
+    `[num_runs, num_levels, attempts]` (`evaluate_levels_batch`), whose runs' attempts are
+    pooled; `names` has one name per level.
+    """
+    values = np.asarray(returns, dtype=np.float64)
+    names = list(names)
+    if values.ndim == 3:
+        values = np.moveaxis(values, 1, 0).reshape(values.shape[1], -1)
+    if values.ndim != 2 or values.shape[0] != len(names) or values.shape[1] == 0:
+        raise ValueError(
+            f"solve_rate_table: returns must be [num_levels, attempts] or [num_runs, "
+            f"num_levels, attempts] with {len(names)} levels (one per name) and at least one "
+            f"attempt, got shape {np.shape(returns)}"
+        )
+    solved = (values > 0).mean(axis=1)
+    means = values.mean(axis=1)
+    lines = ["| level | solve rate | mean return | attempts |", "|---|---:|---:|---:|"]
+    for name, rate, mean in zip(names, solved, means, strict=True):
+        lines.append(f"| {name} | {rate:.2f} | {mean:.3f} | {values.shape[1]} |")
+    lines.append(f"| mean | {solved.mean():.2f} | {means.mean():.3f} | {values.size} |")
+    return "\n".join(lines)

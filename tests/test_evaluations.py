@@ -1,0 +1,140 @@
+"""What an environment declares it is evaluated on (`rlsuite.environment.evaluations`) and the
+loop's `Evaluator` that plays it (`rlsuite.loop.evaluator`)."""
+
+import json
+
+import numpy as np
+import pytest
+from rlsuite.envs.cartpole import CartPole
+
+from rlsuite import envs
+from rlsuite.app import cli
+from rlsuite.environment import evaluations
+from tests.test_cli import TINY
+
+
+class LongEpisodes(evaluations.Evaluation):
+    """A toy kind of evaluation: the share of each run's episodes that last over 20 steps (a
+    CartPole episode's return is its length)."""
+
+    def __call__(self, ev):
+        result = ev.episodes()
+        share = (result.returns > 20).mean(axis=1)
+        return result.returns, {
+            "eval_long_per_seed": share.tolist(),
+            "eval_long_mean": float(share.mean()),
+        }
+
+    def describe(self, entries):
+        return f"long episodes: {entries['eval_long_mean']:.3f} of them"
+
+
+class ToyCartPole(CartPole):
+    @property
+    def evaluation(self):
+        return LongEpisodes()
+
+
+@pytest.fixture
+def toy_env():
+    envs.register("toy/cartpole", ToyCartPole, max_episode_steps=100)
+    yield "toy/cartpole"
+    envs.registry.REGISTERED.pop("toy/cartpole")
+
+
+def test_a_new_kind_of_evaluation_is_one_object_declared_by_its_environment(
+    toy_env, tmp_path, capsys
+):
+    """Declared by the environment, the toy evaluation reaches final.json, `rlsuite eval` and the
+    report through the loop's and the command line's own code, none of which names it."""
+    out = tmp_path / "toy"
+    budget = ["--total-timesteps", "128", "--chunks", "1", "--eval-episodes", "4", *TINY]
+    assert cli.main(["train", "ppo", "--env", toy_env, "--out", str(out), *budget]) == 0
+    final = json.loads((out / "final.json").read_text())
+    lengths = np.asarray(final["eval_return_per_seed"])  # the mean length; the share is apart
+    assert len(final["eval_long_per_seed"]) == 1 and lengths.shape == (1,)
+    assert 0 <= final["eval_long_mean"] <= 1
+    capsys.readouterr()
+    assert cli.main(["eval", str(out), "--episodes", "5"]) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads(printed[: printed.rindex("}") + 1])
+    assert summary["episodes"] == 5 and len(summary["eval_long_per_seed"]) == 1
+    assert printed.rstrip().endswith(f"long episodes: {summary['eval_long_mean']:.3f} of them")
+    assert cli.main(["report", str(out)]) == 0
+    page = (out / "report.md").read_text()
+    assert "| seed | eval_return | eval_long |" in page
+
+
+def test_each_kind_of_environment_declares_its_evaluation():
+    kinds = {
+        "cartpole": evaluations.Evaluation,
+        "maze/small": evaluations.Evaluation,  # 7 x 7: no held-out mazes
+        "maze": evaluations.HeldOutLevels,
+        "goal/point_reach": evaluations.GoalSuccess,
+        "point_mass": evaluations.GoalSuccess,
+        "meta/bandit": evaluations.Trials,
+    }
+    for name, kind in kinds.items():
+        env, _ = envs.make(name)
+        assert type(env.evaluation) is kind, name
+    maze, _ = envs.make("maze")
+    assert type(maze.evaluation.base) is evaluations.Evaluation
+
+
+class FakeEvaluator:
+    """Hand-made results in place of played episodes."""
+
+    env, env_params = None, None
+
+    def __init__(self, keys=("regret",)):
+        self.keys, self.asked = set(keys), []
+
+    def info_keys(self):
+        return self.keys
+
+    def episodes(self, sums=()):
+        self.asked.append(("episodes", sums))
+        success = np.array([[0.0, 3.0, 1.0, 0.0], [2.0, 2.0, 0.0, 0.0]])
+        return evaluations.EpisodesResult(np.ones((2, 4)), {"success": success})
+
+    def trials(self, sums=()):
+        self.asked.append(("trials", sums))
+        episode_returns = np.zeros((2, 3, 2))
+        curve = (np.array([1.0, 2.0]), np.array([0.5, 1.5]), np.array([1.5, 2.5]))
+        return evaluations.TrialsResult(
+            np.ones((2, 3)), episode_returns, {k: np.full((2, 3), 0.25) for k in sums}, curve
+        )
+
+    def levels(self, level_params):
+        self.asked.append(("levels", level_params))
+        return np.array([[[1.0, 0.0]], [[0.0, 0.0]]])  # [2 runs, 1 level, 2 attempts]
+
+
+def test_the_kinds_summarise_by_hand_derived_values():
+    ev = FakeEvaluator()
+    _, goal = evaluations.GoalSuccess()(ev)
+    # run 0: 2 of 4 episodes reached the goal, 4 steps near it over 4 episodes; run 1: 2, 4
+    assert goal["eval_success_any_per_seed"] == [0.5, 0.5]
+    assert goal["eval_time_near_goal_per_seed"] == [1.0, 1.0]
+    assert ev.asked == [("episodes", ("success",))]
+    ev = FakeEvaluator(keys=("regret", "other"))
+    _, trials = evaluations.Trials(("regret", "absent"))(ev)
+    assert ev.asked == [("trials", ("regret",))]  # only the keys the family reports
+    assert trials["adaptation"]["episode_return_mean"] == [1.0, 2.0]
+    assert trials["eval_regret_per_seed"] == [0.25, 0.25]
+    text = evaluations.Trials().describe(trials)
+    assert text.splitlines()[1] == "  episode   1:     1.000  [0.500, 1.500]"
+
+    class Levels:
+        held_out = staticmethod(lambda: (("corridor",), "levels"))
+        params_for = staticmethod(lambda params, levels: f"params of {levels}")
+
+    ev = FakeEvaluator()
+    held = evaluations.with_held_out(Levels(), evaluations.GoalSuccess())
+    _, entries = held(ev)
+    assert ev.asked == [("episodes", ("success",)), ("levels", "params of levels")]
+    assert list(entries) == ["held_out", *goal]  # the held-out levels first, as final.json had
+    assert entries["held_out"] == {"names": ["corridor"], "returns": [[[1.0, 0.0]], [[0.0, 0.0]]]}
+    assert "| corridor | 0.25 | 0.250 | 4 |" in held.describe(entries)
+    assert evaluations.with_held_out(None) is not None
+    assert type(evaluations.with_held_out(None)) is evaluations.Evaluation
