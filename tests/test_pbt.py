@@ -100,7 +100,10 @@ def test_a_pbt_run_records_its_lineage_and_resumes_bitwise(tmp_path, monkeypatch
         fitness = np.nan_to_num(np.asarray(row["fitness"], float), nan=-np.inf)
         for start in (0, 4):
             group = fitness[start : start + 4]
-            worst, best = start + int(np.argmin(group)), start + int(np.argmax(group))
+            # Ties keep their order (a stable sort, best first): the best is the first of the
+            # highest, the worst the last of the lowest.
+            worst = start + len(group) - 1 - int(np.argmin(group[::-1]))
+            best = start + int(np.argmax(group))
             assert row["parent"][worst] == best  # a quarter of 4: the worst copies the best
         # Each member trains with the hparams the step gave it: the next rows log them.
         after = [m for m in metrics if m["env_steps"] == (row["update"] + 1) * 64]

@@ -2,6 +2,12 @@
 today's uniform buffer, bit for bit; a buffer passed in is the one stored, filled, sampled and
 learned from; a relabelling is applied to every sampled batch; bad input is refused."""
 
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -30,24 +36,46 @@ def tiny_sac_run(**make_kwargs):
 
 
 # ----------------------------------------------------------------------- the default, unchanged
+# The run of `tiny_sac_run()` in a fresh process with XLA:CPU's own defaults (no XLA_FLAGS, one
+# CPU device): a pytest worker where an earlier test made the CPU cores devices (`rlsuite train`'s
+# `platform.use_cpu_cores`, which also turns YNNPACK off) computes other last bits.
+FRESH_RUN = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from tests.test_replay_plugin import params_sum, tiny_sac_run
+state, metrics = tiny_sac_run()
+print(json.dumps({
+    "actor": params_sum(state.learner.actor).hex(),
+    "critic": params_sum(state.learner.critic).hex(),
+    "critic_loss": [float(v).hex() for v in metrics["losses/critic_loss"]],
+    "actor_loss": [float(v).hex() for v in metrics["losses/actor_loss"]],
+    "buffer_size": [int(v) for v in metrics["charts/buffer_size"]],
+}))
+"""
+
+
 def test_sac_default_buffer_is_unchanged_bit_for_bit():
     state, metrics = tiny_sac_run()
     explicit = tiny_sac_run(buffer=buffers.replay_buffer(1000))
     assert_same((state, metrics), explicit)
-    # Recorded from the code before the buffer became pluggable (same run, CPU, jax 0.10.2):
-    # learning starts on update 4 (8 env steps of 2 envs), the buffer holds 12 items.
-    assert params_sum(state.learner.actor) == float.fromhex("-0x1.e7e4d83ac0000p+1")
-    assert params_sum(state.learner.critic) == float.fromhex("-0x1.2686564278000p+1")
+    # Recorded from the code before the buffer became pluggable (ada9769's parent, the same run
+    # in a fresh process, CPU, jax 0.10.2, flax 0.12.8, optax 0.2.8): learning starts on update
+    # 4 (8 env steps of 2 envs), the buffer holds 12 items.
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items() if k not in ("XLA_FLAGS", "JAX_NUM_CPU_DEVICES")}
+    proc = subprocess.run(
+        [sys.executable, "-c", FRESH_RUN, str(root)],
+        capture_output=True, text=True, timeout=240, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    fresh = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert fresh["actor"] == "-0x1.e7e4d78376000p+1"
+    assert fresh["critic"] == "-0x1.268656a958000p+1"
     critic_loss = ["0x1.748c060000000p+5", "0x1.3777180000000p+5", "0x1.4c9f6c0000000p+5"]
     actor_loss = ["0x1.266c940000000p+0", "0x1.3b11a40000000p+0", "0x1.7399300000000p+0"]
-    assert np.all(np.isnan(metrics["losses/critic_loss"][:3]))
-    assert [float(v) for v in metrics["losses/critic_loss"][3:]] == [
-        float.fromhex(h) for h in critic_loss
-    ]
-    assert [float(v) for v in metrics["losses/actor_loss"][3:]] == [
-        float.fromhex(h) for h in actor_loss
-    ]
-    np.testing.assert_array_equal(metrics["charts/buffer_size"], [2, 4, 6, 8, 10, 12])
+    assert fresh["critic_loss"][:3] == ["nan"] * 3 and fresh["critic_loss"][3:] == critic_loss
+    assert fresh["actor_loss"][3:] == actor_loss
+    assert fresh["buffer_size"] == [2, 4, 6, 8, 10, 12]
     assert jax.random.key_data(state.key).tolist() == [1052407801, 3042176446]
 
 
