@@ -1,12 +1,31 @@
-"""Shared test setup: a persistent XLA compilation cache outside the repository (compile time
-dominates short tests on CPU)."""
+"""Shared test setup.
 
+- A persistent XLA compilation cache outside the repository, for this process and (through the
+  environment) for the `rlsuite` processes the tests start: compilation and tracing dominate short
+  tests on a CPU. Every program is cached, however short its compilation: a warm run then loads
+  them all, where compiling the short ones again cost more than reading them.
+- JAX's in-memory caches cleared after each test module. A pytest worker lives for the whole run,
+  and each executable it keeps holds memory maps of its own; with every module's programs kept,
+  a worker neared the kernel's default limit of 65,530 maps (`vm.max_map_count`) and XLA's compiler
+  then aborted or segfaulted. A module's programs are not used by the next module's tests (each
+  builds its own agents), so releasing them costs nothing but the maps.
+"""
+
+import gc
 import os
 
 import jax
+import pytest
 
-jax.config.update(
-    "jax_compilation_cache_dir",
-    os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.expanduser("~/.cache/rlsuite/jax")),
-)
-jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
+CACHE_DIR = os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.expanduser("~/.cache/rlsuite/jax"))
+os.environ["JAX_COMPILATION_CACHE_DIR"] = CACHE_DIR
+os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+jax.config.update("jax_compilation_cache_dir", CACHE_DIR)
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _release_compiled_programs():
+    yield
+    jax.clear_caches()
+    gc.collect()

@@ -241,6 +241,7 @@ def test_k10_n10_bayes_optimal():
     assert abs(_estimate("bayes_optimal", 10, 10) - exact) <= 0.05
 
 
+@pytest.mark.slow
 def test_k5_n100_thompson():
     # A 200,000-trial numpy reference (numpy's Beta sampler) gave 75.02 +- 0.01.
     assert abs(_estimate("thompson", 5, 100) - 74.97) <= 0.2

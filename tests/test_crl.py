@@ -221,6 +221,7 @@ def _train_and_evaluate(num_seeds=3, **make_kwargs):
     return (returns > 0).mean(axis=1), returns.mean(axis=1), metrics
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_crl_reaches_goals_on_point_reach():
     # Calibration (2 cores, 3 seeds): success_any 0.98 / 1.00 / 1.00, 32.7 / 32.6 / 33.8 of
@@ -243,6 +244,7 @@ def _sigmoid_nce(logits):
     return -jnp.mean(jax.nn.sigmoid(logits))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize(
     "control", [{"relabel": _goals_from_another_row}, {"loss": _sigmoid_nce}], ids=["goals", "nce"]

@@ -1,7 +1,9 @@
 """Every registered environment trains from the command line: PPO (which takes discrete and
 continuous actions, vector, image and categorical observations) for a tiny budget on each name
 `envs.names()` lists, evaluated at the end. Brax's are slow on a CPU (MJX compiles for minutes):
-marked slow, and so are the task families and the goal environments on MJX."""
+marked slow, and so are the task families and the goal environments on MJX. Of gymnax's, the
+default run trains one of each kind (vector, image and Discrete observations, continuous
+actions) and the slow run the rest."""
 
 import json
 
@@ -17,12 +19,15 @@ TINY += ["--eval-episodes", "1", "--chunks", "1", "--no-progress", "--cpu-device
 
 
 MJX_TASK_FAMILIES = ("meta/cheetah_velocity", "meta/ant_direction")  # Brax's physics too
+GYMNAX_DEFAULT = ("CartPole-v1", "Pendulum-v1", "Breakout-MinAtar", "FrozenLake-misc")
 
 
 def _params():
     for name in envs.names():
         mjx = name.startswith("brax/") or name in MJX_TASK_FAMILIES or name in OURS_MJX
         marks = [pytest.mark.slow, pytest.mark.timeout(1800)] if mjx else []
+        if name.startswith("gymnax/") and name.removeprefix("gymnax/") not in GYMNAX_DEFAULT:
+            marks = [pytest.mark.slow]
         yield pytest.param(name, marks=marks, id=name)
 
 
@@ -36,6 +41,7 @@ def test_every_registered_environment_trains_with_ppo_from_the_cli(name, tmp_pat
     assert f"ppo on {name}: 1 seeds x 256 env steps" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_the_enumeration_covers_every_kind_of_observation():
     names = envs.names()
     assert len(names) >= 46  # 47 names, less brax/swimmer where this JAX cannot step it

@@ -27,7 +27,8 @@ from rlsuite.envs.goal.ant import MAX_WALL_PAIRS
 from rlsuite import envs
 from rlsuite.environment.wrappers import TimeLimit
 
-pytestmark = pytest.mark.timeout(600)
+# MJX's ant compiles for tens of seconds on a CPU: the file is slow, as brax's are.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
 
 KEY = jax.random.key(0)
 LIMIT = 3  # the time limit of the fixtures' environments
@@ -119,7 +120,6 @@ def test_goal_contract_values_on_the_ant(ant):
     check_goal_contract(env, params, jax.random.key(1))  # one reset and step run
 
 
-@pytest.mark.slow
 def test_goal_contract_values_in_the_u_maze(u_maze):
     env, params, _, _ = u_maze
     check_goal_contract(env, params, jax.random.key(1))

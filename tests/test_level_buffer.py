@@ -327,13 +327,14 @@ def no_compilation():
 def test_bad_config_is_refused_before_compiling(reference, field, value, allowed):
     bad = config(**{field: value})
     match = rf"config\.{field}=.*allowed: {allowed}"
+    key, new = jax.random.key(0), level(1)  # the arguments made (and compiled) beforehand
     with no_compilation():
         for call in (
             lambda: lb.check_config(bad),
             lambda: lb.weights(reference, bad),
-            lambda: lb.sample(reference, jax.random.key(0), 2, bad),
-            lambda: lb.should_replay(reference, jax.random.key(0), bad),
-            lambda: lb.insert(reference, level(1), 0.5, {"max_return": 0.0}, bad),
+            lambda: lb.sample(reference, key, 2, bad),
+            lambda: lb.should_replay(reference, key, bad),
+            lambda: lb.insert(reference, new, 0.5, {"max_return": 0.0}, bad),
         ):
             with pytest.raises(ValueError, match=match):
                 call()
@@ -341,8 +342,9 @@ def test_bad_config_is_refused_before_compiling(reference, field, value, allowed
 
 @pytest.mark.parametrize("capacity", [0, -3, 2.5, True])
 def test_bad_capacity_is_refused_before_compiling(capacity):
+    first = level(0)
     with no_compilation(), pytest.raises(ValueError, match=r"capacity must be an integer >= 1"):
-        lb.init(capacity, level(0))
+        lb.init(capacity, first)
 
 
 def test_mismatched_levels_and_extras_are_named():

@@ -82,6 +82,7 @@ def _trace_step(env, params, action):
 
 
 # ----------------------------------------------------------------------------- cheetah-velocity
+@pytest.mark.slow
 def test_cheetah_reward_is_minus_the_velocity_error_less_the_control_cost(cheetah):
     env, params, run = cheetah
     assert isinstance(env, RL2) and isinstance(env.env, CheetahVelocity)
@@ -121,6 +122,7 @@ def test_cheetah_info_reaches_the_trial_wrapper(cheetah):
 
 
 # ----------------------------------------------------------------------------- ant-direction
+@pytest.mark.slow
 def test_ant_reward_projects_the_velocity_on_the_direction(ant):
     env, params, run = ant
     assert isinstance(env.env, AntDirection) and env.sample_task is mjx_tasks.sample_direction

@@ -115,6 +115,7 @@ def test_only_process_zero_writes(runs):
         )
 
 
+@pytest.mark.slow
 def test_processes_told_by_slurm_variables_train_the_same_run(runs, tmp_path):
     two, _, _ = runs["seed"]
     out = tmp_path / "slurm"
@@ -128,6 +129,7 @@ def _cut_after_second_checkpoint(source, target):
     (target / "final.json").unlink()
 
 
+@pytest.mark.slow
 def test_a_two_process_checkpoint_resumes_in_one_process_and_in_two(runs, tmp_path):
     two, _, _ = runs["env"]
     full = read_metrics(two)

@@ -1,7 +1,6 @@
 """Notebooks: each runs end to end in a Jupyter kernel of this interpreter on a tiny budget, and is
 stored without outputs."""
 
-import os
 import pathlib
 import re
 import sys
@@ -52,11 +51,6 @@ def test_notebooks_are_stored_without_outputs():
 def test_ppo_ablation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     monkeypatch.setenv("RLSUITE_NOTEBOOK_TIMESTEPS", "1024")  # 2 updates of 4 envs x 128 steps
     monkeypatch.setenv("RLSUITE_NOTEBOOK_SEEDS", "2")
-    monkeypatch.setenv(
-        "JAX_COMPILATION_CACHE_DIR",
-        os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.expanduser("~/.cache/rlsuite/jax")),
-    )
-    monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
     nb = nbformat.read(ABLATION, as_version=4)
     nb.cells.insert(0, nbformat.v4.new_code_cell(KERNEL_CHECK))
 
@@ -90,13 +84,9 @@ def test_ppo_ablation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
 
 def _run_tiny(name: str, tmp_path, monkeypatch, timeout: int):
     """Execute the notebook `name` at 2 updates and 2 seeds (its budget variables), in
-    `tmp_path`, with the tests' compilation cache; returns the executed notebook."""
+    `tmp_path`, with the tests' compilation cache (conftest.py); returns the executed notebook."""
     monkeypatch.setenv("RLSUITE_NOTEBOOK_UPDATES", "2")
     monkeypatch.setenv("RLSUITE_NOTEBOOK_SEEDS", "2")
-    monkeypatch.setenv(
-        "JAX_COMPILATION_CACHE_DIR",
-        os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.expanduser("~/.cache/rlsuite/jax")),
-    )
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
     client = nbclient.NotebookClient(
         nb, kernel_name="python3", timeout=timeout, resources={"metadata": {"path": str(tmp_path)}}
@@ -119,6 +109,7 @@ def test_rl2_adaptation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(420)
 def test_ued_curricula_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     nb = _run_tiny("ued_curricula.ipynb", tmp_path, monkeypatch, timeout=360)
@@ -143,6 +134,7 @@ def test_ued_curricula_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_crl_ablation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     monkeypatch.setenv("RLSUITE_NOTEBOOK_ENERGIES", "norm,cosine")

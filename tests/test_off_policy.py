@@ -194,6 +194,7 @@ def test_probes_values_and_policies(algo):
 
 
 # ----------------------------------------------------------------------------------- learning
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["sac", "td3"])
 def test_pendulum_four_vmapped_seeds_reach_minus_250_within_15k_steps(algo):
     make, Config, Hparams = ALGOS[algo]

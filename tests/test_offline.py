@@ -188,6 +188,7 @@ def train_offline(algo, data, num_updates=30, gradient_steps=100, seeds=4):
 EXPERT_BAR = 80  # the bar: a normalised score of 80 on `expert`
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", list(OFFLINE))
 def test_normalised_scores_on_expert(algo, datasets):
     scores, metrics = train_offline(algo, datasets["expert"])
@@ -200,6 +201,7 @@ def medium_replay_bc(datasets):
     return train_offline("bc", datasets["medium-replay"])[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["iql", "cql"])
 def test_iql_and_cql_beat_bc_on_medium_replay(algo, datasets, medium_replay_bc):
     scores, _ = train_offline(algo, datasets["medium-replay"])

@@ -104,6 +104,7 @@ def cartpole_agent():
     return ppo.make(ppo.PPOConfig(total_timesteps=500_000), env, params)
 
 
+@pytest.mark.slow
 def test_cartpole_learns_over_four_vmapped_seeds(cartpole_agent):
     agent = cartpole_agent
     num_updates = agent.config.num_updates  # 500k steps / 512 per update
@@ -233,6 +234,7 @@ def test_unsupported_action_space_is_rejected():
         ppo.make(ppo.PPOConfig(), Unbounded())
 
 
+@pytest.mark.slow
 def test_pendulum_learns_over_two_vmapped_seeds_with_tuned_defaults():
     from rlsuite.app.tuned import tuned
 
@@ -254,6 +256,7 @@ def test_pendulum_learns_over_two_vmapped_seeds_with_tuned_defaults():
     assert per_seed.mean() >= -300, per_seed
 
 
+@pytest.mark.slow
 def test_brax_environment_through_the_adapter_improves_over_the_random_policy():
     # MJX inverted pendulum (terminates when the pole falls). Uniformly random actions keep it up
     # for about 5 steps; 40k steps of PPO must at least quadruple that.

@@ -209,6 +209,7 @@ def _gl_or_skip():
         pytest.skip(f"MuJoCo cannot render here: {proc.stderr.strip().splitlines()[-1:]}")
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_an_mjx_hopper_video_moves_and_is_not_blank(tmp_path):
     _gl_or_skip()

@@ -64,7 +64,16 @@ def _final(out) -> dict:
     return {k: v for k, v in summary.items() if "second" not in k and "this_call" not in k}
 
 
-@pytest.mark.parametrize("algo", list(AGENTS))
+# In the default run, one agent of each kind of learner state: on-policy (PPO), replay
+# (SAC), offline (IQL), recurrent (RL^2) and curriculum (ACCEL). The others share those
+# states' parts and resume in the slow run.
+DEFAULT_RESUME = ("ppo", "sac", "iql", "rl2", "ued")
+
+
+@pytest.mark.parametrize(
+    "algo",
+    [a if a in DEFAULT_RESUME else pytest.param(a, marks=pytest.mark.slow) for a in AGENTS],
+)
 def test_every_agent_resumes_bitwise_on_two_devices(algo, dataset, tmp_path):
     _resumes_bitwise(algo, dataset, tmp_path, TWO_DEVICES)
 
@@ -75,7 +84,7 @@ MESH = ["--num-seeds", "2", "--cpu-devices", "4", "--mesh", "runs=2,envs=2"]
 MESH += ["--eval-episodes", "2", "--no-progress"]
 
 
-@pytest.mark.parametrize("algo", ["ppo", "sac", "iql"])
+@pytest.mark.parametrize("algo", ["ppo", "sac", pytest.param("iql", marks=pytest.mark.slow)])
 def test_env_split_runs_resume_bitwise_on_a_two_by_two_mesh(algo, dataset, tmp_path):
     _resumes_bitwise(algo, dataset, tmp_path, MESH)
 

@@ -45,6 +45,7 @@ def duan():
     return agent, state
 
 
+@pytest.mark.slow
 def test_duan_bandit_a2c_beats_thompson_sampling(duan):
     agent, state = duan
     policy = agent_lib.policy(agent, state, True)
@@ -69,6 +70,7 @@ def test_without_memory_across_pulls_the_same_agent_earns_chance(duan):
     assert np.ptp(np.asarray(result.episode_returns).mean(axis=0)) < 0.03  # a flat curve
 
 
+@pytest.mark.slow
 def test_maze_later_episodes_of_a_trial_return_more():
     env, params = envs.make("meta/maze")
     config = rl2.RL2Config(num_envs=64, num_steps=60, update_epochs=4, num_minibatches=4,

@@ -170,7 +170,14 @@ class CountedResets(CounterStartingAtParams):
         return super().reset_env(key, params)
 
 
-@pytest.mark.parametrize("slots", [None, 1, 3, 8])
+# Rounds of one slot and all eight in the default run; every slot reset at once (None) and
+# rounds of three in the slow one.
+SLOW = pytest.mark.slow
+
+
+@pytest.mark.parametrize(
+    "slots", [pytest.param(None, marks=SLOW), 1, pytest.param(3, marks=SLOW), 8]
+)
 def test_batched_step_resets_only_the_finished_envs_in_rounds_of_its_slots(slots):
     resets = []
     env = TimeLimit(CountedResets(resets), 8)
@@ -201,6 +208,7 @@ def test_batched_step_refuses_reset_slots_below_one():
         both_ways(env, CounterParams(), 4, 3, reset_slots=0)(jax.random.key(0), False)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_batched_step_equals_vmapped_env_step_on_brax_inverted_pendulum():
     # Whole-batch resets (None) and resets of the finished envs in rounds of 2 slots, against

@@ -76,6 +76,7 @@ def test_bad_input_is_refused_before_tracing():
         sac_her.make(sac_her.SACHERConfig(**TINY), Broken(), None)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_sac_her_reaches_goals_on_point_reach():
     # Calibration (2 cores, 3 vmapped seeds, 200,000 env steps of 64 envs, one gradient step per

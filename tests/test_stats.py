@@ -185,6 +185,7 @@ def _check_png(path: pathlib.Path) -> None:
     assert len(np.unique(rgb.reshape(-1, 3), axis=0)) > 20  # several colours: bars, text, bands
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_stats_command_on_real_runs(real_runs, tmp_path):
     slow, fast, _ = real_runs

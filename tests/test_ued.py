@@ -258,6 +258,7 @@ def test_train_eval_and_plot_the_levels_from_the_cli(tmp_path):
     assert proc.returncode == 2 and "exists" in proc.stderr  # never overwritten
 
 
+@pytest.mark.slow
 def test_paired_builds_levels_and_trains_all_three_agents():
     agent = small("paired", num_envs=4, num_steps=32, regret_clip=True)
     hp = agent.default_hparams

@@ -20,7 +20,7 @@ from rlsuite.agents import ued
 from rlsuite.app import tuned
 from rlsuite.loop import driver
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]  # minutes each on 2 cores
 HELD_OUT_KEY, HELD_OUT_LEVELS = 12345, 256
 
 
@@ -69,7 +69,6 @@ def test_accel_beats_its_step_zero_student():
     assert (np.asarray(metrics["ued/branch"]) == ued.MUTATE).any()
 
 
-@pytest.mark.slow
 def test_paired_beats_its_step_zero_student():
     before, after, metrics = train_and_solve("paired", 1)
     assert np.isfinite(np.asarray(metrics["ued/regret"])).all()

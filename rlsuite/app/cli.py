@@ -29,24 +29,26 @@ are those of `rlsuite.agents.registry` (listed below): a family registered there
 evaluates here with no change to this module.
 """
 
+import importlib
 import sys
 
 from rlsuite.agents import registry
-from rlsuite.app import dataset, evaluate, pbt, plot, render, report, startup, stats, sweep, train
+from rlsuite.app import startup
 from rlsuite.app.errors import INPUT_ERRORS, choose, raised_here
 
-# Each command's module, whose `main(argv)` runs it; a run directory's record and lifecycle are
-# `rlsuite.app.runs`'.
+# Each command's module, whose `main(argv)` runs it, imported when its command runs (plotting,
+# video and statistics libraries load only for theirs); a run directory's record and lifecycle
+# are `rlsuite.app.runs`'.
 COMMANDS = {
-    "train": train,
-    "sweep": sweep,
-    "pbt": pbt,
-    "eval": evaluate,
-    "render": render,
-    "plot": plot,
-    "dataset": dataset,
-    "stats": stats,
-    "report": report,
+    "train": "train",
+    "sweep": "sweep",
+    "pbt": "pbt",
+    "eval": "evaluate",
+    "render": "render",
+    "plot": "plot",
+    "dataset": "dataset",
+    "stats": "stats",
+    "report": "report",
 }
 
 
@@ -68,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         choose("command", command, tuple(COMMANDS))
         if command not in startup.PLAIN_COMMANDS:
             startup.start(command, rest)  # processes and devices, before JAX starts
-        COMMANDS[command].main(rest)
+        importlib.import_module(f"rlsuite.app.{COMMANDS[command]}").main(rest)
     except INPUT_ERRORS as error:
         if not raised_here(error):
             raise
