@@ -57,6 +57,7 @@ def test_duan_bandit_a2c_beats_thompson_sampling(duan):
     assert curve[-1] > curve[0] + 0.1, curve
 
 
+@pytest.mark.slow  # the trained bandit agent (duan): over a minute
 def test_without_memory_across_pulls_the_same_agent_earns_chance(duan):
     # The negative control: the trained agent on the same task distribution, its carry and its
     # previous inputs reset at every pull (memory="episode"): every pull is then the same fresh
