@@ -44,7 +44,14 @@ def test_every_built_in_family_is_registered_with_its_record():
     assert registry.online() == ["ppo", "sac", "td3", "rl2", "ued", "crl", "sac_her"]
     assert registry.offline() == ["bc", "td3_bc", "iql", "cql"]
     for name, (module, config_cls, hparams_cls, offline, default_env) in BUILT_IN.items():
-        expected = Algorithm(name, module.make, config_cls, hparams_cls, offline, default_env)
+        expected = Algorithm(
+            name=name,
+            make=module.make,
+            config_cls=config_cls,
+            hparams_cls=hparams_cls,
+            offline=offline,
+            default_env=default_env,
+        )
         assert registry.get(name) == expected, name
         assert registry.ALGORITHMS[name] is registry.get(name) is module.ALGORITHM
         assert tuned.default_env(name) == default_env

@@ -87,4 +87,13 @@ def make(config: BCConfig, env: Environment, env_params=None) -> Agent:
 
 
 # This family in the algorithm registry (`rlsuite train bc`).
-ALGORITHM = registry.register(registry.Algorithm("bc", make, BCConfig, BCHparams, True, "pendulum"))
+ALGORITHM = registry.register(
+    registry.Algorithm(
+        name="bc",
+        make=make,
+        config_cls=BCConfig,
+        hparams_cls=BCHparams,
+        offline=True,
+        default_env="pendulum",
+    )
+)

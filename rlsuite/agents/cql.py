@@ -190,5 +190,12 @@ def make(
 
 # This family in the algorithm registry (`rlsuite train cql`).
 ALGORITHM = registry.register(
-    registry.Algorithm("cql", make, CQLConfig, CQLHparams, True, "pendulum")
+    registry.Algorithm(
+        name="cql",
+        make=make,
+        config_cls=CQLConfig,
+        hparams_cls=CQLHparams,
+        offline=True,
+        default_env="pendulum",
+    )
 )

@@ -334,5 +334,12 @@ def learner(
 
 # This family in the algorithm registry (`rlsuite train crl`).
 ALGORITHM = registry.register(
-    registry.Algorithm("crl", make, CRLConfig, CRLHparams, False, "goal/point_reach")
+    registry.Algorithm(
+        name="crl",
+        make=make,
+        config_cls=CRLConfig,
+        hparams_cls=CRLHparams,
+        offline=False,
+        default_env="goal/point_reach",
+    )
 )

@@ -217,5 +217,12 @@ def make(config: IQLConfig, env: Environment, env_params=None) -> Agent:
 
 # This family in the algorithm registry (`rlsuite train iql`).
 ALGORITHM = registry.register(
-    registry.Algorithm("iql", make, IQLConfig, IQLHparams, True, "pendulum")
+    registry.Algorithm(
+        name="iql",
+        make=make,
+        config_cls=IQLConfig,
+        hparams_cls=IQLHparams,
+        offline=True,
+        default_env="pendulum",
+    )
 )

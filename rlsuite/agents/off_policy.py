@@ -64,6 +64,7 @@ from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Discrete
 from rlsuite.environment.wrappers import EpisodeStatistics, RescaleAction, episode_metrics
 from rlsuite.loop.agent import Agent
+from rlsuite.loop.mesh import field_splits
 from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.networks import TORSOS, activation_fn
 from rlsuite.ops import batching, memory, running_stats
@@ -275,7 +276,7 @@ def make_agent(
             random = jax.random.uniform(key_random, action.shape, minval=-1.0, maxval=1.0)
             return jnp.where(warm, random, action), {}
 
-        return rollout(env, env_params, policy, key, state.env, 1, None, config.reset_slots)
+        return rollout(env, env_params, policy, key, state.env, 1, reset_slots=config.reset_slots)
 
     def store(state: OffPolicyState, tr, hp):
         """Completes the n-step window of the oldest pending step and writes it to the buffer."""
@@ -383,4 +384,5 @@ def make_agent(
         act=act,
         check_hparams=check_hparams,
         env_steps_per_update=num_envs * cycle,
+        env_split=field_splits(config, "num_envs", "batch_size"),
     )

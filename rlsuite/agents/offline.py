@@ -38,6 +38,7 @@ from rlsuite.data.datasets import Dataset, sample
 from rlsuite.environment import Environment
 from rlsuite.environment.wrappers import RescaleAction
 from rlsuite.loop.agent import Agent
+from rlsuite.loop.mesh import field_splits
 from rlsuite.networks import activation_fn
 from rlsuite.ops import running_stats
 from rlsuite.ops.validators import check_hidden_sizes, check_positive_ints
@@ -167,4 +168,5 @@ def make_agent(
         check_hparams=check_hparams,
         env_steps_per_update=config.gradient_steps,
         extra_args=("data",),
+        env_split=field_splits(config, "batch_size"),
     )

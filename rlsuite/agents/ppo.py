@@ -54,6 +54,7 @@ from rlsuite.environment.wrappers import (
     episode_metrics,
 )
 from rlsuite.loop.agent import Agent
+from rlsuite.loop.mesh import Split, field_splits
 from rlsuite.loop.rollout import TRIAL_END, EnvBatch, RecurrentPolicy, reset_batch, rollout
 from rlsuite.networks import (
     TORSOS,
@@ -420,8 +421,8 @@ def collect(setup: PPOSetup, state: PPOState, key: jax.Array) -> tuple[EnvBatch,
         policy = RecurrentPolicy(recurrent_policy, initial)
     config = setup.config
     return rollout(
-        setup.env, setup.env_params, policy, key, state.env, config.num_steps, None,
-        config.reset_slots,
+        setup.env, setup.env_params, policy, key, state.env, config.num_steps,
+        reset_slots=config.reset_slots,
     )  # fmt: skip
 
 
@@ -702,10 +703,33 @@ def make(
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.num_steps,
         initial_carry=memory,
+        env_split=env_split(config),
+    )
+
+
+def env_split(config: PPOConfig) -> tuple[Split, ...]:
+    """What a split over environments divides: the environments, and each minibatch (of whole
+    environments with memory, of steps without)."""
+    count = config.num_minibatches
+    minibatch = config.num_envs * (1 if config.recurrent else config.num_steps) // count
+    return (
+        *field_splits(config, "num_envs"),
+        Split(
+            minibatch,
+            f"the minibatch of {minibatch} ({type(config).__name__}.num_minibatches={count})",
+            "choose num_minibatches so that each minibatch is a multiple of it",
+        ),
     )
 
 
 # This family in the algorithm registry (`rlsuite train ppo`).
 ALGORITHM = registry.register(
-    registry.Algorithm("ppo", make, PPOConfig, PPOHparams, False, "cartpole")
+    registry.Algorithm(
+        name="ppo",
+        make=make,
+        config_cls=PPOConfig,
+        hparams_cls=PPOHparams,
+        offline=False,
+        default_env="cartpole",
+    )
 )

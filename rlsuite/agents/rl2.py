@@ -86,5 +86,12 @@ def make(config: ppo.PPOConfig, env: Environment, env_params=None, **variants) -
 
 # This family in the algorithm registry (`rlsuite train rl2`).
 ALGORITHM = registry.register(
-    registry.Algorithm("rl2", make, RL2Config, ppo.PPOHparams, False, "meta/bandit")
+    registry.Algorithm(
+        name="rl2",
+        make=make,
+        config_cls=RL2Config,
+        hparams_cls=ppo.PPOHparams,
+        offline=False,
+        default_env="meta/bandit",
+    )
 )

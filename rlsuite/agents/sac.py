@@ -250,5 +250,12 @@ def learner(
 
 # This family in the algorithm registry (`rlsuite train sac`).
 ALGORITHM = registry.register(
-    registry.Algorithm("sac", make, SACConfig, SACHparams, False, "pendulum")
+    registry.Algorithm(
+        name="sac",
+        make=make,
+        config_cls=SACConfig,
+        hparams_cls=SACHparams,
+        offline=False,
+        default_env="pendulum",
+    )
 )

@@ -66,5 +66,12 @@ def make(config: SACHERConfig, env: Environment, env_params=None) -> Agent:
 
 # This family in the algorithm registry (`rlsuite train sac_her`).
 ALGORITHM = registry.register(
-    registry.Algorithm("sac_her", make, SACHERConfig, sac.SACHparams, False, "goal/point_reach")
+    registry.Algorithm(
+        name="sac_her",
+        make=make,
+        config_cls=SACHERConfig,
+        hparams_cls=sac.SACHparams,
+        offline=False,
+        default_env="goal/point_reach",
+    )
 )

@@ -226,5 +226,12 @@ def learner(
 
 # This family in the algorithm registry (`rlsuite train td3`).
 ALGORITHM = registry.register(
-    registry.Algorithm("td3", make, TD3Config, TD3Hparams, False, "pendulum")
+    registry.Algorithm(
+        name="td3",
+        make=make,
+        config_cls=TD3Config,
+        hparams_cls=TD3Hparams,
+        offline=False,
+        default_env="pendulum",
+    )
 )

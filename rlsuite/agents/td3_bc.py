@@ -72,5 +72,12 @@ def make(config: TD3BCConfig, env: Environment, env_params=None) -> Agent:
 
 # This family in the algorithm registry (`rlsuite train td3_bc`).
 ALGORITHM = registry.register(
-    registry.Algorithm("td3_bc", make, TD3BCConfig, TD3BCHparams, True, "pendulum")
+    registry.Algorithm(
+        name="td3_bc",
+        make=make,
+        config_cls=TD3BCConfig,
+        hparams_cls=TD3BCHparams,
+        offline=True,
+        default_env="pendulum",
+    )
 )

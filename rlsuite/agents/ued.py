@@ -461,10 +461,18 @@ def make(
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.num_steps,
         initial_carry=memory,
+        env_split=ppo.env_split(config),
     )
 
 
 # This family in the algorithm registry (`rlsuite train ued`).
 ALGORITHM = registry.register(
-    registry.Algorithm("ued", make, UEDConfig, UEDHparams, False, "maze/small")
+    registry.Algorithm(
+        name="ued",
+        make=make,
+        config_cls=UEDConfig,
+        hparams_cls=UEDHparams,
+        offline=False,
+        default_env="maze/small",
+    )
 )

@@ -418,7 +418,7 @@ def mesh_sizes(text: str, num_runs: int, agent) -> dict:
     from rlsuite.loop.mesh import check_mesh
 
     sizes = parse_mesh(text)
-    check_mesh(make_mesh(sizes), num_runs, agent.config)
+    check_mesh(make_mesh(sizes), num_runs, agent.env_split)
     return sizes
 
 

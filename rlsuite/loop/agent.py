@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 
 import jax
 
+from rlsuite.loop.mesh import Split
 from rlsuite.loop.rollout import RecurrentPolicy, recurrent
 
 
@@ -44,6 +45,9 @@ class Agent(NamedTuple):
         carry`, the carry of fresh episodes (leaves `[num_envs, ...]`).
     extra_args: the keyword arguments `init` and `update` require besides their own (`("data",)`
         for an offline agent: `init(key, hparams, data=...)`, `update(state, hparams, data=...)`).
+    env_split: the batches the agent splits over a mesh's `envs` devices (`rlsuite.loop.mesh.Split`:
+        its environments, a replay or minibatch), each of which their count must divide; `()` for
+        an agent that is never split.
     """
 
     name: str
@@ -58,6 +62,7 @@ class Agent(NamedTuple):
     env_steps_per_update: int
     initial_carry: Callable[[Any, int], Any] | None = None
     extra_args: tuple[str, ...] = ()
+    env_split: tuple[Split, ...] = ()
 
     # `jax.jit` takes the agent as a static argument, so it must hash; its `env_params` are data
     # (arrays: gymnax's Acrobot torques, a goal task's bounds) and cannot. An agent is the same

@@ -157,7 +157,7 @@ def evaluate_batch(
 
     def one(acting, key):
         env, params = agent.env, agent.env_params
-        return evaluate(env, params, acting, key, num_episodes, max_steps, None, sum_info)
+        return evaluate(env, params, acting, key, num_episodes, max_steps, sum_info=sum_info)
 
     return _evaluate_runs(agent, states, key, deterministic, one)
 

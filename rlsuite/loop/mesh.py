@@ -18,7 +18,8 @@ not fit, naming the value.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import jax
 import numpy as np
@@ -28,8 +29,30 @@ from rlsuite.ops.sharding import ENVS
 
 RUNS = "runs"  # the mesh axis the runs are placed on
 AXES = (RUNS, ENVS)
-# Config fields whose batches are split over ENVS: each must be a multiple of its device count.
-SPLIT_FIELDS = ("num_envs", "batch_size")
+
+
+class Split(NamedTuple):
+    """A batch an agent splits over the `ENVS` devices (`Agent.env_split`), declared by its family:
+    `size` must be a multiple of their count. `what` names it in the error (`PPOConfig.num_envs=6`)
+    and `advice` says how to mend it (`{envs}` is replaced by the count)."""
+
+    size: int
+    what: str
+    advice: str
+
+
+def field_splits(config: Any, *fields: str) -> tuple[Split, ...]:
+    """The integer `fields` of `config` (its parallel environments, its replay batch, ...) as
+    splits, named `Config.field=value`."""
+    return tuple(
+        Split(
+            value,
+            f"{type(config).__name__}.{field}={value}",
+            f"make {field} a multiple of {{envs}}",
+        )
+        for field in fields
+        for value in [getattr(config, field)]
+    )
 
 
 def parse_mesh(text: str) -> dict[str, int]:
@@ -82,10 +105,9 @@ def make_mesh(runs: int | None = None, envs: int = 1, devices: Any = None) -> Me
     return Mesh(np.asarray(devices, dtype=object).reshape(runs, envs), AXES)
 
 
-def check_mesh(mesh: Mesh, num_runs: int, config: Any = None) -> None:
+def check_mesh(mesh: Mesh, num_runs: int, splits: Sequence[Split] = ()) -> None:
     """Refuse `mesh` where its `RUNS` size does not divide `num_runs`, or its `ENVS` size does not
-    divide one of the batches the agent's `config` splits (`SPLIT_FIELDS`, and PPO's minibatch
-    size), naming the value."""
+    divide one of the batches the agent splits (`splits`, its `env_split`), naming the value."""
     if tuple(mesh.axis_names) != AXES:
         raise ValueError(f"mesh: axes must be {AXES}, got {tuple(mesh.axis_names)}")
     runs, envs = mesh.shape[RUNS], mesh.shape[ENVS]
@@ -94,33 +116,11 @@ def check_mesh(mesh: Mesh, num_runs: int, config: Any = None) -> None:
             f"mesh: runs={runs} does not divide the {num_runs} runs (seeds x hparams sets); "
             f"give a number of runs that is a multiple of {runs}, or another mesh"
         )
-    if envs == 1 or config is None:
-        return
-    for field in SPLIT_FIELDS:
-        value = getattr(config, field, None)
-        if isinstance(value, int) and value % envs:
+    for split in splits if envs > 1 else ():
+        if split.size % envs:
             raise ValueError(
-                f"mesh: envs={envs} does not divide {type(config).__name__}.{field}={value}; "
-                f"make {field} a multiple of {envs}"
+                f"mesh: envs={envs} does not divide {split.what}; {split.advice.format(envs=envs)}"
             )
-    minibatch = minibatch_size(config)
-    if minibatch is not None and minibatch % envs:
-        raise ValueError(
-            f"mesh: envs={envs} does not divide the minibatch of {minibatch} "
-            f"({type(config).__name__}.num_minibatches={config.num_minibatches}); choose "
-            "num_minibatches so that each minibatch is a multiple of it"
-        )
-
-
-def minibatch_size(config: Any) -> int | None:
-    """The environments (recurrent) or steps per minibatch of a config with `num_minibatches`
-    (PPO), else None."""
-    count = getattr(config, "num_minibatches", None)
-    if not isinstance(count, int) or not hasattr(config, "num_steps"):
-        return None
-    if getattr(config, "recurrent", False):
-        return config.num_envs // count
-    return config.num_envs * config.num_steps // count
 
 
 def context_mesh() -> Any:

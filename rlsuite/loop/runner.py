@@ -198,7 +198,7 @@ def prepare(agent, key, hparams, schedule: Schedule, output: Output, final: Fina
     }
     split_mesh = context_mesh()  # the suite's mesh, where the caller set one (runs x envs)
     if split_mesh is not None:
-        check_mesh(split_mesh, schedule.num_seeds, agent.config)
+        check_mesh(split_mesh, schedule.num_seeds, agent.env_split)
     key_init, key_eval = jax.random.split(key)
     keys = driver.run_keys(key_init, schedule.num_seeds, schedule.seeds_per_config)
     init = jax.jit(driver.init_batch, static_argnums=(0, 3))
