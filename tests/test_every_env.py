@@ -3,7 +3,9 @@ continuous actions, vector, image and categorical observations) for a tiny budge
 `envs.names()` lists, evaluated at the end. Brax's are slow on a CPU (MJX compiles for minutes):
 marked slow, and so are the task families and the goal environments on MJX. Of gymnax's, the
 default run trains one of each kind (vector, image and Discrete observations, continuous
-actions) and the slow run the rest."""
+actions) and the slow run the rest; of ours, names that are another name's code at other
+settings (`VARIANTS`: a larger maze, another layout, another task sampler) train in the slow
+run, and every other name in the default run."""
 
 import json
 
@@ -20,6 +22,13 @@ TINY += ["--eval-episodes", "1", "--chunks", "1", "--no-progress", "--cpu-device
 
 MJX_TASK_FAMILIES = ("meta/cheetah_velocity", "meta/ant_direction")  # Brax's physics too
 GYMNAX_DEFAULT = ("CartPole-v1", "Pendulum-v1", "Breakout-MinAtar", "FrozenLake-misc")
+# name -> the name whose code it runs at other settings, which trains in the default run
+VARIANTS = {
+    "maze": "maze/small",
+    "meta/two_arm_bandit": "meta/bandit",
+    "goal/point_big_maze": "goal/point_u_maze",
+    "goal/point_hardest_maze": "goal/point_u_maze",
+}
 
 
 def _params():
@@ -27,6 +36,8 @@ def _params():
         mjx = name.startswith("brax/") or name in MJX_TASK_FAMILIES or name in OURS_MJX
         marks = [pytest.mark.slow, pytest.mark.timeout(1800)] if mjx else []
         if name.startswith("gymnax/") and name.removeprefix("gymnax/") not in GYMNAX_DEFAULT:
+            marks = [pytest.mark.slow]
+        if name in VARIANTS:
             marks = [pytest.mark.slow]
         yield pytest.param(name, marks=marks, id=name)
 
@@ -39,6 +50,28 @@ def test_every_registered_environment_trains_with_ppo_from_the_cli(name, tmp_pat
     assert final["env"] == name and final["env_steps"] == 256
     assert len(final["eval_return_per_seed"]) == 1
     assert f"ppo on {name}: 1 seeds x 256 env steps" in capsys.readouterr().out
+
+
+def _code(env):
+    """The classes whose methods `env` runs, wrappers first: a class that only sets data (a
+    maze's layout) stands for the class it derives from."""
+    chain = []
+    while env is not None:
+        cls = type(env)
+        while not any(callable(v) for k, v in vars(cls).items() if not k.startswith("__")):
+            cls = cls.__base__
+        chain.append(cls)
+        env = getattr(env, "env", None)
+    return chain
+
+
+def test_each_variant_runs_the_code_of_a_name_the_default_run_trains():
+    names = envs.names()
+    for variant, base in VARIANTS.items():
+        assert variant in names and base in names and base not in VARIANTS
+        code = _code(envs.make(variant)[0])
+        assert code == _code(envs.make(base)[0]) and len(code) >= 1, (variant, code)
+    assert _code(envs.make("goal/point_reach")[0]) != _code(envs.make("goal/point_u_maze")[0])
 
 
 @pytest.mark.slow

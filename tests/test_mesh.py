@@ -41,9 +41,11 @@ SPLIT = textwrap.dedent(
     def train(name, agent, hp, updates, metric, data=None, where=lambda s: s.env.obs):
         for label, mesh in MESHES.items():
             with jax.set_mesh(mesh):
-                states = init(agent, keys, hp, None, data)
-                states, metrics = run(agent, states, hp, updates, None, data)
-                text = run.lower(agent, states, hp, updates, None, data).compile().as_text()
+                start = init(agent, keys, hp, None, data)
+                states, metrics = run(agent, start, hp, updates, None, data)
+                # The program that ran (a chunk's output is laid out otherwise than its input,
+                # which would compile another).
+                text = run.lower(agent, start, hp, updates, None, data).compile().as_text()
             out[f"{name}/{label}"] = {
                 "metric": np.asarray(metrics[metric]).tolist(),
                 "return": np.asarray(metrics.get("charts/episodic_return", 0.0)).tolist(),
