@@ -14,7 +14,8 @@ from rlsuite.loop.loggers import read_metrics
 from tests import toy_algorithm
 
 BUILT_IN = {
-    # name: (module, config class, hparams class, offline, default env)
+    # name: (module, config class, hparams class, offline, default env); the families with
+    # memory are WITH_MEMORY
     "ppo": (ppo, ppo.PPOConfig, ppo.PPOHparams, False, "cartpole"),
     "sac": (sac, sac.SACConfig, sac.SACHparams, False, "pendulum"),
     "td3": (td3, td3.TD3Config, td3.TD3Hparams, False, "pendulum"),
@@ -27,6 +28,7 @@ BUILT_IN = {
     "crl": (crl, crl.CRLConfig, crl.CRLHparams, False, "goal/point_reach"),
     "sac_her": (sac_her, sac_her.SACHERConfig, sac.SACHparams, False, "goal/point_reach"),
 }
+WITH_MEMORY = ("ppo", "rl2", "ued")
 
 
 @pytest.fixture
@@ -43,6 +45,7 @@ def test_every_built_in_family_is_registered_with_its_record():
     assert registry.names() == list(BUILT_IN)
     assert registry.online() == ["ppo", "sac", "td3", "rl2", "ued", "crl", "sac_her"]
     assert registry.offline() == ["bc", "td3_bc", "iql", "cql"]
+    assert registry.with_memory() == list(WITH_MEMORY)
     for name, (module, config_cls, hparams_cls, offline, default_env) in BUILT_IN.items():
         expected = Algorithm(
             name=name,
@@ -51,6 +54,7 @@ def test_every_built_in_family_is_registered_with_its_record():
             hparams_cls=hparams_cls,
             offline=offline,
             default_env=default_env,
+            memory=name in WITH_MEMORY,
         )
         assert registry.get(name) == expected, name
         assert registry.ALGORITHMS[name] is registry.get(name) is module.ALGORITHM
@@ -133,6 +137,12 @@ def test_a_taken_name_or_a_malformed_record_is_refused():
         registry.register(toy_algorithm.ALGORITHM._replace(config_cls=dict))
     with pytest.raises(TypeError, match="offline must be a bool"):
         registry.register(toy_algorithm.ALGORITHM._replace(offline="no"))
+    with pytest.raises(TypeError, match="memory must be a bool, got 1"):
+        registry.register(toy_algorithm.ALGORITHM._replace(memory=1))
+    # Memory is declared, and the config that chooses it must be there.
+    message = r"'toy': memory=True, but ToyConfig has no recurrent or recurrent_size field"
+    with pytest.raises(ValueError, match=message):
+        registry.register(toy_algorithm.ALGORITHM._replace(memory=True))
     with pytest.raises(TypeError, match="register takes an Algorithm record, got tuple"):
         registry.register(tuple(toy_algorithm.ALGORITHM))
     with pytest.raises(ValueError, match="unregister: no algorithm 'toy' is registered"):

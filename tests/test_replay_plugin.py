@@ -227,3 +227,34 @@ def test_bad_buffer_or_relabel_is_refused_before_compiling(make, Config):
         make(config, env, params, buffer=partial)
     with pytest.raises(TypeError, match=rf"{name}: relabel must be a function .*got int"):
         make(config, env, params, relabel=3)
+
+
+@struct.dataclass
+class Unsized:
+    inner: buffers.BufferState
+
+
+@struct.dataclass
+class OddSize:
+    inner: buffers.BufferState
+    size: jax.Array
+
+
+@pytest.mark.parametrize(
+    "wrap, described",
+    [
+        (Unsized, r"Unsized.size is missing"),
+        (lambda inner: OddSize(inner, jnp.float32(0.0)), r"OddSize.size is float32\[\]"),
+        (lambda inner: OddSize(inner, jnp.zeros(2, jnp.int32)), r"OddSize.size is int32\[2\]"),
+    ],
+)
+def test_a_buffer_state_without_an_integer_size_is_refused_naming_it(wrap, described):
+    # The fill is part of the buffer's declared state: the loop logs it for every buffer, so a
+    # state without one is refused when the agent is made, not when an update is traced.
+    inner = buffers.replay_buffer(64)
+    bad = inner._replace(init=lambda item: wrap(inner.init(item)))
+    env, params = envs.make("pendulum")
+    message = rf"sac: a replay buffer's state must have a size, .*; {described}$"
+    with pytest.raises(TypeError, match=message):
+        sac.make(sac.SACConfig(**TINY), env, params, buffer=bad)
+    sac.make(sac.SACConfig(**TINY), env, params, buffer=counted(64))  # a property will do

@@ -181,9 +181,30 @@ def replay(name: str, config: OffPolicyConfig, item, buffer=None, relabel=None) 
             f"{name}: relabel must be a function (key, batch) -> batch or None, "
             f"got {type(relabel).__name__}"
         )
-    need = memory.tree_bytes(jax.eval_shape(buffer.init, item))
-    memory.check_fits(need, f"{name}: {what}", hint=hint)
+
+    def fill(item):
+        state = buffer.init(item)
+        return state, getattr(state, "size", None)
+
+    shapes, size = jax.eval_shape(fill, item)
+    integer = hasattr(size, "dtype") and jnp.issubdtype(size.dtype, jnp.integer)
+    if not (integer and size.shape == ()):
+        raise TypeError(
+            f"{name}: a replay buffer's state must have a size, a [] integer array of the items "
+            f"it holds (logged as charts/buffer_size); {type(shapes).__name__}.size is "
+            f"{_described(size)}"
+        )
+    memory.check_fits(memory.tree_bytes(shapes), f"{name}: {what}", hint=hint)
     return buffer
+
+
+def _described(value) -> str:
+    """What a state's `size` turned out to be, for the error that refuses it."""
+    if value is None:
+        return "missing"
+    if hasattr(value, "dtype"):
+        return f"{value.dtype}{list(value.shape)}"
+    return type(value).__name__
 
 
 def make_agent(
@@ -210,8 +231,9 @@ def make_agent(
       window of the first `n_step - 1` steps fills: those items are not real);
     - `sample(state, key, batch_size) -> batch`, every leaf `[batch_size, ...]`, holding at least
       the keys the learner reads (`obs`, `action`, `reward`, `discount`, `next_obs`);
-    - `can_sample(state, batch_size) -> bool []`, whether learning may start.
-    A `size` field of the state, if it has one, is logged as `charts/buffer_size`.
+    - `can_sample(state, batch_size) -> bool []`, whether learning may start;
+    and the state has a `size` (a field or a property, a `[]` integer array: the items it holds),
+    logged as `charts/buffer_size` (checked here, before anything is compiled).
 
     `relabel(key, batch) -> batch`, if given, rewrites every sampled batch (raw observations and
     rewards, e.g. new goals and the rewards they give) before the reward scale, the observation
@@ -364,8 +386,7 @@ def make_agent(
         state = state.replace(learner=learner_state, key=key)
         metrics = {f"losses/{k}": jnp.nanmean(v) for k, v in losses.items()}
         metrics.update(episode_metrics(info))
-        if hasattr(state.buffer, "size"):
-            metrics["charts/buffer_size"] = state.buffer.size
+        metrics["charts/buffer_size"] = state.buffer.size
         return state, metrics
 
     def act(state: OffPolicyState, obs, key, deterministic: bool = False):

@@ -731,5 +731,6 @@ ALGORITHM = registry.register(
         hparams_cls=PPOHparams,
         offline=False,
         default_env="cartpole",
+        memory=True,
     )
 )

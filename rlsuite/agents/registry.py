@@ -27,6 +27,7 @@ from typing import Any, NamedTuple
 BUILT_IN = ("ppo", "sac", "td3", "bc", "td3_bc", "iql", "cql", "rl2", "ued", "crl", "sac_her")
 ENTRY_POINT_GROUP = "rlsuite.algorithms"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
+MEMORY_FIELDS = ("recurrent", "recurrent_size")  # what a family with memory is configured by
 
 
 class Algorithm(NamedTuple):
@@ -41,6 +42,10 @@ class Algorithm(NamedTuple):
         agent as `data`) rather than by stepping its environment.
     default_env: the environment `rlsuite train NAME` uses without `--env` (an offline family
         takes its dataset's; this one's tuned flags are what `--help` shows without a dataset).
+    memory: whether its agents can carry a recurrent policy, chosen by the config's fields
+        `MEMORY_FIELDS` (the flags `--recurrent`, `--recurrent-size`), which such a config must
+        have; the command line refuses those flags for a family without, naming the families
+        with.
     """
 
     name: str
@@ -49,6 +54,7 @@ class Algorithm(NamedTuple):
     hparams_cls: type
     offline: bool
     default_env: str
+    memory: bool = False
 
 
 _ALGORITHMS: dict[str, Algorithm] = {}
@@ -77,6 +83,16 @@ def _check(algorithm: Algorithm) -> None:
         raise ValueError(
             f"Algorithm {name!r}: default_env must be an environment name, "
             f"got {algorithm.default_env!r}"
+        )
+    if not isinstance(algorithm.memory, bool):
+        raise TypeError(f"Algorithm {name!r}: memory must be a bool, got {algorithm.memory!r}")
+    fields = {f.name for f in dataclasses.fields(algorithm.config_cls)}
+    missing = [f for f in MEMORY_FIELDS if f not in fields]
+    if algorithm.memory and missing:
+        raise ValueError(
+            f"Algorithm {name!r}: memory=True, but {algorithm.config_cls.__name__} has no "
+            f"{' or '.join(missing)} field (a family with memory is configured by "
+            f"{', '.join(MEMORY_FIELDS)})"
         )
 
 
@@ -124,6 +140,11 @@ def online() -> list[str]:
 def offline() -> list[str]:
     """The names of the families that learn from a dataset."""
     return [n for n in names() if _ALGORITHMS[n].offline]
+
+
+def with_memory() -> list[str]:
+    """The names of the families whose agents can carry a recurrent policy."""
+    return [n for n in names() if _ALGORITHMS[n].memory]
 
 
 class _Registered(Mapping):

@@ -93,5 +93,6 @@ ALGORITHM = registry.register(
         hparams_cls=ppo.PPOHparams,
         offline=False,
         default_env="meta/bandit",
+        memory=True,
     )
 )

@@ -474,5 +474,6 @@ ALGORITHM = registry.register(
         hparams_cls=UEDHparams,
         offline=False,
         default_env="maze/small",
+        memory=True,
     )
 )

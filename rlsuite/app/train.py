@@ -248,20 +248,15 @@ def config_file(argv: list[str]) -> tuple[list[str], dict | None]:
 
 
 def check_memory(algo: registry.Algorithm, argv: list[str]) -> None:
-    """Refuse a recurrent policy (`--recurrent`, `--recurrent-size`) for a family whose config has
-    none, naming the families that take one."""
+    """Refuse a recurrent policy (`--recurrent`, `--recurrent-size`) for a family that declares
+    no memory (`registry.Algorithm.memory`), naming the families that do."""
     flags = [
         a.split("=")[0] for a in argv if a.split("=")[0] in ("--recurrent", "--recurrent-size")
     ]
-    fields = {f.name for f in dataclasses.fields(algo.config_cls)}
-    if flags and "recurrent" not in fields:
-        with_memory = [
-            n for n in registry.names()
-            if "recurrent" in {f.name for f in dataclasses.fields(registry.get(n).config_cls)}
-        ]  # fmt: skip
+    if flags and not algo.memory:
         raise UsageError(
             f"{algo.name} takes no recurrent policy ({flags[0]}); the families with memory: "
-            f"{', '.join(with_memory)}"
+            f"{', '.join(registry.with_memory())}"
         )
 
 

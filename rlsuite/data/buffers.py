@@ -46,7 +46,10 @@ class BufferState:
 
 
 class ReplayBuffer(NamedTuple):
-    """Pure functions over a ``BufferState`` (see the module docstring)."""
+    """Pure functions over a ``BufferState`` (see the module docstring). A buffer of another
+    kind passed to the off-policy loop has these four functions, and its state a ``size`` (a
+    ``[]`` integer array: the items it holds), as ``BufferState`` has
+    (``rlsuite.agents.off_policy.make_agent``)."""
 
     init: Callable[[PyTree], BufferState]
     add: Callable[..., BufferState]
