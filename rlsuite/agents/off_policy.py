@@ -50,9 +50,10 @@ Choices, written down:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -218,7 +219,9 @@ def make_agent(
     buffer: ReplayBuffer | None = None,
     relabel: Callable | None = None,
 ) -> Agent:
-    """Bind `learner` to `env` as an `Agent` running the shared off-policy loop above.
+    """Bind `learner` to `env` as an `Agent` running the shared off-policy loop above: the
+    stages below (`init`, `collect`, `store`, `collect_and_store`, `learn`, `update`, `act`) over
+    the `Setup` this builds.
 
     `buffer` (default: `rlsuite.data.buffers.replay_buffer(config.buffer_size)`; a buffer passed in
     brings its own capacity) is any tuple of pure functions shaped like
@@ -245,7 +248,44 @@ def make_agent(
     if isinstance(obs_space, Discrete):
         raise TypeError(f"{name} needs Box observations (vectors or images); got {obs_space!r}")
     obs_shape = tuple(obs_space.shape)
-    item = {
+    buffer = replay(name, config, replay_item(obs_shape, act_dim), buffer, relabel)
+    if learner.period != config.learn_period:
+        raise ValueError(
+            f"{name}: the learner's period ({learner.period}) differs from the config's "
+            f"learn_period ({config.learn_period})"
+        )
+    setup = Setup(config, env, env_params, learner, buffer, relabel, obs_shape, act_dim)
+    return Agent(
+        name=name,
+        config=config,
+        env=env,
+        env_params=env_params,
+        default_hparams=default_hparams,
+        init=functools.partial(init, setup),
+        update=functools.partial(update, setup),
+        act=functools.partial(act, setup),
+        check_hparams=check_hparams,
+        env_steps_per_update=config.num_envs * config.collections_per_update,
+        env_split=field_splits(config, "num_envs", "batch_size"),
+    )
+
+
+class Setup(NamedTuple):
+    """What the stages of one off-policy agent share, fixed when it is made (`make_agent`)."""
+
+    config: OffPolicyConfig
+    env: Environment  # wrapped: actions in [-1, 1], episode statistics in `info`
+    env_params: Any
+    learner: Learner
+    buffer: ReplayBuffer
+    relabel: Callable | None
+    obs_shape: tuple[int, ...]
+    act_dim: int
+
+
+def replay_item(obs_shape: tuple[int, ...], act_dim: int) -> dict:
+    """The example replay item the buffer is initialised with (see `make_agent`)."""
+    return {
         "obs": jnp.zeros(obs_shape),
         "action": jnp.zeros((act_dim,)),
         "reward": jnp.zeros(()),
@@ -254,156 +294,156 @@ def make_agent(
         "terminated": jnp.zeros((), bool),
         "truncated": jnp.zeros((), bool),
     }
-    buffer = replay(name, config, item, buffer, relabel)
-    window = config.n_step - 1
-    num_envs = config.num_envs
-    if learner.period != config.learn_period:
-        raise ValueError(
-            f"{name}: the learner's period ({learner.period}) differs from the config's "
-            f"learn_period ({config.learn_period})"
-        )
-    g, cycle = config.gradient_steps, config.collections_per_update
 
-    def normalize(obs_stats, obs):
-        if config.normalize_observations:
-            return running_stats.normalize(obs_stats, obs, clip=10.0)
-        return obs
 
-    def init(key, hp) -> OffPolicyState:
-        key, key_learner, key_env = jax.random.split(key, 3)
-        pending = {
-            "obs": jnp.zeros((window, num_envs, *obs_shape)),
-            "action": jnp.zeros((window, num_envs, act_dim)),
-            "reward": jnp.zeros((window, num_envs)),
-            "terminated": jnp.zeros((window, num_envs), bool),
-            "truncated": jnp.zeros((window, num_envs), bool),
-            "next_obs": jnp.zeros((window, num_envs, *obs_shape)),
-        }
-        return OffPolicyState(
-            learner=learner.init(key_learner, hp),
-            buffer=buffer.init(item),
-            pending=pending,
-            obs_stats=running_stats.init(obs_shape),
-            env=reset_batch(env, env_params, key_env, num_envs),
-            key=key,
-            collect_step=jnp.zeros((), jnp.int32),
-        )
+def normalize(setup: Setup, obs_stats, obs):
+    """`obs` normalised by the running statistics, with `normalize_observations` (else as is)."""
+    if setup.config.normalize_observations:
+        return running_stats.normalize(obs_stats, obs, clip=10.0)
+    return obs
 
-    def collect(state: OffPolicyState, key):
-        warm = state.collect_step * num_envs < config.learning_starts
 
-        def policy(key, obs):
-            key_explore, key_random = jax.random.split(key)
-            action = learner.explore(state.learner, normalize(state.obs_stats, obs), key_explore)
-            random = jax.random.uniform(key_random, action.shape, minval=-1.0, maxval=1.0)
-            return jnp.where(warm, random, action), {}
-
-        return rollout(env, env_params, policy, key, state.env, 1, reset_slots=config.reset_slots)
-
-    def store(state: OffPolicyState, tr, hp):
-        """Completes the n-step window of the oldest pending step and writes it to the buffer."""
-        new = {
-            "obs": tr.obs,
-            "action": tr.action,
-            "reward": tr.reward.astype(jnp.float32),
-            "terminated": tr.terminated,
-            "truncated": tr.truncated,
-            "next_obs": tr.next_obs,
-        }
-        steps = jax.tree.map(lambda p, n: jnp.concatenate([p, n]), state.pending, new)
-        reward, discount, last = n_step_transitions(
-            steps["reward"], steps["terminated"], steps["truncated"], hp.gamma, config.n_step
-        )
-        next_obs = jnp.take_along_axis(steps["next_obs"], last[..., None], axis=0)
-        items = {
-            "obs": steps["obs"][0],
-            "action": steps["action"][0],
-            "reward": reward[0],
-            "discount": discount[0],
-            "next_obs": next_obs[0],
-            "terminated": jnp.take_along_axis(steps["terminated"], last, axis=0)[0],
-            "truncated": jnp.take_along_axis(steps["truncated"], last, axis=0)[0],
-        }
-        # The oldest step is real once n_step - 1 collections have filled the window.
-        valid = jnp.broadcast_to(state.collect_step >= window, (num_envs,))
-        pending = jax.tree.map(lambda x: x[1:], steps)
-        # The storage is split over a mesh's envs devices, as the environments are.
-        return split_envs(buffer.add(state.buffer, items, valid)), pending
-
-    def collect_and_store(state: OffPolicyState, hp, key):
-        """Step every env once and store what completed its n-step window."""
-        env_batch, tr = collect(state, key)
-        obs_stats = state.obs_stats
-        if config.normalize_observations:
-            obs_stats = running_stats.update(obs_stats, tr.obs)
-        buffer_state, pending = store(state, tr, hp)
-        state = state.replace(
-            buffer=buffer_state,
-            pending=pending,
-            obs_stats=obs_stats,
-            env=env_batch,
-            collect_step=state.collect_step + 1,
-        )
-        return state, tr.info
-
-    def learn(learner_state, buffer_state, obs_stats, key, hp):
-        def sample(key):
-            if relabel is None:
-                batch = dict(buffer.sample(buffer_state, key, config.batch_size))
-            else:
-                key, key_relabel = jax.random.split(key)
-                batch = buffer.sample(buffer_state, key, config.batch_size)
-                batch = dict(relabel(key_relabel, batch))
-            batch["reward"] = batch["reward"] * hp.reward_scale
-            batch["obs"] = normalize(obs_stats, batch["obs"])
-            batch["next_obs"] = normalize(obs_stats, batch["next_obs"])
-            return batch
-
-        keys = jax.random.split(key, g * cycle)
-        return gradient_steps(learner, learner_state, sample, keys, hp)
-
-    def update(state: OffPolicyState, hp):
-        key, key_collect, key_learn = jax.random.split(state.key, 3)
-        if cycle == 1:
-            state, info = collect_and_store(state, hp, key_collect)
-        else:
-            state, info = jax.lax.scan(
-                lambda state, key: collect_and_store(state, hp, key),
-                state,
-                jax.random.split(key_collect, cycle),
-            )
-        ready = (state.collect_step * num_envs >= config.learning_starts) & buffer.can_sample(
-            state.buffer, config.batch_size
-        )
-        args = (state.learner, state.buffer, state.obs_stats, key_learn, hp)
-        learn_traced, shapes = batching.traced(learn, *args)
-
-        def skip(learner_state, *_):
-            nan = jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes[1])
-            return learner_state, nan
-
-        learner_state, losses = batching.cond(ready, learn_traced, skip, *args)
-        state = state.replace(learner=learner_state, key=key)
-        metrics = {f"losses/{k}": jnp.nanmean(v) for k, v in losses.items()}
-        metrics.update(episode_metrics(info))
-        metrics["charts/buffer_size"] = state.buffer.size
-        return state, metrics
-
-    def act(state: OffPolicyState, obs, key, deterministic: bool = False):
-        return learner_act(
-            learner, state.learner, normalize(state.obs_stats, obs), key, deterministic
-        )
-
-    return Agent(
-        name=name,
-        config=config,
-        env=env,
-        env_params=env_params,
-        default_hparams=default_hparams,
-        init=init,
-        update=update,
-        act=act,
-        check_hparams=check_hparams,
-        env_steps_per_update=num_envs * cycle,
-        env_split=field_splits(config, "num_envs", "batch_size"),
+def init(setup: Setup, key, hp) -> OffPolicyState:
+    window, num_envs = setup.config.n_step - 1, setup.config.num_envs
+    obs_shape, act_dim = setup.obs_shape, setup.act_dim
+    key, key_learner, key_env = jax.random.split(key, 3)
+    pending = {
+        "obs": jnp.zeros((window, num_envs, *obs_shape)),
+        "action": jnp.zeros((window, num_envs, act_dim)),
+        "reward": jnp.zeros((window, num_envs)),
+        "terminated": jnp.zeros((window, num_envs), bool),
+        "truncated": jnp.zeros((window, num_envs), bool),
+        "next_obs": jnp.zeros((window, num_envs, *obs_shape)),
+    }
+    return OffPolicyState(
+        learner=setup.learner.init(key_learner, hp),
+        buffer=setup.buffer.init(replay_item(obs_shape, act_dim)),
+        pending=pending,
+        obs_stats=running_stats.init(obs_shape),
+        env=reset_batch(setup.env, setup.env_params, key_env, num_envs),
+        key=key,
+        collect_step=jnp.zeros((), jnp.int32),
     )
+
+
+def collect(setup: Setup, state: OffPolicyState, key):
+    """Step every env once: uniformly random actions during the warm-up, the learner's
+    exploration after it."""
+    config = setup.config
+    warm = state.collect_step * config.num_envs < config.learning_starts
+
+    def policy(key, obs):
+        key_explore, key_random = jax.random.split(key)
+        obs = normalize(setup, state.obs_stats, obs)
+        action = setup.learner.explore(state.learner, obs, key_explore)
+        random = jax.random.uniform(key_random, action.shape, minval=-1.0, maxval=1.0)
+        return jnp.where(warm, random, action), {}
+
+    env, params = setup.env, setup.env_params
+    return rollout(env, params, policy, key, state.env, 1, reset_slots=config.reset_slots)
+
+
+def store(setup: Setup, state: OffPolicyState, tr, hp):
+    """Completes the n-step window of the oldest pending step and writes it to the buffer."""
+    config = setup.config
+    new = {
+        "obs": tr.obs,
+        "action": tr.action,
+        "reward": tr.reward.astype(jnp.float32),
+        "terminated": tr.terminated,
+        "truncated": tr.truncated,
+        "next_obs": tr.next_obs,
+    }
+    steps = jax.tree.map(lambda p, n: jnp.concatenate([p, n]), state.pending, new)
+    reward, discount, last = n_step_transitions(
+        steps["reward"], steps["terminated"], steps["truncated"], hp.gamma, config.n_step
+    )
+    next_obs = jnp.take_along_axis(steps["next_obs"], last[..., None], axis=0)
+    items = {
+        "obs": steps["obs"][0],
+        "action": steps["action"][0],
+        "reward": reward[0],
+        "discount": discount[0],
+        "next_obs": next_obs[0],
+        "terminated": jnp.take_along_axis(steps["terminated"], last, axis=0)[0],
+        "truncated": jnp.take_along_axis(steps["truncated"], last, axis=0)[0],
+    }
+    # The oldest step is real once n_step - 1 collections have filled the window.
+    valid = jnp.broadcast_to(state.collect_step >= config.n_step - 1, (config.num_envs,))
+    pending = jax.tree.map(lambda x: x[1:], steps)
+    # The storage is split over a mesh's envs devices, as the environments are.
+    return split_envs(setup.buffer.add(state.buffer, items, valid)), pending
+
+
+def collect_and_store(setup: Setup, state: OffPolicyState, hp, key):
+    """Step every env once and store what completed its n-step window."""
+    env_batch, tr = collect(setup, state, key)
+    obs_stats = state.obs_stats
+    if setup.config.normalize_observations:
+        obs_stats = running_stats.update(obs_stats, tr.obs)
+    buffer_state, pending = store(setup, state, tr, hp)
+    state = state.replace(
+        buffer=buffer_state,
+        pending=pending,
+        obs_stats=obs_stats,
+        env=env_batch,
+        collect_step=state.collect_step + 1,
+    )
+    return state, tr.info
+
+
+def learn(setup: Setup, learner_state, buffer_state, obs_stats, key, hp):
+    """An update's gradient steps, each on a batch sampled from the buffer (relabelled, if the
+    agent relabels), its rewards scaled and its observations normalised."""
+    config, buffer, relabel = setup.config, setup.buffer, setup.relabel
+
+    def sample(key):
+        if relabel is None:
+            batch = dict(buffer.sample(buffer_state, key, config.batch_size))
+        else:
+            key, key_relabel = jax.random.split(key)
+            batch = buffer.sample(buffer_state, key, config.batch_size)
+            batch = dict(relabel(key_relabel, batch))
+        batch["reward"] = batch["reward"] * hp.reward_scale
+        batch["obs"] = normalize(setup, obs_stats, batch["obs"])
+        batch["next_obs"] = normalize(setup, obs_stats, batch["next_obs"])
+        return batch
+
+    keys = jax.random.split(key, config.gradient_steps * config.collections_per_update)
+    return gradient_steps(setup.learner, learner_state, sample, keys, hp)
+
+
+def update(setup: Setup, state: OffPolicyState, hp):
+    """Collect (one or more env steps per env, `collections_per_update`), then learn once
+    learning has started and the buffer holds a batch (NaN losses before)."""
+    config, cycle = setup.config, setup.config.collections_per_update
+    key, key_collect, key_learn = jax.random.split(state.key, 3)
+    if cycle == 1:
+        state, info = collect_and_store(setup, state, hp, key_collect)
+    else:
+        state, info = jax.lax.scan(
+            lambda state, key: collect_and_store(setup, state, hp, key),
+            state,
+            jax.random.split(key_collect, cycle),
+        )
+    ready = (state.collect_step * config.num_envs >= config.learning_starts) & (
+        setup.buffer.can_sample(state.buffer, config.batch_size)
+    )
+    args = (state.learner, state.buffer, state.obs_stats, key_learn, hp)
+    learn_traced, shapes = batching.traced(functools.partial(learn, setup), *args)
+
+    def skip(learner_state, *_):
+        nan = jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes[1])
+        return learner_state, nan
+
+    learner_state, losses = batching.cond(ready, learn_traced, skip, *args)
+    state = state.replace(learner=learner_state, key=key)
+    metrics = {f"losses/{k}": jnp.nanmean(v) for k, v in losses.items()}
+    metrics.update(episode_metrics(info))
+    metrics["charts/buffer_size"] = state.buffer.size
+    return state, metrics
+
+
+def act(setup: Setup, state: OffPolicyState, obs, key, deterministic: bool = False):
+    obs = normalize(setup, state.obs_stats, obs)
+    return learner_act(setup.learner, state.learner, obs, key, deterministic)

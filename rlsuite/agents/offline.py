@@ -27,7 +27,9 @@ Choices, written down:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -91,7 +93,8 @@ def make_agent(
     default_hparams,
     check_hparams: Callable,
 ) -> Agent:
-    """Bind `learner` to `env` (for evaluation) as an `Agent` running the offline loop above.
+    """Bind `learner` to `env` (for evaluation) as an `Agent` running the offline loop above: the
+    stages below (`init`, `batch_from`, `update`, `act`) over the `Setup` this builds.
 
     The dataset's actions are expected in the environment's own bounds; they are rescaled to
     `[-1, 1]` when sampled (the networks act in `[-1, 1]`, as the online agents do).
@@ -104,69 +107,89 @@ def make_agent(
             "cycles)"
         )
     space = env.action_space(env_params)
-    low, high = jnp.asarray(space.low), jnp.asarray(space.high)
     env = RescaleAction(env)
     obs_shape = env.observation_space(env_params).shape
     if len(obs_shape) != 1:
         raise TypeError(f"{name} needs vector observations; {env.name} has shape {obs_shape}")
 
-    def normalize(obs_stats, obs):
-        if config.normalize_observations:
-            return standardize(obs_stats, obs)
-        return obs
-
-    def init(key, hp, data: Dataset) -> OfflineState:
-        key, key_learner = jax.random.split(key)
-        stats = running_stats.init(obs_shape)
-        if config.normalize_observations:
-            stats = running_stats.update(stats, data.observations)
-        return OfflineState(
-            learner=learner.init(key_learner, hp),
-            obs_stats=stats,
-            key=key,
-            update_step=jnp.zeros((), jnp.int32),
-        )
-
-    def batch_from(data: Dataset, obs_stats, key, hp) -> dict:
-        raw = sample(data, key, config.batch_size)
-        batch = {
-            "obs": normalize(obs_stats, raw["observations"]),
-            "action": 2.0 * (raw["actions"] - low) / (high - low) - 1.0,
-            "reward": raw["rewards"].astype(jnp.float32),
-            "next_obs": normalize(obs_stats, raw["next_observations"]),
-        }
-        if hasattr(hp, "reward_scale"):  # those built on SAC's or TD3's hparams (CQL, TD3+BC)
-            batch["reward"] = batch["reward"] * hp.reward_scale
-        if hasattr(hp, "gamma"):  # agents without a discount (BC) get none
-            batch["discount"] = hp.gamma * (1.0 - raw["terminals"].astype(jnp.float32))
-        return batch
-
-    def update(state: OfflineState, hp, data: Dataset):
-        def sample(key):
-            return batch_from(data, state.obs_stats, key, hp)
-
-        key, key_steps = jax.random.split(state.key)
-        keys = jax.random.split(key_steps, config.gradient_steps)
-        learner_state, metrics = gradient_steps(learner, state.learner, sample, keys, hp)
-        state = state.replace(learner=learner_state, key=key, update_step=state.update_step + 1)
-        return state, {f"losses/{k}": jnp.nanmean(v) for k, v in metrics.items()}
-
-    def act(state: OfflineState, obs, key, deterministic: bool = False):
-        return learner_act(
-            learner, state.learner, normalize(state.obs_stats, obs), key, deterministic
-        )
-
+    setup = Setup(config, learner, jnp.asarray(space.low), jnp.asarray(space.high), obs_shape)
     return Agent(
         name=name,
         config=config,
         env=env,
         env_params=env_params,
         default_hparams=default_hparams,
-        init=init,
-        update=update,
-        act=act,
+        init=functools.partial(init, setup),
+        update=functools.partial(update, setup),
+        act=functools.partial(act, setup),
         check_hparams=check_hparams,
         env_steps_per_update=config.gradient_steps,
         extra_args=("data",),
         env_split=field_splits(config, "batch_size"),
     )
+
+
+class Setup(NamedTuple):
+    """What the stages of one offline agent share, fixed when it is made (`make_agent`)."""
+
+    config: OfflineConfig
+    learner: Learner
+    low: jax.Array  # the environment's action bounds, which the dataset's actions are in
+    high: jax.Array
+    obs_shape: tuple[int, ...]
+
+
+def normalize(setup: Setup, obs_stats, obs):
+    """`obs` standardised with the dataset's statistics, with `normalize_observations`."""
+    if setup.config.normalize_observations:
+        return standardize(obs_stats, obs)
+    return obs
+
+
+def init(setup: Setup, key, hp, data: Dataset) -> OfflineState:
+    key, key_learner = jax.random.split(key)
+    stats = running_stats.init(setup.obs_shape)
+    if setup.config.normalize_observations:
+        stats = running_stats.update(stats, data.observations)
+    return OfflineState(
+        learner=setup.learner.init(key_learner, hp),
+        obs_stats=stats,
+        key=key,
+        update_step=jnp.zeros((), jnp.int32),
+    )
+
+
+def batch_from(setup: Setup, data: Dataset, obs_stats, key, hp) -> dict:
+    """A batch sampled from `data` as the learner takes it: observations normalised, actions
+    in `[-1, 1]`, rewards scaled and discounts, where the hyperparameters have those."""
+    raw = sample(data, key, setup.config.batch_size)
+    low, high = setup.low, setup.high
+    batch = {
+        "obs": normalize(setup, obs_stats, raw["observations"]),
+        "action": 2.0 * (raw["actions"] - low) / (high - low) - 1.0,
+        "reward": raw["rewards"].astype(jnp.float32),
+        "next_obs": normalize(setup, obs_stats, raw["next_observations"]),
+    }
+    if hasattr(hp, "reward_scale"):  # those built on SAC's or TD3's hparams (CQL, TD3+BC)
+        batch["reward"] = batch["reward"] * hp.reward_scale
+    if hasattr(hp, "gamma"):  # agents without a discount (BC) get none
+        batch["discount"] = hp.gamma * (1.0 - raw["terminals"].astype(jnp.float32))
+    return batch
+
+
+def update(setup: Setup, state: OfflineState, hp, data: Dataset):
+    """`gradient_steps` gradient steps, each on its own batch of the dataset."""
+
+    def sample(key):
+        return batch_from(setup, data, state.obs_stats, key, hp)
+
+    key, key_steps = jax.random.split(state.key)
+    keys = jax.random.split(key_steps, setup.config.gradient_steps)
+    learner_state, metrics = gradient_steps(setup.learner, state.learner, sample, keys, hp)
+    state = state.replace(learner=learner_state, key=key, update_step=state.update_step + 1)
+    return state, {f"losses/{k}": jnp.nanmean(v) for k, v in metrics.items()}
+
+
+def act(setup: Setup, state: OfflineState, obs, key, deterministic: bool = False):
+    obs = normalize(setup, state.obs_stats, obs)
+    return learner_act(setup.learner, state.learner, obs, key, deterministic)
