@@ -43,9 +43,8 @@ def test_accel_schedule_has_the_stationary_fractions_of_its_chain():
 
     def fractions(curriculum):
         def step(previous, key):
-            branch = ued.next_branch(
-                curriculum, previous, level_buffer.should_replay(buffer, key, config)
-            )
+            replay = level_buffer.should_replay(buffer, key, config)
+            branch = ued.next_branch(previous, replay, mutate=curriculum == "accel")
             return branch, branch
 
         keys = jax.random.split(jax.random.key(0), 20_000)
@@ -120,7 +119,7 @@ def test_new_levels_with_a_finished_episode_enter_the_buffer_with_their_scores()
     state = agent.init(jax.random.key(5), hp)
     # The update's own pieces, replayed by hand: the branch's levels, the rollout, the scores.
     key, key_choose, key_reset = jax.random.split(state.key, 3)
-    branch, levels, _, slots = ued.choose_levels(setup, state, key_choose, hp)
+    branch, levels, _, slots = setup.curriculum.choose(setup, state, key_choose, hp)
     assert int(branch) == NEW and np.all(np.asarray(slots) == -1)
     student = state.student.replace(env=ued._play(setup, state.student, levels, key_reset))
     _, key_collect, _ = jax.random.split(student.key, 3)
@@ -160,7 +159,7 @@ def test_a_replay_rollout_stays_on_its_levels():
     while int(state.buffer.size) == 0:  # new levels until the buffer holds one
         state, _ = update(state, hp)
     key, key_choose, key_reset = jax.random.split(state.key, 3)
-    branch, levels, _, slots = ued.choose_levels(setup, state, key_choose, hp)
+    branch, levels, _, slots = setup.curriculum.choose(setup, state, key_choose, hp)
     assert int(branch) == REPLAY and np.all(np.asarray(slots) >= 0)
     student = state.student.replace(env=ued._play(setup, state.student, levels, key_reset))
     _, tr = ppo.collect(setup.student, student, jax.random.key(7))
@@ -297,8 +296,73 @@ def test_accel_mutates_the_easiest_levels_of_the_flat_score_array():
     setup = agent.update.args[0]
     state = agent.init(jax.random.key(11), hp)
     state = state.replace(branch=jnp.int32(REPLAY), scores=jnp.array([0.7, 0.2, 0.9, 0.4]))
-    branch, levels, _, slots = ued.choose_levels(setup, state, jax.random.key(12), hp)
+    branch, levels, _, slots = setup.curriculum.choose(setup, state, jax.random.key(12), hp)
     assert int(branch) == MUTATE and np.all(np.asarray(slots) == -1)
     expected = jax.tree.map(lambda x: x[jnp.array([1, 3, 0, 2])], state.levels)
     for a, b in zip(*map(jax.tree.leaves, (levels, expected)), strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+# --------------------------------------------- a curriculum of one's own, registered as a value
+def learns_from_new_levels(branch):
+    return branch == NEW  # Robust PLR's opposite: replays only score their levels
+
+
+def mean_reward(config, tr, advantages, max_returns):
+    finished = level_scores.finished(tr.terminated | tr.truncated)
+    return jnp.where(finished, tr.reward.mean(axis=0), jnp.nan)
+
+
+TOY = ued.Curriculum(choose=ued.choose_levels, learns=learns_from_new_levels, score=mean_reward)
+
+
+@pytest.fixture
+def toy():
+    ued.register_curriculum("toy", TOY)
+    yield TOY
+    ued.unregister_curriculum("toy")
+
+
+def test_a_curriculum_registered_from_outside_trains_as_its_functions_say(toy, tmp_path):
+    agent = small("toy")
+    setup = agent.update.args[0]
+    assert setup.curriculum is toy and setup.score is mean_reward
+    hp = hparams(agent, replay_prob=0.5, minimum_fill=0.0)
+    train = jax.jit(driver.train, static_argnums=(0, 3))
+    _, metrics = train(agent, jax.random.key(0), hp, 12)
+    branch, learned = (np.asarray(metrics[f"ued/{k}"]) for k in ("branch", "learned"))
+    assert set(branch.tolist()) == {NEW, REPLAY}
+    np.testing.assert_array_equal(learned, branch == NEW)
+    # A score passed to make takes precedence over the curriculum's.
+    env, params = envs.make("maze", height=5, width=5, n_walls=3)
+    other = ued.make(ued.UEDConfig(curriculum="toy"), env, params, score=ued.score_levels)
+    assert other.update.args[0].score is ued.score_levels
+    # From the command line, by its name.
+    from rlsuite.app import cli
+
+    out = tmp_path / "run"
+    flags = ["--env", "maze/small", "--curriculum", "toy", "--total-timesteps", "256"]
+    flags += ["--num-envs", "4", "--num-steps", "32", "--recurrent-size", "8", "--hidden-sizes"]
+    flags += ["8", "--update-epochs", "1", "--buffer-capacity", "8", "--minimum-fill", "0"]
+    flags += ["--eval-episodes", "1", "--chunks", "1", "--cpu-devices", "1", "--no-progress"]
+    assert cli.main(["train", "ued", *flags, "--out", str(out)]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["config"]["curriculum"] == "toy"
+    assert json.loads((out / "final.json").read_text())["env_steps"] == 256
+
+
+def test_a_curriculum_is_registered_only_under_a_new_name_with_functions():
+    for name, message in [("plr", "built-in"), ("paired", "built-in"), ("Toy", "lowercase")]:
+        with pytest.raises(ValueError, match=message):
+            ued.register_curriculum(name, TOY)
+    with pytest.raises(TypeError, match=r"a Curriculum is needed, got tuple"):
+        ued.register_curriculum("toy", tuple(TOY))
+    with pytest.raises(TypeError, match=r"Curriculum.learns must be a function, got NoneType"):
+        ued.register_curriculum("toy", TOY._replace(learns=None))
+    with pytest.raises(TypeError, match=r"Curriculum.choose must be a function or None, got int"):
+        ued.register_curriculum("toy", TOY._replace(choose=3))
+    assert "toy" not in ued.CURRICULA
+    with pytest.raises(ValueError, match=r"allowed: dr, plr, robust_plr, accel, paired"):
+        ued.UEDConfig(curriculum="toy")
+    with pytest.raises(ValueError, match="no registered curriculum 'plr'"):
+        ued.unregister_curriculum("plr")

@@ -16,6 +16,12 @@ chooses (`rlsuite train ued --curriculum plr --env maze`).
 |              | builds the levels; protagonist and antagonist play them; the   |             |
 |              | adversary's reward is the regret estimate (`paired_update`)    |             |
 
+`dr`, `plr`, `robust_plr` and `accel` are values of one type, `Curriculum` (`CURRICULA`): how an
+update's levels are chosen (`choose`), whether the student learns from it (`learns`) and how a
+level is scored (`score`). A new curriculum is a new value, named by `register_curriculum`
+(`--curriculum NAME` then trains it). PAIRED is another algorithm: an adversary learns to build
+the levels (`paired_update`).
+
 One update of `plr`, `robust_plr` and `accel` is one branch, chosen on the device: *new* (N levels
 from `Levels.generate`), *replay* (N levels sampled from the buffer) or *mutate* (ACCEL: the
 levels of the previous replay, each given `num_edits` edits by `Levels.mutate`). The N
@@ -55,8 +61,9 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -71,9 +78,9 @@ from rlsuite.loop.agent import Agent
 from rlsuite.loop.rollout import reset_batch, reset_each
 from rlsuite.ops import level_scores
 
-CURRICULA = ("dr", "plr", "robust_plr", "accel", "paired")
 SCORES = ("maxmc", "pvl", "learnability")
 NEW, REPLAY, MUTATE = 0, 1, 2
+PAIRED = "paired"  # not a `Curriculum`: a different algorithm, with an adversary (`paired_update`)
 PARENTS = ("batch", "easy")
 EASY_PARENTS = 4  # accel_parents="easy": this many of the easiest levels, each mutated N / 4 times
 
@@ -83,7 +90,8 @@ class UEDConfig(ppo.PPOConfig):
     """`PPOConfig` of the student (an LSTM by default) and the curriculum's static choices."""
 
     curriculum: str = "plr"
-    """dr, plr, robust_plr, accel or paired"""
+    """dr, plr, robust_plr, accel or paired (or a curriculum registered with
+    rlsuite.agents.ued.register_curriculum)"""
     score: str = "maxmc"
     """the level score: maxmc (MaxMC), pvl (positive value loss) or learnability (SFL)"""
     buffer_capacity: int = 4000
@@ -112,7 +120,7 @@ class UEDConfig(ppo.PPOConfig):
 
     def __post_init__(self):
         for field, allowed in (
-            ("curriculum", CURRICULA),
+            ("curriculum", (*CURRICULA, PAIRED)),
             ("score", SCORES),
             ("accel_parents", PARENTS),
         ):
@@ -201,6 +209,7 @@ class UEDSetup(struct.PyTreeNode):
     levels: Levels = struct.field(pytree_node=False)
     score: Callable = struct.field(pytree_node=False)
     adversary: ppo.PPOSetup | None = struct.field(pytree_node=False, default=None)
+    curriculum: Curriculum | None = struct.field(pytree_node=False, default=None)  # None: PAIRED
 
 
 def init(setup: UEDSetup, key: jax.Array, hp: UEDHparams) -> UEDState:
@@ -214,11 +223,11 @@ def init(setup: UEDSetup, key: jax.Array, hp: UEDHparams) -> UEDState:
     )
     nan = jnp.full((num_envs,), jnp.nan, jnp.float32)
     state = UEDState(student, buffer, levels, nan, jnp.asarray(NEW, jnp.int32), key)
-    if setup.config.curriculum == "dr":
-        return state
+    if setup.curriculum is not None and setup.curriculum.choose is None:
+        return state  # the environments' own random levels
     # The environments hold one level each from the start.
     state = state.replace(student=student.replace(env=_play(setup, student, levels, key_levels)))
-    if setup.config.curriculum == "paired":
+    if setup.curriculum is None:  # PAIRED
         key_antagonist, key_adversary = jax.random.split(key_student)
         antagonist = ppo.init(setup.student, key_antagonist, hp)
         antagonist = antagonist.replace(env=_play(setup, antagonist, levels, key_levels))
@@ -236,30 +245,32 @@ def _play(setup: UEDSetup, student: ppo.PPOState, levels, key):
     return env._replace(carry=ppo.initial_carry(student_setup, student, num_envs))
 
 
-def next_branch(curriculum: str, previous, replay) -> jax.Array:
+def next_branch(previous, replay, mutate: bool = False) -> jax.Array:
     """The branch of an update (int32 NEW, REPLAY or MUTATE) after `previous`: REPLAY where the
-    buffer said `replay`, else NEW; under accel, MUTATE after every REPLAY."""
+    buffer said `replay`, else NEW; with `mutate` (ACCEL), MUTATE after every REPLAY."""
     branch = jnp.where(replay, REPLAY, NEW)
-    if curriculum == "accel":
+    if mutate:
         branch = jnp.where(previous == REPLAY, MUTATE, branch)
     return branch.astype(jnp.int32)
 
 
-def choose_levels(setup: UEDSetup, state: UEDState, key, hp: UEDHparams):
+def choose_levels(setup: UEDSetup, state: UEDState, key, hp: UEDHparams, mutate: bool = False):
     """This update's branch, levels `[num_envs]`, the buffer (with the sampled slots stamped
-    on a replay) and the replayed slots (-1 elsewhere)."""
+    on a replay) and the replayed slots (-1 elsewhere): new levels or, as the buffer says, a
+    replay (PLR); with `mutate` (ACCEL), the mutations of the last replay's levels after every
+    replay (`accel_parents`, `Levels.mutate`)."""
     config, num_envs = setup.config, setup.config.num_envs
     key_replay, key_new, key_sample, key_mutate = jax.random.split(key, 4)
     cfg = buffer_config(hp)
     replay = level_buffer.should_replay(state.buffer, key_replay, cfg)
-    branch = next_branch(config.curriculum, state.branch, replay)
+    branch = next_branch(state.branch, replay, mutate)
     new = jax.vmap(setup.levels.generate)(jax.random.split(key_new, num_envs))
     sampled_buffer, slots, replayed = level_buffer.sample(state.buffer, key_sample, num_envs, cfg)
     candidates = [new, replayed]
-    if config.curriculum == "accel":
-        mutate = functools.partial(setup.levels.mutate, num_edits=config.num_edits)
+    if mutate:
+        edit = functools.partial(setup.levels.mutate, num_edits=config.num_edits)
         parents = accel_parents(config.accel_parents, state.levels, state.scores)
-        candidates.append(jax.vmap(mutate)(jax.random.split(key_mutate, num_envs), parents))
+        candidates.append(jax.vmap(edit)(jax.random.split(key_mutate, num_envs), parents))
     levels = jax.tree.map(lambda *xs: jnp.stack(xs)[branch], *candidates)
     is_replay = branch == REPLAY
     buffer = jax.tree.map(lambda s, b: jnp.where(is_replay, s, b), sampled_buffer, state.buffer)
@@ -280,12 +291,78 @@ def accel_parents(how: str, levels, scores) -> Any:
     return jax.tree.map(lambda x: x[picks], levels)
 
 
-def learns(config: UEDConfig, branch) -> jax.Array:
-    """Whether the student learns from this update's rollout: always, except under robust_plr
-    and accel, which learn from replays only."""
-    if config.curriculum in ("robust_plr", "accel"):
-        return branch == REPLAY
+def always(branch) -> jax.Array:
+    """A curriculum's `learns`: the student learns from every update."""
     return jnp.ones((), bool)
+
+
+def on_replay(branch) -> jax.Array:
+    """A curriculum's `learns`: the student learns from replays only (Robust PLR, ACCEL)."""
+    return branch == REPLAY
+
+
+class Curriculum(NamedTuple):
+    """A curriculum as a value: how an update's levels are chosen, whether the student learns
+    from the update, and how a level is scored. `CURRICULA` holds the built-in ones by name;
+    `register_curriculum` adds one that `UEDConfig.curriculum` (`--curriculum`) then names.
+
+    choose: `(setup, state, key, hp) -> (branch, levels, buffer, slots)`: the update's branch
+        (int32 NEW, REPLAY or MUTATE), its levels `[num_envs]`, the level buffer (the sampled
+        slots stamped on a replay) and the replayed slots `[num_envs]` (-1 elsewhere), as
+        `choose_levels` returns them; new levels with a finished episode enter the buffer, the
+        replayed ones get their new scores. None: no buffer, the environment's own random
+        level at every reset (domain randomisation), and PPO's update as it is.
+    learns: `(branch) -> bool []`: whether the student learns from the update's rollout (where
+        it does not, its parameters, optimiser state and schedules stay as they are).
+    score: `(config, transitions, advantages, max_returns) -> [num_envs]`, a level's score from
+        its rollout (NaN where no episode finished: the level is not inserted), as
+        `score_levels`; None: `UEDConfig.score`'s. A `score` given to `make` takes precedence.
+    """
+
+    choose: Callable | None
+    learns: Callable
+    score: Callable | None = None
+
+
+CURRICULA: dict[str, Curriculum] = {
+    "dr": Curriculum(choose=None, learns=always),
+    "plr": Curriculum(choose=choose_levels, learns=always),
+    "robust_plr": Curriculum(choose=choose_levels, learns=on_replay),
+    "accel": Curriculum(choose=functools.partial(choose_levels, mutate=True), learns=on_replay),
+}
+BUILT_IN = tuple(CURRICULA)
+
+
+def register_curriculum(name: str, curriculum: Curriculum) -> None:
+    """Make `UEDConfig(curriculum=name)` (`rlsuite train ued --curriculum NAME`) train with
+    `curriculum`; registering a name again replaces it. A built-in name is refused."""
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+        raise ValueError(
+            f"register_curriculum: the name must be lowercase letters, digits and underscores, "
+            f"starting with a letter, got {name!r}"
+        )
+    if name in BUILT_IN or name == PAIRED:
+        raise ValueError(f"register_curriculum: {name!r} is a built-in curriculum's name")
+    if not isinstance(curriculum, Curriculum):
+        raise TypeError(
+            f"register_curriculum({name!r}): a Curriculum is needed, "
+            f"got {type(curriculum).__name__}"
+        )
+    for field in Curriculum._fields:
+        value = getattr(curriculum, field)
+        if not (callable(value) or (value is None and field != "learns")):
+            raise TypeError(
+                f"register_curriculum({name!r}): Curriculum.{field} must be a function"
+                f"{'' if field == 'learns' else ' or None'}, got {type(value).__name__}"
+            )
+    CURRICULA[name] = curriculum
+
+
+def unregister_curriculum(name: str) -> Curriculum:
+    """Remove the registered curriculum `name` and return it (a built-in one is refused)."""
+    if name in BUILT_IN or name not in CURRICULA:
+        raise ValueError(f"unregister_curriculum: no registered curriculum {name!r}")
+    return CURRICULA.pop(name)
 
 
 def play_and_learn(setup: UEDSetup, student: ppo.PPOState, levels, key, hp, learning=None):
@@ -321,15 +398,15 @@ def play_and_learn(setup: UEDSetup, student: ppo.PPOState, levels, key, hp, lear
 
 
 def update(setup: UEDSetup, state: UEDState, hp: UEDHparams) -> tuple[UEDState, dict]:
-    config = setup.config
-    if config.curriculum == "dr":
+    config, curriculum = setup.config, setup.curriculum
+    if curriculum is None:
+        return paired_update(setup, state, hp)
+    if curriculum.choose is None:  # the environments' own random levels: PPO's update
         student, metrics = ppo.update(setup.student, state.student, hp)
         return state.replace(student=student), metrics
-    if config.curriculum == "paired":
-        return paired_update(setup, state, hp)
     key, key_choose, key_reset = jax.random.split(state.key, 3)
-    branch, levels, buffer, slots = choose_levels(setup, state, key_choose, hp)
-    learning = learns(config, branch)
+    branch, levels, buffer, slots = curriculum.choose(setup, state, key_choose, hp)
+    learning = curriculum.learns(branch)
     student, exp, metrics = play_and_learn(setup, state.student, levels, key_reset, hp, learning)
 
     tr = exp.transitions
@@ -437,7 +514,7 @@ def make(
         )
     student = ppo.prepare(config, env, env_params, **variants)
     adversary = None
-    if config.curriculum == "paired":
+    if config.curriculum == PAIRED:
         if levels.editor is None:
             raise ValueError(
                 f"ued: curriculum='paired' needs a level editor for the adversary "
@@ -446,8 +523,10 @@ def make(
         editor = levels.editor()
         adversary_config = dataclasses.replace(config, num_steps=editor.episode_length)
         adversary = ppo.prepare(adversary_config, editor, editor.default_params)
-    scoring = score_levels if score is None else score
-    setup = UEDSetup(config, student, levels, scoring, adversary)
+    curriculum = None if config.curriculum == PAIRED else CURRICULA[config.curriculum]
+    if score is None:
+        score = score_levels if curriculum is None or curriculum.score is None else curriculum.score
+    setup = UEDSetup(config, student, levels, score, adversary, curriculum)
     memory = functools.partial(initial_carry, setup) if student.recurrent else None
     return Agent(
         name="ued",
