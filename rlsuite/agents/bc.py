@@ -11,6 +11,8 @@ observations optionally standardised with the dataset's statistics.
 from __future__ import annotations
 
 import dataclasses
+import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -60,30 +62,52 @@ def make(config: BCConfig, env: Environment, env_params=None) -> Agent:
     env_params = env.check_params(env_params)
     dim = action_dim(env, env_params, "bc")
     obs_shape = env.observation_space(env_params).shape
-    actor = DeterministicActor(config.hidden_sizes, dim, config.activation)
+    algo = learner(config, obs_shape, dim)
+    return make_agent("bc", config, env, env_params, algo, BCHparams(), check_hparams)
 
-    def init(key, hp: BCHparams) -> BCLearner:
-        params = actor.init(key, jnp.zeros((1, *obs_shape)))
-        return BCLearner(actor=params, opt=adam_init(params))
 
-    def greedy(learner: BCLearner, obs):
-        return actor.apply(learner.actor, obs)
+def learner(config: BCConfig, obs_shape: tuple[int, ...], dim: int) -> Learner:
+    """BC's actor and update rule for `obs_shape` observations and `dim` actions in `[-1, 1]`:
+    the functions below (`init`, `explore`, `greedy`, `learn`) over the `Nets` this builds."""
+    nets = Nets(obs_shape, DeterministicActor(config.hidden_sizes, dim, config.activation))
+    return Learner(
+        init=functools.partial(init, nets),
+        explore=functools.partial(explore, nets),
+        greedy=functools.partial(greedy, nets),
+        learn=functools.partial(learn, nets),
+    )
 
-    def explore(learner: BCLearner, obs, key):
-        del key  # the cloned policy is deterministic
-        return greedy(learner, obs)
 
-    def loss_fn(params, batch):
-        return losses.behavior_cloning_loss(actor.apply(params, batch["obs"]), batch["action"])
+class Nets(NamedTuple):
+    """What BC's learning functions share, fixed when its learner is built (`learner`)."""
 
-    def learn(learner: BCLearner, batch, key, hp: BCHparams):
-        del key
-        loss, grads = jax.value_and_grad(loss_fn)(learner.actor, batch)
-        params, opt = adam_step(learner.actor, grads, learner.opt, hp.learning_rate)
-        return BCLearner(actor=params, opt=opt), {"bc_loss": loss}
+    obs_shape: tuple[int, ...]
+    actor: DeterministicActor
 
-    learner = Learner(init=init, explore=explore, greedy=greedy, learn=learn)
-    return make_agent("bc", config, env, env_params, learner, BCHparams(), check_hparams)
+
+def init(nets: Nets, key, hp: BCHparams) -> BCLearner:
+    params = nets.actor.init(key, jnp.zeros((1, *nets.obs_shape)))
+    return BCLearner(actor=params, opt=adam_init(params))
+
+
+def greedy(nets: Nets, learner: BCLearner, obs):
+    return nets.actor.apply(learner.actor, obs)
+
+
+def explore(nets: Nets, learner: BCLearner, obs, key):
+    del key  # the cloned policy is deterministic
+    return greedy(nets, learner, obs)
+
+
+def loss_fn(nets: Nets, params, batch):
+    return losses.behavior_cloning_loss(nets.actor.apply(params, batch["obs"]), batch["action"])
+
+
+def learn(nets: Nets, learner: BCLearner, batch, key, hp: BCHparams):
+    del key
+    loss, grads = jax.value_and_grad(functools.partial(loss_fn, nets))(learner.actor, batch)
+    params, opt = adam_step(learner.actor, grads, learner.opt, hp.learning_rate)
+    return BCLearner(actor=params, opt=opt), {"bc_loss": loss}
 
 
 # This family in the algorithm registry (`rlsuite train bc`).

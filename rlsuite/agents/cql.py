@@ -47,6 +47,7 @@ import dataclasses
 import functools
 import math
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -131,61 +132,94 @@ def make(
     env_params = env.check_params(env_params)
     dim = action_dim(env, env_params, "cql")
     obs_shape = env.observation_space(env_params).shape
-    n = config.num_sampled_actions
-
-    def penalty(q_fn, q_data, policy, batch, key, hp: CQLHparams):
-        """Each critic's CQL(H) penalty `[K]` on the batch (see the module docstring)."""
-        obs = batch["obs"]
-        key_uniform, key_now, key_next = jax.random.split(key, 3)
-        uniform = jax.random.uniform(key_uniform, (n, obs.shape[0], dim), minval=-1.0, maxval=1.0)
-        now, now_log_prob = policy(obs).sample_and_log_prob(seed=key_now, sample_shape=n)
-        nxt, next_log_prob = policy(batch["next_obs"]).sample_and_log_prob(
-            seed=key_next, sample_shape=n
-        )
-        actions = jnp.concatenate([uniform, now, nxt])  # [3N, B, a]
-        uniform_log_density = jnp.full((n, obs.shape[0]), -dim * math.log(2.0))
-        log_density = jnp.concatenate([uniform_log_density, now_log_prob, next_log_prob])
-        q_sampled = q_fn(jnp.broadcast_to(obs, (3 * n, *obs.shape)), actions)  # [K, 3N, B]
-        value, lse = losses.cql_penalty(q_sampled, log_density, q_data)
-        return value, {"cql_penalty": value.mean(), "cql_logsumexp": lse.mean()}
-
-    base = sac.learner(config, obs_shape, dim, critic_target, critic_penalty=penalty)
-
-    def init(key, hp: CQLHparams) -> CQLLearner:
-        log_alpha_prime = jnp.log(jnp.asarray(hp.alpha_cql, jnp.float32))
-        return CQLLearner(
-            sac=base.init(key, hp),
-            log_alpha_prime=log_alpha_prime,
-            alpha_prime_opt=adam_init(log_alpha_prime),
-        )
-
-    def explore(learner: CQLLearner, obs, key):
-        return base.explore(learner.sac, obs, key)
-
-    def greedy(learner: CQLLearner, obs):
-        return base.greedy(learner.sac, obs)
-
-    def learn(learner: CQLLearner, batch, key, hp: CQLHparams):
-        log_alpha_prime, opt = learner.log_alpha_prime, learner.alpha_prime_opt
-        if config.lagrange:
-            weight = jnp.clip(jnp.exp(log_alpha_prime), 0.0, MAX_ALPHA_PRIME)
-        else:
-            weight = jnp.asarray(hp.alpha_cql, jnp.float32)
-        sac_learner, metrics = base.learn(learner.sac, batch, key, hp, weight)
-        lagrange_loss = jnp.zeros(())
-        if config.lagrange:
-            lagrange_loss, grad = jax.value_and_grad(losses.cql_lagrange_loss)(
-                log_alpha_prime, metrics["cql_penalty"], hp.target_action_gap, MAX_ALPHA_PRIME
-            )
-            log_alpha_prime, opt = adam_step(log_alpha_prime, grad, opt, hp.alpha_prime_lr)
-            log_alpha_prime = jnp.minimum(log_alpha_prime, math.log(MAX_ALPHA_PRIME))
-        metrics = {**metrics, "cql_weight": weight, "alpha_prime_loss": lagrange_loss}
-        learner = CQLLearner(sac=sac_learner, log_alpha_prime=log_alpha_prime, alpha_prime_opt=opt)
-        return learner, metrics
-
-    learner = Learner(init=init, explore=explore, greedy=greedy, learn=learn)
+    algo = learner(config, obs_shape, dim, critic_target)
     check = functools.partial(check_hparams, lagrange=config.lagrange)
-    return make_agent("cql", config, env, env_params, learner, CQLHparams(), check)
+    return make_agent("cql", config, env, env_params, algo, CQLHparams(), check)
+
+
+def learner(
+    config: CQLConfig,
+    obs_shape: tuple[int, ...],
+    dim: int,
+    critic_target: Callable = losses.soft_td_target,
+) -> Learner:
+    """CQL's learner: SAC's (`sac.learner`) with the conservative penalty as its critic hook,
+    and the penalty's weight (a Lagrange multiplier with `lagrange`) beside it: the functions
+    below (`init`, `explore`, `greedy`, `learn`) over the `Parts` this builds."""
+    hook = functools.partial(penalty, config.num_sampled_actions, dim)
+    base = sac.learner(config, obs_shape, dim, critic_target, critic_penalty=hook)
+    parts = Parts(config, base)
+    return Learner(
+        init=functools.partial(init, parts),
+        explore=functools.partial(explore, parts),
+        greedy=functools.partial(greedy, parts),
+        learn=functools.partial(learn, parts),
+    )
+
+
+class Parts(NamedTuple):
+    """What CQL's learning functions share: its config and SAC's learner with the penalty."""
+
+    config: CQLConfig
+    base: Learner
+
+
+def penalty(n: int, dim: int, q_fn, q_data, policy, batch, key, hp: CQLHparams):
+    """Each critic's CQL(H) penalty `[K]` on the batch (see the module docstring), from `n`
+    sampled actions of each kind (uniform, the policy's now, the policy's at the next
+    observation) of `dim` entries."""
+    obs = batch["obs"]
+    key_uniform, key_now, key_next = jax.random.split(key, 3)
+    uniform = jax.random.uniform(key_uniform, (n, obs.shape[0], dim), minval=-1.0, maxval=1.0)
+    now, now_log_prob = policy(obs).sample_and_log_prob(seed=key_now, sample_shape=n)
+    nxt, next_log_prob = policy(batch["next_obs"]).sample_and_log_prob(
+        seed=key_next, sample_shape=n
+    )
+    actions = jnp.concatenate([uniform, now, nxt])  # [3N, B, a]
+    uniform_log_density = jnp.full((n, obs.shape[0]), -dim * math.log(2.0))
+    log_density = jnp.concatenate([uniform_log_density, now_log_prob, next_log_prob])
+    q_sampled = q_fn(jnp.broadcast_to(obs, (3 * n, *obs.shape)), actions)  # [K, 3N, B]
+    value, lse = losses.cql_penalty(q_sampled, log_density, q_data)
+    return value, {"cql_penalty": value.mean(), "cql_logsumexp": lse.mean()}
+
+
+def init(parts: Parts, key, hp: CQLHparams) -> CQLLearner:
+    log_alpha_prime = jnp.log(jnp.asarray(hp.alpha_cql, jnp.float32))
+    return CQLLearner(
+        sac=parts.base.init(key, hp),
+        log_alpha_prime=log_alpha_prime,
+        alpha_prime_opt=adam_init(log_alpha_prime),
+    )
+
+
+def explore(parts: Parts, learner: CQLLearner, obs, key):
+    return parts.base.explore(learner.sac, obs, key)
+
+
+def greedy(parts: Parts, learner: CQLLearner, obs):
+    return parts.base.greedy(learner.sac, obs)
+
+
+def learn(parts: Parts, learner: CQLLearner, batch, key, hp: CQLHparams):
+    """SAC's step with the penalty at this step's weight, then (with `lagrange`) the weight's
+    step towards `target_action_gap`."""
+    lagrange = parts.config.lagrange
+    log_alpha_prime, opt = learner.log_alpha_prime, learner.alpha_prime_opt
+    if lagrange:
+        weight = jnp.clip(jnp.exp(log_alpha_prime), 0.0, MAX_ALPHA_PRIME)
+    else:
+        weight = jnp.asarray(hp.alpha_cql, jnp.float32)
+    sac_learner, metrics = parts.base.learn(learner.sac, batch, key, hp, weight)
+    lagrange_loss = jnp.zeros(())
+    if lagrange:
+        lagrange_loss, grad = jax.value_and_grad(losses.cql_lagrange_loss)(
+            log_alpha_prime, metrics["cql_penalty"], hp.target_action_gap, MAX_ALPHA_PRIME
+        )
+        log_alpha_prime, opt = adam_step(log_alpha_prime, grad, opt, hp.alpha_prime_lr)
+        log_alpha_prime = jnp.minimum(log_alpha_prime, math.log(MAX_ALPHA_PRIME))
+    metrics = {**metrics, "cql_weight": weight, "alpha_prime_loss": lagrange_loss}
+    learner = CQLLearner(sac=sac_learner, log_alpha_prime=log_alpha_prime, alpha_prime_opt=opt)
+    return learner, metrics
 
 
 # This family in the algorithm registry (`rlsuite train cql`).

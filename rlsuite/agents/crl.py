@@ -41,7 +41,9 @@ Choices, written down:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -233,9 +235,8 @@ def learner(
     contrastive_loss: Callable,
 ) -> Learner:
     """CRL's networks and update rule (module docstring) for observations `concat(state [state_dim],
-    goal [len(goal_indices)])` and `dim` actions in `[-1, 1]`."""
-    goal_dim = len(goal_indices)
-    index = jnp.asarray(goal_indices)
+    goal [len(goal_indices)])` and `dim` actions in `[-1, 1]`: the functions below (`init`,
+    `explore`, `greedy`, `learn`) over the `Nets` this builds."""
     net = dict(
         width=config.width,
         depth=config.depth,
@@ -244,92 +245,131 @@ def learner(
         layer_norm=config.layer_norm,
         residual=config.residual,
     )
-    phi, psi = DeepMLP(**net), DeepMLP(**net)
-    actor = SquashedGaussianActor(config.hidden_sizes, dim, config.activation)
+    nets = Nets(
+        config=config,
+        state_dim=state_dim,
+        goal_index=jnp.asarray(goal_indices),
+        dim=dim,
+        phi=DeepMLP(**net),
+        psi=DeepMLP(**net),
+        actor=SquashedGaussianActor(config.hidden_sizes, dim, config.activation),
+        energy=energy,
+        contrastive_loss=contrastive_loss,
+    )
+    return Learner(
+        init=functools.partial(init, nets),
+        explore=functools.partial(explore, nets),
+        greedy=functools.partial(greedy, nets),
+        learn=functools.partial(learn, nets),
+    )
 
-    def encode(critic, state, action, goal):
-        sa = phi.apply(critic["phi"], jnp.concatenate([state, action], axis=-1))
-        return sa, psi.apply(critic["psi"], goal)
 
-    def init(key, hp: CRLHparams) -> CRLLearner:
-        key_actor, key_phi, key_psi = jax.random.split(key, 3)
-        actor_params = actor.init(key_actor, jnp.zeros((1, state_dim + goal_dim)))
-        critic = {
-            "phi": phi.init(key_phi, jnp.zeros((1, state_dim + dim))),
-            "psi": psi.init(key_psi, jnp.zeros((1, goal_dim))),
-            "log_scale": jnp.log(jnp.asarray(COSINE_SCALE, jnp.float32)),
-        }
-        log_alpha = jnp.log(jnp.asarray(hp.alpha, jnp.float32))
-        return CRLLearner(
-            actor=actor_params,
-            critic=critic,
-            log_alpha=log_alpha,
-            actor_opt=adam_init(actor_params),
-            critic_opt=adam_init(critic),
-            alpha_opt=adam_init(log_alpha),
-        )
+class Nets(NamedTuple):
+    """What CRL's learning functions share, fixed when its learner is built (`learner`)."""
 
-    def explore(learner: CRLLearner, obs, key):
-        return actor.apply(learner.actor, obs).sample(seed=key)
+    config: CRLConfig
+    state_dim: int
+    goal_index: jax.Array  # the goal's entries of an observation, [goal_dim]
+    dim: int
+    phi: DeepMLP  # (state, action) -> representation
+    psi: DeepMLP  # goal -> representation
+    actor: SquashedGaussianActor
+    energy: Callable
+    contrastive_loss: Callable
 
-    def greedy(learner: CRLLearner, obs):
-        return squashed_mode(actor.apply(learner.actor, obs))
 
-    def critic_loss(critic, state, action, goal, hp: CRLHparams):
-        sa, g = encode(critic, state, action, goal)
-        logits = energy(sa, g, jnp.exp(critic["log_scale"]))
-        penalty = contrastive.logsumexp_penalty(logits, hp.logsumexp_coeff)
-        total = contrastive_loss(logits) + penalty
-        return total, {"penalty": penalty, **contrastive.metrics(logits)}
+def encode(nets: Nets, critic, state, action, goal):
+    sa = nets.phi.apply(critic["phi"], jnp.concatenate([state, action], axis=-1))
+    return sa, nets.psi.apply(critic["psi"], goal)
 
-    def actor_loss(params, critic, state, goal, key, alpha):
-        obs = jnp.concatenate([state, goal], axis=-1)
-        action, log_prob = actor.apply(params, obs).sample_and_log_prob(seed=key)
-        sa, g = encode(critic, state, action, goal)
-        # Each row's own energy: the diagonal of the [B, B] logits.
-        q = jnp.diagonal(energy(sa, g, jnp.exp(critic["log_scale"])))
-        return jnp.mean(alpha * log_prob - q), log_prob
 
-    def learn(learner: CRLLearner, batch, key, hp: CRLHparams):
-        key_shuffle, key_pick, key_actor = jax.random.split(key, 3)
-        state = batch["obs"][:, :state_dim]
-        goal = jnp.take(batch["future_obs"], index, axis=-1)
-        (c_loss, metrics), grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            learner.critic, state, batch["action"], goal, hp
-        )
-        critic, critic_opt = adam_step(learner.critic, grads, learner.critic_opt, hp.critic_lr)
-        if config.actor_goal_shuffle > 0:
-            shuffled = goal[jax.random.permutation(key_shuffle, goal.shape[0])]
-            swap = jax.random.uniform(key_pick, goal.shape[:1]) < config.actor_goal_shuffle
-            goal = jnp.where(swap[:, None], shuffled, goal)
-        alpha = jnp.exp(learner.log_alpha)
-        (pi_loss, log_prob), grads = jax.value_and_grad(actor_loss, has_aux=True)(
-            learner.actor, critic, state, goal, key_actor, alpha
-        )
-        actor_params, actor_opt = adam_step(learner.actor, grads, learner.actor_opt, hp.actor_lr)
-        target_entropy = -hp.target_entropy_scale * dim
-        log_alpha, alpha_opt, alpha_loss = temperature_step(
-            learner.log_alpha, learner.alpha_opt, log_prob, target_entropy, hp.alpha_lr
-        )
-        learner = CRLLearner(
-            actor=actor_params,
-            critic=critic,
-            log_alpha=log_alpha,
-            actor_opt=actor_opt,
-            critic_opt=critic_opt,
-            alpha_opt=alpha_opt,
-        )
-        metrics = {
-            "critic_loss": c_loss,
-            "actor_loss": pi_loss,
-            "alpha_loss": alpha_loss,
-            "alpha": alpha,
-            "entropy": -log_prob.mean(),
-            **metrics,
-        }
-        return learner, metrics
+def init(nets: Nets, key, hp: CRLHparams) -> CRLLearner:
+    state_dim, goal_dim = nets.state_dim, nets.goal_index.shape[0]
+    key_actor, key_phi, key_psi = jax.random.split(key, 3)
+    actor_params = nets.actor.init(key_actor, jnp.zeros((1, state_dim + goal_dim)))
+    critic = {
+        "phi": nets.phi.init(key_phi, jnp.zeros((1, state_dim + nets.dim))),
+        "psi": nets.psi.init(key_psi, jnp.zeros((1, goal_dim))),
+        "log_scale": jnp.log(jnp.asarray(COSINE_SCALE, jnp.float32)),
+    }
+    log_alpha = jnp.log(jnp.asarray(hp.alpha, jnp.float32))
+    return CRLLearner(
+        actor=actor_params,
+        critic=critic,
+        log_alpha=log_alpha,
+        actor_opt=adam_init(actor_params),
+        critic_opt=adam_init(critic),
+        alpha_opt=adam_init(log_alpha),
+    )
 
-    return Learner(init=init, explore=explore, greedy=greedy, learn=learn)
+
+def explore(nets: Nets, learner: CRLLearner, obs, key):
+    return nets.actor.apply(learner.actor, obs).sample(seed=key)
+
+
+def greedy(nets: Nets, learner: CRLLearner, obs):
+    return squashed_mode(nets.actor.apply(learner.actor, obs))
+
+
+def critic_loss(nets: Nets, critic, state, action, goal, hp: CRLHparams):
+    """The contrastive loss of the (state, action) representations against the goals'."""
+    sa, g = encode(nets, critic, state, action, goal)
+    logits = nets.energy(sa, g, jnp.exp(critic["log_scale"]))
+    penalty = contrastive.logsumexp_penalty(logits, hp.logsumexp_coeff)
+    total = nets.contrastive_loss(logits) + penalty
+    return total, {"penalty": penalty, **contrastive.metrics(logits)}
+
+
+def actor_loss(nets: Nets, params, critic, state, goal, key, alpha):
+    obs = jnp.concatenate([state, goal], axis=-1)
+    action, log_prob = nets.actor.apply(params, obs).sample_and_log_prob(seed=key)
+    sa, g = encode(nets, critic, state, action, goal)
+    # Each row's own energy: the diagonal of the [B, B] logits.
+    q = jnp.diagonal(nets.energy(sa, g, jnp.exp(critic["log_scale"])))
+    return jnp.mean(alpha * log_prob - q), log_prob
+
+
+def learn(nets: Nets, learner: CRLLearner, batch, key, hp: CRLHparams):
+    """One gradient step: the critic's contrastive loss, then the actor (against goals of other
+    rows with `actor_goal_shuffle`) and the temperature."""
+    config = nets.config
+    key_shuffle, key_pick, key_actor = jax.random.split(key, 3)
+    state = batch["obs"][:, : nets.state_dim]
+    goal = jnp.take(batch["future_obs"], nets.goal_index, axis=-1)
+    (c_loss, metrics), grads = jax.value_and_grad(
+        functools.partial(critic_loss, nets), has_aux=True
+    )(learner.critic, state, batch["action"], goal, hp)
+    critic, critic_opt = adam_step(learner.critic, grads, learner.critic_opt, hp.critic_lr)
+    if config.actor_goal_shuffle > 0:
+        shuffled = goal[jax.random.permutation(key_shuffle, goal.shape[0])]
+        swap = jax.random.uniform(key_pick, goal.shape[:1]) < config.actor_goal_shuffle
+        goal = jnp.where(swap[:, None], shuffled, goal)
+    alpha = jnp.exp(learner.log_alpha)
+    (pi_loss, log_prob), grads = jax.value_and_grad(
+        functools.partial(actor_loss, nets), has_aux=True
+    )(learner.actor, critic, state, goal, key_actor, alpha)
+    actor_params, actor_opt = adam_step(learner.actor, grads, learner.actor_opt, hp.actor_lr)
+    target_entropy = -hp.target_entropy_scale * nets.dim
+    log_alpha, alpha_opt, alpha_loss = temperature_step(
+        learner.log_alpha, learner.alpha_opt, log_prob, target_entropy, hp.alpha_lr
+    )
+    learner = CRLLearner(
+        actor=actor_params,
+        critic=critic,
+        log_alpha=log_alpha,
+        actor_opt=actor_opt,
+        critic_opt=critic_opt,
+        alpha_opt=alpha_opt,
+    )
+    metrics = {
+        "critic_loss": c_loss,
+        "actor_loss": pi_loss,
+        "alpha_loss": alpha_loss,
+        "alpha": alpha,
+        "entropy": -log_prob.mean(),
+        **metrics,
+    }
+    return learner, metrics
 
 
 # This family in the algorithm registry (`rlsuite train crl`).

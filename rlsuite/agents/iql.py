@@ -28,7 +28,9 @@ Choices, written down:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 import distrax
 import flax.linen as nn
@@ -129,90 +131,131 @@ def make(config: IQLConfig, env: Environment, env_params=None) -> Agent:
     env_params = env.check_params(env_params)
     dim = action_dim(env, env_params, "iql")
     obs_shape = env.observation_space(env_params).shape
-    actor = GaussianActor(config.hidden_sizes, dim, config.activation)
-    critic = QEnsemble(config.hidden_sizes, 2, config.activation)
-    value_net = MLP(config.hidden_sizes, 1, config.activation)
-    decay = optax.cosine_decay_schedule(1.0, config.num_updates * config.gradient_steps)
+    algo = learner(config, obs_shape, dim)
+    return make_agent("iql", config, env, env_params, algo, IQLHparams(), check_hparams)
 
-    def value_fn(params, obs):
-        return value_net.apply(params, obs)[..., 0]
 
-    def init(key, hp: IQLHparams) -> IQLLearner:
-        key_actor, key_critic, key_value = jax.random.split(key, 3)
-        obs, action = jnp.zeros((1, *obs_shape)), jnp.zeros((1, dim))
-        actor_params = actor.init(key_actor, obs)
-        critic_params = critic.init(key_critic, obs, action)
-        value_params = value_net.init(key_value, obs)
-        return IQLLearner(
-            actor=actor_params,
-            critic=critic_params,
-            target_critic=critic_params,
-            value=value_params,
-            actor_opt=adam_init(actor_params),
-            critic_opt=adam_init(critic_params),
-            value_opt=adam_init(value_params),
-            step=jnp.zeros((), jnp.int32),
-        )
+def learner(config: IQLConfig, obs_shape: tuple[int, ...], dim: int) -> Learner:
+    """IQL's networks and update rule for `obs_shape` observations and `dim` actions in
+    `[-1, 1]`: the functions below (`init`, `explore`, `greedy`, `learn`) over the `Nets` this
+    builds."""
+    nets = Nets(
+        config=config,
+        obs_shape=obs_shape,
+        dim=dim,
+        actor=GaussianActor(config.hidden_sizes, dim, config.activation),
+        critic=QEnsemble(config.hidden_sizes, 2, config.activation),
+        value=MLP(config.hidden_sizes, 1, config.activation),
+        decay=optax.cosine_decay_schedule(1.0, config.num_updates * config.gradient_steps),
+    )
+    return Learner(
+        init=functools.partial(init, nets),
+        explore=functools.partial(explore, nets),
+        greedy=functools.partial(greedy, nets),
+        learn=functools.partial(learn, nets),
+    )
 
-    def explore(learner: IQLLearner, obs, key):
-        return jnp.clip(actor.apply(learner.actor, obs).sample(seed=key), -1.0, 1.0)
 
-    def greedy(learner: IQLLearner, obs):
-        return actor.apply(learner.actor, obs).mean()
+class Nets(NamedTuple):
+    """What IQL's learning functions share, fixed when its learner is built (`learner`)."""
 
-    def value_loss(params, obs, target_q, hp: IQLHparams):
-        v = value_fn(params, obs)
-        return losses.expectile_loss(jax.lax.stop_gradient(target_q) - v, hp.expectile), v.mean()
+    config: IQLConfig
+    obs_shape: tuple[int, ...]
+    dim: int
+    actor: GaussianActor
+    critic: QEnsemble
+    value: MLP
+    decay: Callable  # the actor's step-size factor per gradient step (cosine_actor_lr)
 
-    def actor_loss(params, obs, action, weights):
-        return losses.awr_policy_loss(actor.apply(params, obs).log_prob(action), weights)
 
-    def critic_loss(params, batch, next_v):
-        target = jax.lax.stop_gradient(batch["reward"] + batch["discount"] * next_v)
-        q = critic.apply(params, batch["obs"], batch["action"])
-        return losses.critic_loss(q, target), q.mean()
+def value_fn(nets: Nets, params, obs):
+    return nets.value.apply(params, obs)[..., 0]
 
-    def learn(learner: IQLLearner, batch, key, hp: IQLHparams):
-        del key  # every step is deterministic given the batch
-        obs, action = batch["obs"], batch["action"]
-        target_q = critic.apply(learner.target_critic, obs, action).min(axis=0)
-        (v_loss, v_mean), grads = jax.value_and_grad(value_loss, has_aux=True)(
-            learner.value, obs, target_q, hp
-        )
-        value, value_opt = adam_step(learner.value, grads, learner.value_opt, hp.value_lr)
-        weights = losses.advantage_weights(target_q - value_fn(value, obs), hp.beta, hp.max_weight)
-        pi_loss, grads = jax.value_and_grad(actor_loss)(learner.actor, obs, action, weights)
-        actor_lr = hp.actor_lr * decay(learner.step) if config.cosine_actor_lr else hp.actor_lr
-        actor_params, actor_opt = adam_step(learner.actor, grads, learner.actor_opt, actor_lr)
-        next_v = value_fn(value, batch["next_obs"])
-        (q_loss, q_mean), grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            learner.critic, batch, next_v
-        )
-        critic_params, critic_opt = adam_step(
-            learner.critic, grads, learner.critic_opt, hp.critic_lr
-        )
-        learner = IQLLearner(
-            actor=actor_params,
-            critic=critic_params,
-            target_critic=optax.incremental_update(critic_params, learner.target_critic, hp.tau),
-            value=value,
-            actor_opt=actor_opt,
-            critic_opt=critic_opt,
-            value_opt=value_opt,
-            step=learner.step + 1,
-        )
-        metrics = {
-            "critic_loss": q_loss,
-            "value_loss": v_loss,
-            "actor_loss": pi_loss,
-            "q_mean": q_mean,
-            "v_mean": v_mean,
-            "weight_mean": weights.mean(),
-        }
-        return learner, metrics
 
-    learner = Learner(init=init, explore=explore, greedy=greedy, learn=learn)
-    return make_agent("iql", config, env, env_params, learner, IQLHparams(), check_hparams)
+def init(nets: Nets, key, hp: IQLHparams) -> IQLLearner:
+    key_actor, key_critic, key_value = jax.random.split(key, 3)
+    obs, action = jnp.zeros((1, *nets.obs_shape)), jnp.zeros((1, nets.dim))
+    actor_params = nets.actor.init(key_actor, obs)
+    critic_params = nets.critic.init(key_critic, obs, action)
+    value_params = nets.value.init(key_value, obs)
+    return IQLLearner(
+        actor=actor_params,
+        critic=critic_params,
+        target_critic=critic_params,
+        value=value_params,
+        actor_opt=adam_init(actor_params),
+        critic_opt=adam_init(critic_params),
+        value_opt=adam_init(value_params),
+        step=jnp.zeros((), jnp.int32),
+    )
+
+
+def explore(nets: Nets, learner: IQLLearner, obs, key):
+    return jnp.clip(nets.actor.apply(learner.actor, obs).sample(seed=key), -1.0, 1.0)
+
+
+def greedy(nets: Nets, learner: IQLLearner, obs):
+    return nets.actor.apply(learner.actor, obs).mean()
+
+
+def value_loss(nets: Nets, params, obs, target_q, hp: IQLHparams):
+    v = value_fn(nets, params, obs)
+    return losses.expectile_loss(jax.lax.stop_gradient(target_q) - v, hp.expectile), v.mean()
+
+
+def actor_loss(nets: Nets, params, obs, action, weights):
+    return losses.awr_policy_loss(nets.actor.apply(params, obs).log_prob(action), weights)
+
+
+def critic_loss(nets: Nets, params, batch, next_v):
+    target = jax.lax.stop_gradient(batch["reward"] + batch["discount"] * next_v)
+    q = nets.critic.apply(params, batch["obs"], batch["action"])
+    return losses.critic_loss(q, target), q.mean()
+
+
+def learn(nets: Nets, learner: IQLLearner, batch, key, hp: IQLHparams):
+    """One gradient step: the value by expectile regression on the target critics, the actor by
+    advantage-weighted regression, the critics towards `r + discount V(next_obs)`."""
+    del key  # every step is deterministic given the batch
+    obs, action = batch["obs"], batch["action"]
+    target_q = nets.critic.apply(learner.target_critic, obs, action).min(axis=0)
+    (v_loss, v_mean), grads = jax.value_and_grad(functools.partial(value_loss, nets), has_aux=True)(
+        learner.value, obs, target_q, hp
+    )
+    value, value_opt = adam_step(learner.value, grads, learner.value_opt, hp.value_lr)
+    advantage = target_q - value_fn(nets, value, obs)
+    weights = losses.advantage_weights(advantage, hp.beta, hp.max_weight)
+    pi_loss, grads = jax.value_and_grad(functools.partial(actor_loss, nets))(
+        learner.actor, obs, action, weights
+    )
+    actor_lr = hp.actor_lr
+    if nets.config.cosine_actor_lr:
+        actor_lr = hp.actor_lr * nets.decay(learner.step)
+    actor_params, actor_opt = adam_step(learner.actor, grads, learner.actor_opt, actor_lr)
+    next_v = value_fn(nets, value, batch["next_obs"])
+    (q_loss, q_mean), grads = jax.value_and_grad(
+        functools.partial(critic_loss, nets), has_aux=True
+    )(learner.critic, batch, next_v)
+    critic_params, critic_opt = adam_step(learner.critic, grads, learner.critic_opt, hp.critic_lr)
+    learner = IQLLearner(
+        actor=actor_params,
+        critic=critic_params,
+        target_critic=optax.incremental_update(critic_params, learner.target_critic, hp.tau),
+        value=value,
+        actor_opt=actor_opt,
+        critic_opt=critic_opt,
+        value_opt=value_opt,
+        step=learner.step + 1,
+    )
+    metrics = {
+        "critic_loss": q_loss,
+        "value_loss": v_loss,
+        "actor_loss": pi_loss,
+        "q_mean": q_mean,
+        "v_mean": v_mean,
+        "weight_mean": weights.mean(),
+    }
+    return learner, metrics
 
 
 # This family in the algorithm registry (`rlsuite train iql`).

@@ -48,9 +48,7 @@ from rlsuite.data.transition import Transition
 from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Box, Discrete
 from rlsuite.environment.wrappers import (
-    ClipAction,
     EpisodeStatistics,
-    RescaleAction,
     episode_metrics,
 )
 from rlsuite.loop.agent import Agent
@@ -62,10 +60,8 @@ from rlsuite.networks import (
     activation_fn,
     encoder,
     resolve_torso,
-    squashed_entropy,
-    squashed_log_prob,
-    squashed_mode,
 )
+from rlsuite.networks.action_heads import KINDS, ActionHead, for_policy
 from rlsuite.networks.recurrent import RecurrentActorCritic, check_cell
 from rlsuite.ops import losses, running_stats
 from rlsuite.ops.returns import gae
@@ -77,7 +73,7 @@ from rlsuite.ops.validators import (
     check_positive_ints,
 )
 
-DISTRIBUTIONS = ("gaussian", "tanh_gaussian")
+DISTRIBUTIONS = KINDS  # the continuous action heads (rlsuite.networks.action_heads)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -326,6 +322,8 @@ class PPOSetup(NamedTuple):
     policy_loss: `(log_prob, old_log_prob, advantages, clip_eps) -> (loss, metrics)`.
     minibatches: `(key, batch, num_minibatches) -> minibatches` (`shuffled_steps`; with a
         recurrent network `env_sequences`).
+    head: what the network's distribution means to sampling, learning and evaluation
+        (`rlsuite.networks.action_heads`: categorical, Gaussian or tanh-squashed Gaussian).
     """
 
     config: PPOConfig
@@ -334,10 +332,7 @@ class PPOSetup(NamedTuple):
     env_params: Any
     policy_loss: Callable
     minibatches: Callable
-
-    @property
-    def squash(self) -> bool:
-        return self.config.distribution == "tanh_gaussian"
+    head: ActionHead
 
     @property
     def recurrent(self) -> bool:
@@ -400,12 +395,8 @@ def collect(setup: PPOSetup, state: PPOState, key: jax.Array) -> tuple[EnvBatch,
     extras keep each step's log-probability and value (and, squashed, the pre-tanh sample)."""
 
     def sample(key, dist, value):
-        if setup.squash:  # keep the pre-squash sample: log-probabilities are taken at it
-            raw = dist.distribution.sample(seed=key)
-            extras = {"log_prob": squashed_log_prob(dist, raw), "value": value, "raw": raw}
-            return jnp.tanh(raw), extras
-        action = dist.sample(seed=key)
-        return action, {"log_prob": dist.log_prob(action), "value": value}
+        action, extras = setup.head.sample(dist, key)
+        return action, {**extras, "value": value}
 
     def policy(key, obs):
         dist, value = apply(setup, state.params, state.obs_stats, obs)
@@ -484,7 +475,7 @@ def learning_batch(setup: PPOSetup, tr: Transition, advantages: jax.Array, carry
     return {
         **memory,
         "obs": tr.obs,
-        "action": tr.extras["raw"] if setup.squash else tr.action,
+        "action": setup.head.learned_action(tr.action, tr.extras),
         "log_prob": tr.extras["log_prob"],
         "value": values,
         "advantages": advantages,
@@ -505,12 +496,8 @@ def loss(
         _, _, dist, value = apply(setup, params, obs_stats, minibatch["obs"], *memory)
     else:
         dist, value = apply(setup, params, obs_stats, minibatch["obs"])
-    if setup.squash:
-        log_prob = squashed_log_prob(dist, minibatch["action"])
-        entropy = squashed_entropy(dist, key).mean()
-    else:
-        log_prob = dist.log_prob(minibatch["action"])
-        entropy = dist.entropy().mean()
+    log_prob = setup.head.log_prob(dist, minibatch["action"])
+    entropy = setup.head.entropy(dist, key).mean()
     adv = minibatch["advantages"]
     if config.normalize_advantages:
         adv = losses.normalize_advantages(adv)
@@ -543,7 +530,7 @@ def entropy_weight(state: PPOState, hp: PPOHparams):
 def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams):
     """`config.update_epochs` epochs over `batch`, each a scan of gradient steps over the
     minibatches `setup.minibatches` slices; returns params, optimizer state, mean metrics."""
-    config, squash = setup.config, setup.squash
+    config = setup.config
     tx = _optimizer(hp)
     weight = entropy_weight(state, hp)
 
@@ -559,11 +546,10 @@ def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams
         return (params, opt_state), metrics
 
     def epoch(carry, key):
-        # Keys for the squashed policy's entropy samples only: the other policies shuffle with
-        # the epoch's key itself.
-        key, key_entropy = jax.random.split(key) if squash else (key, None)
+        # Keys for the entropy samples of a head that estimates it (the squashed one); the
+        # others shuffle with the epoch's key itself.
+        key, keys = setup.head.entropy_keys(key, config.num_minibatches)
         minibatches = setup.minibatches(key, batch, config.num_minibatches)
-        keys = jax.random.split(key_entropy, config.num_minibatches) if squash else None
         return jax.lax.scan(minibatch_step, carry, (minibatches, keys))
 
     keys = jax.random.split(key, config.update_epochs)
@@ -628,14 +614,44 @@ def absorb(setup: PPOSetup, state: PPOState, exp: Experience, learned, key, lr):
     return state, metrics
 
 
+def learn_from(
+    setup: PPOSetup, state: PPOState, exp: Experience, carry, key, key_next, hp, learning=None
+):
+    """The learning half of a PPO update, on the rollout `exp` that started from the memory
+    `carry` (`()` without one): the step size, the learning batch, the epochs (with `key`) and
+    the state after them, with `key_next` as its next key; returns it and the update's metrics.
+
+    With `learning` (a bool array), the epochs run only where it is true (a `lax.cond`; a
+    select when seeds are vmapped); elsewhere the parameters and optimiser state are kept, the
+    losses read 0, and `update_step` (which the schedules follow) does not advance. PPO's own
+    update, UED's student and PAIRED's three agents all learn through this."""
+    lr = learning_rate(setup, state, hp)
+    batch = learning_batch(setup, exp.transitions, exp.advantages, carry)
+    epochs = functools.partial(learn, setup, state, batch, key, lr, hp)
+    if learning is None:
+        learned = epochs()
+    else:
+        shapes = jax.eval_shape(epochs)[2]
+
+        def keep():
+            zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+            return state.params, state.opt_state, zeros
+
+        learned = jax.lax.cond(learning, epochs, keep)
+    before = state.update_step
+    state, metrics = absorb(setup, state, exp, learned, key_next, lr)
+    if learning is not None:
+        # The schedules (an annealed learning rate, a decaying entropy weight) advance with the
+        # learning steps, not with the rollouts only scored (jaxued's optimiser count).
+        state = state.replace(update_step=before + learning.astype(before.dtype))
+    return state, metrics
+
+
 def update(setup: PPOSetup, state: PPOState, hp: PPOHparams) -> tuple[PPOState, dict]:
     """One PPO iteration: collect -> rewards -> advantages -> epochs of minibatches."""
     key, key_collect, key_learn = jax.random.split(state.key, 3)
     exp = experience(setup, state, key_collect, hp)
-    lr = learning_rate(setup, state, hp)
-    batch = learning_batch(setup, exp.transitions, exp.advantages, state.env.carry)
-    learned = learn(setup, state, batch, key_learn, lr, hp)
-    return absorb(setup, state, exp, learned, key, lr)
+    return learn_from(setup, state, exp, state.env.carry, key_learn, key, hp)
 
 
 def act(setup: PPOSetup, state: PPOState, obs, key, deterministic: bool = False, carry=None):
@@ -646,7 +662,7 @@ def act(setup: PPOSetup, state: PPOState, obs, key, deterministic: bool = False,
     else:
         dist, _ = apply(setup, state.params, state.obs_stats, obs)
     if deterministic:
-        action = squashed_mode(dist) if setup.squash else dist.mode()
+        action = setup.head.mode(dist)
     else:
         action = dist.sample(seed=key)
     return (action[0], carry) if setup.recurrent else action
@@ -670,10 +686,9 @@ def prepare(
         network = actor_critic(config, space, env.name, env.observation_space(env_params))
     if minibatches is None:
         minibatches = env_sequences if config.recurrent is not None else shuffled_steps
-    if isinstance(space, Box):
-        env = RescaleAction(env) if config.distribution == "tanh_gaussian" else ClipAction(env)
-    env = EpisodeStatistics(env)
-    return PPOSetup(config, network, env, env_params, policy_loss, minibatches)
+    head = for_policy(space, config.distribution)
+    env = EpisodeStatistics(head.wrap(env))
+    return PPOSetup(config, network, env, env_params, policy_loss, minibatches, head)
 
 
 def make(

@@ -19,7 +19,9 @@ rule on its own, with a hook for a penalty on the critics (CQL builds on it).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -144,7 +146,8 @@ def learner(
     critic_penalty: Callable | None = None,
 ) -> Learner:
     """SAC's networks and update rule for `obs_shape` observations and `dim` actions in
-    `[-1, 1]`; `config` gives `hidden_sizes`, `activation`, `num_critics` and `autotune`.
+    `[-1, 1]`; `config` gives `hidden_sizes`, `activation`, `num_critics` and `autotune`: the
+    functions below (`init`, `explore`, `greedy`, `learn`) over the `Nets` this builds.
 
     `critic_penalty(q_fn, q_data [K, B], policy, batch, key, hparams) -> (penalty [K], metrics)`,
     if given, is added to the critics' loss as `weight * penalty.sum()`, where `weight` is
@@ -155,97 +158,122 @@ def learner(
     features = obs_encoder(config, obs_shape)
     actor = SquashedGaussianActor(config.hidden_sizes, dim, config.activation, encoder=features)
     critic = QEnsemble(config.hidden_sizes, config.num_critics, config.activation, features)
+    nets = Nets(config, obs_shape, dim, actor, critic, critic_target, critic_penalty)
+    return Learner(
+        init=functools.partial(init, nets),
+        explore=functools.partial(explore, nets),
+        greedy=functools.partial(greedy, nets),
+        learn=functools.partial(learn, nets),
+    )
 
-    def init(key, hp: SACHparams) -> SACLearner:
-        key_actor, key_critic = jax.random.split(key)
-        obs, action = jnp.zeros((1, *obs_shape)), jnp.zeros((1, dim))
-        actor_params = actor.init(key_actor, obs)
-        critic_params = critic.init(key_critic, obs, action)
-        log_alpha = jnp.log(jnp.asarray(hp.alpha, jnp.float32))
-        return SACLearner(
-            actor=actor_params,
-            critic=critic_params,
-            target_critic=critic_params,
-            log_alpha=log_alpha,
-            actor_opt=adam_init(actor_params),
-            critic_opt=adam_init(critic_params),
-            alpha_opt=adam_init(log_alpha),
+
+class Nets(NamedTuple):
+    """What SAC's learning functions share, fixed when its learner is built (`learner`)."""
+
+    config: Any
+    obs_shape: tuple[int, ...]
+    dim: int
+    actor: SquashedGaussianActor
+    critic: QEnsemble
+    critic_target: Callable
+    critic_penalty: Callable | None
+
+
+def init(nets: Nets, key, hp: SACHparams) -> SACLearner:
+    key_actor, key_critic = jax.random.split(key)
+    obs, action = jnp.zeros((1, *nets.obs_shape)), jnp.zeros((1, nets.dim))
+    actor_params = nets.actor.init(key_actor, obs)
+    critic_params = nets.critic.init(key_critic, obs, action)
+    log_alpha = jnp.log(jnp.asarray(hp.alpha, jnp.float32))
+    return SACLearner(
+        actor=actor_params,
+        critic=critic_params,
+        target_critic=critic_params,
+        log_alpha=log_alpha,
+        actor_opt=adam_init(actor_params),
+        critic_opt=adam_init(critic_params),
+        alpha_opt=adam_init(log_alpha),
+    )
+
+
+def explore(nets: Nets, learner: SACLearner, obs, key):
+    return nets.actor.apply(learner.actor, obs).sample(seed=key)
+
+
+def greedy(nets: Nets, learner: SACLearner, obs):
+    return squashed_mode(nets.actor.apply(learner.actor, obs))
+
+
+def critic_loss(nets: Nets, params, learner: SACLearner, batch, key, alpha, hp, weight):
+    """The critics' loss against `nets.critic_target` (plus the penalty, where there is one)."""
+    actor, critic, critic_penalty = nets.actor, nets.critic, nets.critic_penalty
+    if critic_penalty is not None:
+        key, key_penalty = jax.random.split(key)
+    next_action, next_log_prob = actor.apply(learner.actor, batch["next_obs"]).sample_and_log_prob(
+        seed=key
+    )
+    next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
+    target = nets.critic_target(batch["reward"], batch["discount"], next_q, next_log_prob, alpha)
+    q = critic.apply(params, batch["obs"], batch["action"])
+    loss, metrics = losses.critic_loss(q, target), {"q_mean": q.mean()}
+    if critic_penalty is not None:
+        penalty, extra = critic_penalty(
+            lambda obs, action: critic.apply(params, obs, action),
+            q,
+            lambda obs: actor.apply(learner.actor, obs),
+            batch,
+            key_penalty,
+            hp,
         )
+        loss = loss + jax.lax.stop_gradient(weight) * penalty.sum()
+        metrics.update(extra)
+    return loss, metrics
 
-    def explore(learner: SACLearner, obs, key):
-        return actor.apply(learner.actor, obs).sample(seed=key)
 
-    def greedy(learner: SACLearner, obs):
-        return squashed_mode(actor.apply(learner.actor, obs))
+def actor_loss(nets: Nets, params, critic_params, obs, key, alpha):
+    action, log_prob = nets.actor.apply(params, obs).sample_and_log_prob(seed=key)
+    q = nets.critic.apply(critic_params, obs, action)
+    return losses.sac_actor_loss(q, log_prob, alpha), log_prob
 
-    def critic_loss(params, learner: SACLearner, batch, key, alpha, hp, weight):
-        if critic_penalty is not None:
-            key, key_penalty = jax.random.split(key)
-        next_action, next_log_prob = actor.apply(
-            learner.actor, batch["next_obs"]
-        ).sample_and_log_prob(seed=key)
-        next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
-        target = critic_target(batch["reward"], batch["discount"], next_q, next_log_prob, alpha)
-        q = critic.apply(params, batch["obs"], batch["action"])
-        loss, metrics = losses.critic_loss(q, target), {"q_mean": q.mean()}
-        if critic_penalty is not None:
-            penalty, extra = critic_penalty(
-                lambda obs, action: critic.apply(params, obs, action),
-                q,
-                lambda obs: actor.apply(learner.actor, obs),
-                batch,
-                key_penalty,
-                hp,
-            )
-            loss = loss + jax.lax.stop_gradient(weight) * penalty.sum()
-            metrics.update(extra)
-        return loss, metrics
 
-    def actor_loss(params, critic_params, obs, key, alpha):
-        action, log_prob = actor.apply(params, obs).sample_and_log_prob(seed=key)
-        q = critic.apply(critic_params, obs, action)
-        return losses.sac_actor_loss(q, log_prob, alpha), log_prob
-
-    def learn(learner: SACLearner, batch, key, hp: SACHparams, penalty_weight=1.0):
-        key_critic, key_actor = jax.random.split(key)
-        alpha = jnp.exp(learner.log_alpha)
-        (q_loss, critic_metrics), grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            learner.critic, learner, batch, key_critic, alpha, hp, penalty_weight
+def learn(nets: Nets, learner: SACLearner, batch, key, hp: SACHparams, penalty_weight=1.0):
+    """One gradient step: the critics, then the actor against the new critics, then the
+    temperature (with `autotune`) and the target critics."""
+    key_critic, key_actor = jax.random.split(key)
+    alpha = jnp.exp(learner.log_alpha)
+    (q_loss, critic_metrics), grads = jax.value_and_grad(
+        functools.partial(critic_loss, nets), has_aux=True
+    )(learner.critic, learner, batch, key_critic, alpha, hp, penalty_weight)
+    critic_params, critic_opt = adam_step(learner.critic, grads, learner.critic_opt, hp.critic_lr)
+    (pi_loss, log_prob), grads = jax.value_and_grad(
+        functools.partial(actor_loss, nets), has_aux=True
+    )(learner.actor, critic_params, batch["obs"], key_actor, alpha)
+    actor_params, actor_opt = adam_step(learner.actor, grads, learner.actor_opt, hp.actor_lr)
+    log_alpha, alpha_opt, alpha_loss = learner.log_alpha, learner.alpha_opt, jnp.zeros(())
+    if nets.config.autotune:
+        target_entropy = -hp.target_entropy_scale * nets.dim
+        log_alpha, alpha_opt, alpha_loss = temperature_step(
+            log_alpha, alpha_opt, log_prob, target_entropy, hp.alpha_lr
         )
-        critic_params, critic_opt = adam_step(
-            learner.critic, grads, learner.critic_opt, hp.critic_lr
-        )
-        (pi_loss, log_prob), grads = jax.value_and_grad(actor_loss, has_aux=True)(
-            learner.actor, critic_params, batch["obs"], key_actor, alpha
-        )
-        actor_params, actor_opt = adam_step(learner.actor, grads, learner.actor_opt, hp.actor_lr)
-        log_alpha, alpha_opt, alpha_loss = learner.log_alpha, learner.alpha_opt, jnp.zeros(())
-        if config.autotune:
-            target_entropy = -hp.target_entropy_scale * dim
-            log_alpha, alpha_opt, alpha_loss = temperature_step(
-                log_alpha, alpha_opt, log_prob, target_entropy, hp.alpha_lr
-            )
-        target = optax.incremental_update(critic_params, learner.target_critic, hp.tau)
-        learner = SACLearner(
-            actor=actor_params,
-            critic=critic_params,
-            target_critic=target,
-            log_alpha=log_alpha,
-            actor_opt=actor_opt,
-            critic_opt=critic_opt,
-            alpha_opt=alpha_opt,
-        )
-        metrics = {
-            "critic_loss": q_loss,
-            "actor_loss": pi_loss,
-            "alpha_loss": alpha_loss,
-            "alpha": alpha,
-            "entropy": -log_prob.mean(),
-            **critic_metrics,
-        }
-        return learner, metrics
-
-    return Learner(init=init, explore=explore, greedy=greedy, learn=learn)
+    target = optax.incremental_update(critic_params, learner.target_critic, hp.tau)
+    learner = SACLearner(
+        actor=actor_params,
+        critic=critic_params,
+        target_critic=target,
+        log_alpha=log_alpha,
+        actor_opt=actor_opt,
+        critic_opt=critic_opt,
+        alpha_opt=alpha_opt,
+    )
+    metrics = {
+        "critic_loss": q_loss,
+        "actor_loss": pi_loss,
+        "alpha_loss": alpha_loss,
+        "alpha": alpha,
+        "entropy": -log_prob.mean(),
+        **critic_metrics,
+    }
+    return learner, metrics
 
 
 # This family in the algorithm registry (`rlsuite train sac`).

@@ -20,7 +20,9 @@ part of the behaviour policy `agent.act(..., deterministic=False)` follows).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -142,86 +144,115 @@ def learner(
 ) -> Learner:
     """TD3's networks and update rule for `obs_shape` observations and `dim` actions in
     `[-1, 1]`; `config` gives `hidden_sizes` and `activation`. `actor_loss(q [2, B], action,
-    batch, hparams) -> loss` is the actor's objective (TD3+BC passes its own)."""
+    batch, hparams) -> loss` is the actor's objective (TD3+BC passes its own). The functions
+    below (`init`, `explore`, `greedy`, `learn`) over the `Nets` this builds."""
     features = obs_encoder(config, obs_shape)
     actor = DeterministicActor(config.hidden_sizes, dim, config.activation, features)
     critic = QEnsemble(config.hidden_sizes, 2, config.activation, features)
+    nets = Nets(obs_shape, dim, policy_delay, actor, critic, critic_target, actor_loss)
+    return Learner(
+        init=functools.partial(init, nets),
+        explore=functools.partial(explore, nets),
+        greedy=functools.partial(greedy, nets),
+        learn=functools.partial(learn, nets),
+        period=policy_delay,
+    )
 
-    def init(key, hp: TD3Hparams) -> TD3Learner:
-        key_actor, key_critic = jax.random.split(key)
-        obs, action = jnp.zeros((1, *obs_shape)), jnp.zeros((1, dim))
-        actor_params = actor.init(key_actor, obs)
-        critic_params = critic.init(key_critic, obs, action)
-        return TD3Learner(
-            actor=actor_params,
-            critic=critic_params,
-            target_actor=actor_params,
-            target_critic=critic_params,
-            actor_opt=adam_init(actor_params),
-            critic_opt=adam_init(critic_params),
-            exploration_noise=jnp.asarray(hp.exploration_noise, jnp.float32),
-            step=jnp.zeros((), jnp.int32),
+
+class Nets(NamedTuple):
+    """What TD3's learning functions share, fixed when its learner is built (`learner`)."""
+
+    obs_shape: tuple[int, ...]
+    dim: int
+    policy_delay: int
+    actor: DeterministicActor
+    critic: QEnsemble
+    critic_target: Callable
+    actor_loss: Callable
+
+
+def init(nets: Nets, key, hp: TD3Hparams) -> TD3Learner:
+    key_actor, key_critic = jax.random.split(key)
+    obs, action = jnp.zeros((1, *nets.obs_shape)), jnp.zeros((1, nets.dim))
+    actor_params = nets.actor.init(key_actor, obs)
+    critic_params = nets.critic.init(key_critic, obs, action)
+    return TD3Learner(
+        actor=actor_params,
+        critic=critic_params,
+        target_actor=actor_params,
+        target_critic=critic_params,
+        actor_opt=adam_init(actor_params),
+        critic_opt=adam_init(critic_params),
+        exploration_noise=jnp.asarray(hp.exploration_noise, jnp.float32),
+        step=jnp.zeros((), jnp.int32),
+    )
+
+
+def explore(nets: Nets, learner: TD3Learner, obs, key):
+    action = nets.actor.apply(learner.actor, obs)
+    noise = learner.exploration_noise * jax.random.normal(key, action.shape)
+    return jnp.clip(action + noise, -1.0, 1.0)
+
+
+def greedy(nets: Nets, learner: TD3Learner, obs):
+    return nets.actor.apply(learner.actor, obs)
+
+
+def critic_loss(nets: Nets, params, learner: TD3Learner, batch, key, hp: TD3Hparams):
+    """The critics' loss against `nets.critic_target` at the smoothed target action."""
+    actor, critic = nets.actor, nets.critic
+    next_action = actor.apply(learner.target_actor, batch["next_obs"])
+    noise = hp.policy_noise * jax.random.normal(key, next_action.shape)
+    next_action = losses.smoothed_target_action(next_action, noise, hp.noise_clip)
+    next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
+    target = nets.critic_target(batch["reward"], batch["discount"], next_q)
+    q = critic.apply(params, batch["obs"], batch["action"])
+    return losses.critic_loss(q, target), q.mean()
+
+
+def policy_loss(nets: Nets, params, critic_params, batch, hp):
+    action = nets.actor.apply(params, batch["obs"])
+    q = nets.critic.apply(critic_params, batch["obs"], action)
+    return nets.actor_loss(q, action, batch, hp)
+
+
+def delayed(nets: Nets, learner: TD3Learner, critic_params, batch, hp: TD3Hparams):
+    """Actor step, then Polyak steps of both targets."""
+    pi_loss, grads = jax.value_and_grad(functools.partial(policy_loss, nets))(
+        learner.actor, critic_params, batch, hp
+    )
+    actor_params, actor_opt = adam_step(learner.actor, grads, learner.actor_opt, hp.actor_lr)
+    target_actor = optax.incremental_update(actor_params, learner.target_actor, hp.tau)
+    target_critic = optax.incremental_update(critic_params, learner.target_critic, hp.tau)
+    return actor_params, actor_opt, target_actor, target_critic, pi_loss
+
+
+def learn(nets: Nets, learner: TD3Learner, batch, key, hp: TD3Hparams, phase: int = 0):
+    """A critic step; at the last `phase` of the cycle (a static int, see `Learner`), the
+    delayed actor and target updates too."""
+    (q_loss, q_mean), grads = jax.value_and_grad(
+        functools.partial(critic_loss, nets), has_aux=True
+    )(learner.critic, learner, batch, key, hp)
+    critic_params, critic_opt = adam_step(learner.critic, grads, learner.critic_opt, hp.critic_lr)
+    if phase == nets.policy_delay - 1:
+        actor_params, actor_opt, target_actor, target_critic, pi_loss = delayed(
+            nets, learner, critic_params, batch, hp
         )
-
-    def explore(learner: TD3Learner, obs, key):
-        action = actor.apply(learner.actor, obs)
-        noise = learner.exploration_noise * jax.random.normal(key, action.shape)
-        return jnp.clip(action + noise, -1.0, 1.0)
-
-    def greedy(learner: TD3Learner, obs):
-        return actor.apply(learner.actor, obs)
-
-    def critic_loss(params, learner: TD3Learner, batch, key, hp: TD3Hparams):
-        next_action = actor.apply(learner.target_actor, batch["next_obs"])
-        noise = hp.policy_noise * jax.random.normal(key, next_action.shape)
-        next_action = losses.smoothed_target_action(next_action, noise, hp.noise_clip)
-        next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
-        target = critic_target(batch["reward"], batch["discount"], next_q)
-        q = critic.apply(params, batch["obs"], batch["action"])
-        return losses.critic_loss(q, target), q.mean()
-
-    def policy_loss(params, critic_params, batch, hp):
-        action = actor.apply(params, batch["obs"])
-        return actor_loss(critic.apply(critic_params, batch["obs"], action), action, batch, hp)
-
-    def delayed(learner: TD3Learner, critic_params, batch, hp: TD3Hparams):
-        """Actor step, then Polyak steps of both targets."""
-        pi_loss, grads = jax.value_and_grad(policy_loss)(learner.actor, critic_params, batch, hp)
-        actor_params, actor_opt = adam_step(learner.actor, grads, learner.actor_opt, hp.actor_lr)
-        target_actor = optax.incremental_update(actor_params, learner.target_actor, hp.tau)
-        target_critic = optax.incremental_update(critic_params, learner.target_critic, hp.tau)
-        return actor_params, actor_opt, target_actor, target_critic, pi_loss
-
-    def learn(learner: TD3Learner, batch, key, hp: TD3Hparams, phase: int = 0):
-        """A critic step; at the last `phase` of the cycle (a static int, see `Learner`), the
-        delayed actor and target updates too."""
-        (q_loss, q_mean), grads = jax.value_and_grad(critic_loss, has_aux=True)(
-            learner.critic, learner, batch, key, hp
-        )
-        critic_params, critic_opt = adam_step(
-            learner.critic, grads, learner.critic_opt, hp.critic_lr
-        )
-        if phase == policy_delay - 1:
-            actor_params, actor_opt, target_actor, target_critic, pi_loss = delayed(
-                learner, critic_params, batch, hp
-            )
-        else:
-            actor_params, actor_opt = learner.actor, learner.actor_opt
-            target_actor, target_critic = learner.target_actor, learner.target_critic
-            pi_loss = jnp.full((), jnp.nan)
-        learner = TD3Learner(
-            actor=actor_params,
-            critic=critic_params,
-            target_actor=target_actor,
-            target_critic=target_critic,
-            actor_opt=actor_opt,
-            critic_opt=critic_opt,
-            exploration_noise=learner.exploration_noise,
-            step=learner.step + 1,
-        )
-        return learner, {"critic_loss": q_loss, "actor_loss": pi_loss, "q_mean": q_mean}
-
-    return Learner(init=init, explore=explore, greedy=greedy, learn=learn, period=policy_delay)
+    else:
+        actor_params, actor_opt = learner.actor, learner.actor_opt
+        target_actor, target_critic = learner.target_actor, learner.target_critic
+        pi_loss = jnp.full((), jnp.nan)
+    learner = TD3Learner(
+        actor=actor_params,
+        critic=critic_params,
+        target_actor=target_actor,
+        target_critic=target_critic,
+        actor_opt=actor_opt,
+        critic_opt=critic_opt,
+        exploration_noise=learner.exploration_noise,
+        step=learner.step + 1,
+    )
+    return learner, {"critic_loss": q_loss, "actor_loss": pi_loss, "q_mean": q_mean}
 
 
 # This family in the algorithm registry (`rlsuite train td3`).

@@ -37,8 +37,9 @@ vmapped batch of seeds may take different branches. Where the curriculum does no
 branch, the student's parameters and optimiser state are left bit-identical.
 
 The student is `rlsuite.agents.ppo` with a recurrent core (`UEDConfig` is a `PPOConfig`), its
-update taken apart as `experience -> learning_batch -> learn -> absorb`; the curriculum
-replaces nothing of it but the levels the environments hold and whether `learn` runs. The
+update taken apart as `experience -> learn_from` (`ppo.learn_from`: step size, learning batch,
+epochs, absorb); the curriculum replaces nothing of it but the levels the environments hold and
+whether the epochs run. The
 environment provides its level functions (`rlsuite.environment.levels.Levels`, from its
 `levels()`; `make(..., levels=...)` passes others). The buffer's numeric settings
 (`replay_prob`, `staleness_coeff`, `temperature`, `minimum_fill`) are hyperparameters in
@@ -370,30 +371,13 @@ def play_and_learn(setup: UEDSetup, student: ppo.PPOState, levels, key, hp, lear
     `key`), a rollout, and `learn` where `learning` (a bool array; None: always), else the
     parameters, optimiser state and `update_step` kept as they are. Returns the student, the
     rollout's `ppo.Experience` and the update's metrics."""
-    student_setup = setup.student
     env = _play(setup, student, levels, key)
     student = student.replace(env=env)
     key_next, key_collect, key_learn = jax.random.split(student.key, 3)
-    exp = ppo.experience(student_setup, student, key_collect, hp)
-    lr = ppo.learning_rate(student_setup, student, hp)
-    batch = ppo.learning_batch(student_setup, exp.transitions, exp.advantages, env.carry)
-    learn = functools.partial(ppo.learn, student_setup, student, batch, key_learn, lr, hp)
-    if learning is None:
-        learned = learn()
-    else:
-        shapes = jax.eval_shape(learn)[2]
-
-        def keep():
-            zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
-            return student.params, student.opt_state, zeros
-
-        learned = jax.lax.cond(learning, learn, keep)
-    before = student.update_step
-    student, metrics = ppo.absorb(student_setup, student, exp, learned, key_next, lr)
-    if learning is not None:
-        # The student's schedules (an annealed learning rate, a decaying entropy weight) advance
-        # with its learning steps, not with the rollouts it only scores (jaxued's optimiser count).
-        student = student.replace(update_step=before + learning.astype(before.dtype))
+    exp = ppo.experience(setup.student, student, key_collect, hp)
+    student, metrics = ppo.learn_from(
+        setup.student, student, exp, env.carry, key_learn, key_next, hp, learning
+    )
     return student, exp, metrics
 
 
@@ -461,10 +445,9 @@ def paired_update(setup: UEDSetup, state: UEDState, hp: UEDHparams) -> tuple[UED
     regret = jnp.nan_to_num(regret)
     tr = tr._replace(reward=tr.reward.at[-1].set(regret))
     exp = ppo.experience_of(adversary_setup, adversary, edited, tr, hp)
-    lr = ppo.learning_rate(adversary_setup, adversary, hp)
-    batch = ppo.learning_batch(adversary_setup, tr, exp.advantages, editing.carry)
-    learned = ppo.learn(adversary_setup, adversary, batch, key_learn, lr, hp)
-    adversary, built = ppo.absorb(adversary_setup, adversary, exp, learned, key_next, lr)
+    adversary, built = ppo.learn_from(
+        adversary_setup, adversary, exp, editing.carry, key_learn, key_next, hp
+    )
 
     state = state.replace(
         student=protagonist, antagonist=antagonist, adversary=adversary, levels=levels, key=key
