@@ -64,7 +64,7 @@ from rlsuite.data.buffers import ReplayBuffer, replay_buffer
 from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Discrete
 from rlsuite.environment.wrappers import EpisodeStatistics, RescaleAction, episode_metrics
-from rlsuite.loop.agent import Agent
+from rlsuite.loop.agent import Agent, bind
 from rlsuite.loop.mesh import field_splits
 from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.networks import TORSOS, activation_fn
@@ -255,15 +255,16 @@ def make_agent(
             f"learn_period ({config.learn_period})"
         )
     setup = Setup(config, env, env_params, learner, buffer, relabel, obs_shape, act_dim)
-    return Agent(
+    return bind(
+        setup,
+        init=init,
+        update=update,
+        act=act,
         name=name,
         config=config,
         env=env,
         env_params=env_params,
         default_hparams=default_hparams,
-        init=functools.partial(init, setup),
-        update=functools.partial(update, setup),
-        act=functools.partial(act, setup),
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.collections_per_update,
         env_split=field_splits(config, "num_envs", "batch_size"),

@@ -27,7 +27,6 @@ Choices, written down:
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -39,7 +38,7 @@ from rlsuite.agents.learner import Learner, action_dim, gradient_steps, learner_
 from rlsuite.data.datasets import Dataset, sample
 from rlsuite.environment import Environment
 from rlsuite.environment.wrappers import RescaleAction
-from rlsuite.loop.agent import Agent
+from rlsuite.loop.agent import Agent, bind
 from rlsuite.loop.mesh import field_splits
 from rlsuite.networks import activation_fn
 from rlsuite.ops import running_stats
@@ -113,15 +112,16 @@ def make_agent(
         raise TypeError(f"{name} needs vector observations; {env.name} has shape {obs_shape}")
 
     setup = Setup(config, learner, jnp.asarray(space.low), jnp.asarray(space.high), obs_shape)
-    return Agent(
+    return bind(
+        setup,
+        init=init,
+        update=update,
+        act=act,
         name=name,
         config=config,
         env=env,
         env_params=env_params,
         default_hparams=default_hparams,
-        init=functools.partial(init, setup),
-        update=functools.partial(update, setup),
-        act=functools.partial(act, setup),
         check_hparams=check_hparams,
         env_steps_per_update=config.gradient_steps,
         extra_args=("data",),

@@ -51,7 +51,7 @@ from rlsuite.environment.wrappers import (
     EpisodeStatistics,
     episode_metrics,
 )
-from rlsuite.loop.agent import Agent
+from rlsuite.loop.agent import Agent, bind
 from rlsuite.loop.mesh import Split, field_splits
 from rlsuite.loop.rollout import TRIAL_END, EnvBatch, RecurrentPolicy, reset_batch, rollout
 from rlsuite.networks import (
@@ -705,19 +705,19 @@ def make(
     a `network` with `init` and `apply(params, obs) -> (distribution, value)` (`actor_critic`;
     recurrent: `RecurrentActorCritic`'s signature, and `initial(num_envs)`)."""
     setup = prepare(config, env, env_params, policy_loss, minibatches, network)
-    memory = functools.partial(initial_carry, setup) if setup.recurrent else None
-    return Agent(
+    return bind(
+        setup,
+        init=init,
+        update=update,
+        act=act,
+        initial_carry=initial_carry if setup.recurrent else None,
         name="ppo",
         config=config,
         env=setup.env,
         env_params=setup.env_params,
         default_hparams=PPOHparams(),
-        init=functools.partial(init, setup),
-        update=functools.partial(update, setup),
-        act=functools.partial(act, setup),
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.num_steps,
-        initial_carry=memory,
         env_split=env_split(config),
     )
 

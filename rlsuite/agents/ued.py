@@ -75,7 +75,7 @@ from rlsuite.data import level_buffer
 from rlsuite.environment import Environment
 from rlsuite.environment.levels import Levels, levels_of
 from rlsuite.environment.spaces import Discrete
-from rlsuite.loop.agent import Agent
+from rlsuite.loop.agent import Agent, bind
 from rlsuite.loop.rollout import reset_batch, reset_each
 from rlsuite.ops import level_scores
 
@@ -510,19 +510,19 @@ def make(
     if score is None:
         score = score_levels if curriculum is None or curriculum.score is None else curriculum.score
     setup = UEDSetup(config, student, levels, score, adversary, curriculum)
-    memory = functools.partial(initial_carry, setup) if student.recurrent else None
-    return Agent(
+    return bind(
+        setup,
+        init=init,
+        update=update,
+        act=act,
+        initial_carry=initial_carry if student.recurrent else None,
         name="ued",
         config=config,
         env=student.env,
         env_params=student.env_params,
         default_hparams=UEDHparams(),
-        init=functools.partial(init, setup),
-        update=functools.partial(update, setup),
-        act=functools.partial(act, setup),
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.num_steps,
-        initial_carry=memory,
         env_split=ppo.env_split(config),
     )
 

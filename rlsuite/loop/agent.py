@@ -19,6 +19,7 @@ calls any agent, with or without them.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -76,6 +77,32 @@ class Agent(NamedTuple):
 
     def __ne__(self, other) -> bool:
         return self is not other
+
+
+def bind(
+    setup: Any,
+    *,
+    init: Callable,
+    update: Callable,
+    act: Callable,
+    initial_carry: Callable | None = None,
+    **record: Any,
+) -> Agent:
+    """The `Agent` of a family written as module-level stages over a setup: `init`, `update`,
+    `act` (and `initial_carry`, for an agent with memory) each take `setup` as their first
+    argument, which this binds; `record` holds the other fields (`name`, `config`, `env`, ...).
+    Every family builds its agent through this."""
+
+    def bound(stage):
+        return None if stage is None else functools.partial(stage, setup)
+
+    return Agent(
+        init=bound(init),
+        update=bound(update),
+        act=bound(act),
+        initial_carry=bound(initial_carry),
+        **record,
+    )
 
 
 def policy(agent: Agent, state: Any, deterministic: bool) -> RecurrentPolicy:
