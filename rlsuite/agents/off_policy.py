@@ -431,13 +431,12 @@ def update(setup: Setup, state: OffPolicyState, hp):
         setup.buffer.can_sample(state.buffer, config.batch_size)
     )
     args = (state.learner, state.buffer, state.obs_stats, key_learn, hp)
-    learn_traced, shapes = batching.traced(functools.partial(learn, setup), *args)
 
-    def skip(learner_state, *_):
+    def skip(shapes, learner_state, *_):
         nan = jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes[1])
         return learner_state, nan
 
-    learner_state, losses = batching.cond(ready, learn_traced, skip, *args)
+    learner_state, losses = batching.gate(ready, functools.partial(learn, setup), skip, *args)
     state = state.replace(learner=learner_state, key=key)
     metrics = {f"losses/{k}": jnp.nanmean(v) for k, v in losses.items()}
     metrics.update(episode_metrics(info))

@@ -63,7 +63,7 @@ from rlsuite.networks import (
 )
 from rlsuite.networks.action_heads import KINDS, ActionHead, for_policy
 from rlsuite.networks.recurrent import RecurrentActorCritic, check_cell
-from rlsuite.ops import losses, running_stats
+from rlsuite.ops import batching, losses, running_stats
 from rlsuite.ops.returns import gae
 from rlsuite.ops.sharding import split_envs
 from rlsuite.ops.validators import (
@@ -621,8 +621,8 @@ def learn_from(
     `carry` (`()` without one): the step size, the learning batch, the epochs (with `key`) and
     the state after them, with `key_next` as its next key; returns it and the update's metrics.
 
-    With `learning` (a bool array), the epochs run only where it is true (a `lax.cond`; a
-    select when seeds are vmapped); elsewhere the parameters and optimiser state are kept, the
+    With `learning` (a bool array), the epochs run only where it is true (`batching.gate`: under
+    `vmap`, only where some seed learns); elsewhere the parameters and optimiser state are kept, the
     losses read 0, and `update_step` (which the schedules follow) does not advance. PPO's own
     update, UED's student and PAIRED's three agents all learn through this."""
     lr = learning_rate(setup, state, hp)
@@ -631,13 +631,12 @@ def learn_from(
     if learning is None:
         learned = epochs()
     else:
-        shapes = jax.eval_shape(epochs)[2]
 
-        def keep():
-            zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes)
+        def keep(shapes):
+            zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[2])
             return state.params, state.opt_state, zeros
 
-        learned = jax.lax.cond(learning, epochs, keep)
+        learned = batching.gate(learning, epochs, keep)
     before = state.update_step
     state, metrics = absorb(setup, state, exp, learned, key_next, lr)
     if learning is not None:

@@ -32,8 +32,9 @@ rollout (`config.score`: MaxMC, positive value loss or SFL's learnability,
 finished episode are inserted into the buffer (`rlsuite.data.level_buffer`), replayed levels get
 their new scores. The branch is data, not Python control flow: every update computes the three
 candidate level batches (cheap beside the rollout) and selects one, and the learning step is a
-`lax.cond` (a select when seeds are vmapped), so one compiled update serves every branch and a
-vmapped batch of seeds may take different branches. Where the curriculum does not learn on a
+`batching.gate` (under the seed `vmap`, computed where some seed learns, and selected per seed),
+so one compiled update serves every branch and a vmapped batch of seeds may take different
+branches. Where the curriculum does not learn on a
 branch, the student's parameters and optimiser state are left bit-identical.
 
 The student is `rlsuite.agents.ppo` with a recurrent core (`UEDConfig` is a `PPOConfig`), its

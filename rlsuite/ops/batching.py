@@ -125,3 +125,13 @@ def cond(pred: Any, true_fn: Callable, false_fn: Callable, *operands: Any) -> An
         return cond(agree, keep, mix, first, flat_operands, consts), batched_out
 
     return batched_cond(jnp.asarray(pred), flat_operands, consts)
+
+
+def gate(pred: Any, fn: Callable, otherwise: Callable, *operands: Any) -> Any:
+    """A learning step taken only where `pred` holds: `fn(*operands)` where it does, else
+    `otherwise(shapes, *operands)`, with `shapes` the `jax.ShapeDtypeStruct` tree of `fn`'s
+    output (to fill its metrics: with NaN, which a row's mean then skips, or with zeros). A
+    `cond`: under `vmap`, `fn` is computed only where some run of the batch takes it. The
+    off-policy loop's warm-up and UED's replay-only learning both learn through this."""
+    fn_traced, shapes = traced(fn, *operands)
+    return cond(pred, fn_traced, lambda *ops: otherwise(shapes, *ops), *operands)
