@@ -20,7 +20,7 @@ import optax
 from flax import struct
 
 from rlsuite.agents import registry
-from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
+from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, bind
 from rlsuite.agents.offline import OfflineConfig, make_agent
 from rlsuite.environment import Environment
 from rlsuite.loop.agent import Agent
@@ -70,12 +70,7 @@ def learner(config: BCConfig, obs_shape: tuple[int, ...], dim: int) -> Learner:
     """BC's actor and update rule for `obs_shape` observations and `dim` actions in `[-1, 1]`:
     the functions below (`init`, `explore`, `greedy`, `learn`) over the `Nets` this builds."""
     nets = Nets(obs_shape, DeterministicActor(config.hidden_sizes, dim, config.activation))
-    return Learner(
-        init=functools.partial(init, nets),
-        explore=functools.partial(explore, nets),
-        greedy=functools.partial(greedy, nets),
-        learn=functools.partial(learn, nets),
-    )
+    return bind(nets, init, explore, greedy, learn)
 
 
 class Nets(NamedTuple):

@@ -55,7 +55,7 @@ import optax
 from flax import struct
 
 from rlsuite.agents import registry, sac
-from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
+from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, bind
 from rlsuite.agents.offline import OfflineConfig, make_agent
 from rlsuite.environment import Environment
 from rlsuite.loop.agent import Agent
@@ -149,12 +149,7 @@ def learner(
     hook = functools.partial(penalty, config.num_sampled_actions, dim)
     base = sac.learner(config, obs_shape, dim, critic_target, critic_penalty=hook)
     parts = Parts(config, base)
-    return Learner(
-        init=functools.partial(init, parts),
-        explore=functools.partial(explore, parts),
-        greedy=functools.partial(greedy, parts),
-        learn=functools.partial(learn, parts),
-    )
+    return bind(parts, init, explore, greedy, learn)
 
 
 class Parts(NamedTuple):

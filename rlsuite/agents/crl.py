@@ -51,13 +51,22 @@ import optax
 from flax import struct
 
 from rlsuite.agents import registry
-from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, temperature_step
+from rlsuite.agents.learner import (
+    Learner,
+    action_dim,
+    adam_init,
+    adam_step,
+    bind,
+    sample_actor,
+    squashed_greedy,
+    temperature_step,
+)
 from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
 from rlsuite.data import trajectory_buffer
 from rlsuite.environment import Environment
 from rlsuite.environment.goal import check_goal_contract
 from rlsuite.loop.agent import Agent
-from rlsuite.networks import DeepMLP, SquashedGaussianActor, check_deep_mlp, squashed_mode
+from rlsuite.networks import DeepMLP, SquashedGaussianActor, check_deep_mlp
 from rlsuite.ops import contrastive
 from rlsuite.ops.validators import check_field, check_positive
 
@@ -256,12 +265,7 @@ def learner(
         energy=energy,
         contrastive_loss=contrastive_loss,
     )
-    return Learner(
-        init=functools.partial(init, nets),
-        explore=functools.partial(explore, nets),
-        greedy=functools.partial(greedy, nets),
-        learn=functools.partial(learn, nets),
-    )
+    return bind(nets, init, explore, greedy, learn)
 
 
 class Nets(NamedTuple):
@@ -303,12 +307,7 @@ def init(nets: Nets, key, hp: CRLHparams) -> CRLLearner:
     )
 
 
-def explore(nets: Nets, learner: CRLLearner, obs, key):
-    return nets.actor.apply(learner.actor, obs).sample(seed=key)
-
-
-def greedy(nets: Nets, learner: CRLLearner, obs):
-    return squashed_mode(nets.actor.apply(learner.actor, obs))
+explore, greedy = sample_actor, squashed_greedy  # the squashed Gaussian actor's
 
 
 def critic_loss(nets: Nets, critic, state, action, goal, hp: CRLHparams):

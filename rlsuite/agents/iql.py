@@ -40,7 +40,7 @@ import optax
 from flax import struct
 
 from rlsuite.agents import registry
-from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step
+from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, bind
 from rlsuite.agents.offline import OfflineConfig, make_agent
 from rlsuite.environment import Environment
 from rlsuite.loop.agent import Agent
@@ -148,12 +148,7 @@ def learner(config: IQLConfig, obs_shape: tuple[int, ...], dim: int) -> Learner:
         value=MLP(config.hidden_sizes, 1, config.activation),
         decay=optax.cosine_decay_schedule(1.0, config.num_updates * config.gradient_steps),
     )
-    return Learner(
-        init=functools.partial(init, nets),
-        explore=functools.partial(explore, nets),
-        greedy=functools.partial(greedy, nets),
-        learn=functools.partial(learn, nets),
-    )
+    return bind(nets, init, explore, greedy, learn)
 
 
 class Nets(NamedTuple):

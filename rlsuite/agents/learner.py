@@ -8,6 +8,7 @@ drive a `Learner` through `gradient_steps`; SAC, TD3, CQL, IQL, BC and TD3+BC ar
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -17,7 +18,7 @@ import optax
 
 from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Box
-from rlsuite.networks import encoder, resolve_torso
+from rlsuite.networks import encoder, resolve_torso, squashed_mode
 from rlsuite.ops import losses
 from rlsuite.ops.sharding import split_envs
 
@@ -40,6 +41,25 @@ class Learner(NamedTuple):
     greedy: Callable[[Any, jax.Array], jax.Array]
     learn: Callable[..., tuple[Any, dict]]
     period: int = 1
+
+
+def bind(nets: Any, init, explore, greedy, learn, period: int = 1) -> Learner:
+    """The `Learner` of an algorithm written as module-level functions over its networks: each
+    takes `nets` (what they share, fixed when the learner is built) as its first argument, which
+    this binds. Every learner is built through this."""
+    stages = (functools.partial(f, nets) for f in (init, explore, greedy, learn))
+    return Learner(*stages, period=period)
+
+
+def sample_actor(nets: Any, learner_state, obs, key):
+    """`explore` of a stochastic actor (`nets.actor`, its parameters `learner_state.actor`): a
+    sample of its distribution."""
+    return nets.actor.apply(learner_state.actor, obs).sample(seed=key)
+
+
+def squashed_greedy(nets: Any, learner_state, obs):
+    """`greedy` of a tanh-squashed Gaussian actor: `tanh(mean)`."""
+    return squashed_mode(nets.actor.apply(learner_state.actor, obs))
 
 
 def learner_act(learner: Learner, learner_state, obs, key, deterministic: bool):

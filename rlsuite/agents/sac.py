@@ -34,14 +34,17 @@ from rlsuite.agents.learner import (
     action_dim,
     adam_init,
     adam_step,
+    bind,
     obs_encoder,
+    sample_actor,
+    squashed_greedy,
     temperature_step,
 )
 from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
 from rlsuite.data.buffers import ReplayBuffer
 from rlsuite.environment import Environment
 from rlsuite.loop.agent import Agent
-from rlsuite.networks import QEnsemble, SquashedGaussianActor, squashed_mode
+from rlsuite.networks import QEnsemble, SquashedGaussianActor
 from rlsuite.ops import losses
 from rlsuite.ops.validators import check_field, check_positive, check_positive_ints
 
@@ -159,12 +162,7 @@ def learner(
     actor = SquashedGaussianActor(config.hidden_sizes, dim, config.activation, encoder=features)
     critic = QEnsemble(config.hidden_sizes, config.num_critics, config.activation, features)
     nets = Nets(config, obs_shape, dim, actor, critic, critic_target, critic_penalty)
-    return Learner(
-        init=functools.partial(init, nets),
-        explore=functools.partial(explore, nets),
-        greedy=functools.partial(greedy, nets),
-        learn=functools.partial(learn, nets),
-    )
+    return bind(nets, init, explore, greedy, learn)
 
 
 class Nets(NamedTuple):
@@ -196,12 +194,7 @@ def init(nets: Nets, key, hp: SACHparams) -> SACLearner:
     )
 
 
-def explore(nets: Nets, learner: SACLearner, obs, key):
-    return nets.actor.apply(learner.actor, obs).sample(seed=key)
-
-
-def greedy(nets: Nets, learner: SACLearner, obs):
-    return squashed_mode(nets.actor.apply(learner.actor, obs))
+explore, greedy = sample_actor, squashed_greedy  # the squashed Gaussian actor's
 
 
 def critic_loss(nets: Nets, params, learner: SACLearner, batch, key, alpha, hp, weight):

@@ -30,7 +30,7 @@ import optax
 from flax import struct
 
 from rlsuite.agents import registry
-from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, obs_encoder
+from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, bind, obs_encoder
 from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
 from rlsuite.data.buffers import ReplayBuffer
 from rlsuite.environment import Environment
@@ -150,13 +150,7 @@ def learner(
     actor = DeterministicActor(config.hidden_sizes, dim, config.activation, features)
     critic = QEnsemble(config.hidden_sizes, 2, config.activation, features)
     nets = Nets(obs_shape, dim, policy_delay, actor, critic, critic_target, actor_loss)
-    return Learner(
-        init=functools.partial(init, nets),
-        explore=functools.partial(explore, nets),
-        greedy=functools.partial(greedy, nets),
-        learn=functools.partial(learn, nets),
-        period=policy_delay,
-    )
+    return bind(nets, init, explore, greedy, learn, period=policy_delay)
 
 
 class Nets(NamedTuple):
