@@ -159,21 +159,26 @@ def test_make_mesh_refuses_sizes_that_do_not_use_the_devices():
     assert dict(mesh.shape) == {"runs": 1, "envs": 1}
 
 
+def ppo_split(config):
+    """What PPO with `config` on CartPole declares an env split must divide."""
+    return ppo.env_split(ppo.prepare(config, *envs.make("cartpole")))
+
+
 def test_check_mesh_names_the_runs_or_the_batch_it_does_not_divide():
     grid = AbstractMesh((2, 4), meshes.AXES)
     config = ppo.PPOConfig(num_envs=8, num_steps=16, num_minibatches=4)
-    meshes.check_mesh(grid, 4, ppo.env_split(config))
+    meshes.check_mesh(grid, 4, ppo_split(config))
     with pytest.raises(ValueError, match="runs=2 does not divide the 3 runs"):
         meshes.check_mesh(grid, 3)
     with pytest.raises(ValueError, match=r"envs=4 does not divide PPOConfig.num_envs=6; make num_"):
-        meshes.check_mesh(grid, 2, ppo.env_split(ppo.PPOConfig(num_envs=6)))
+        meshes.check_mesh(grid, 2, ppo_split(ppo.PPOConfig(num_envs=6)))
     # 8 envs x 2 steps in 8 minibatches of 2 steps each; with memory, 8 envs in 4 of 2 envs.
     config = ppo.PPOConfig(num_envs=8, num_steps=2, num_minibatches=8)
     with pytest.raises(ValueError, match=r"the minibatch of 2 \(PPOConfig.num_minibatches=8\)"):
-        meshes.check_mesh(grid, 2, ppo.env_split(config))
+        meshes.check_mesh(grid, 2, ppo_split(config))
     config = ppo.PPOConfig(num_envs=8, num_steps=16, num_minibatches=4, recurrent="lstm")
     with pytest.raises(ValueError, match="does not divide the minibatch of 2"):
-        meshes.check_mesh(grid, 2, ppo.env_split(config))
+        meshes.check_mesh(grid, 2, ppo_split(config))
     config = sac.SACConfig(num_envs=4, batch_size=250)
     with pytest.raises(ValueError, match=r"envs=4 does not divide SACConfig.batch_size=250"):
         meshes.check_mesh(grid, 2, meshes.field_splits(config, "num_envs", "batch_size"))

@@ -29,7 +29,7 @@ def train_probe(name, continuous=False, num_updates=150, seed=0):
     state, _ = jax.jit(driver.train, static_argnums=(0, 3))(
         agent, jax.random.key(seed), PROBE_HPARAMS, num_updates
     )
-    network = ppo.actor_critic(PROBE_CONFIG, env.action_space(params))
+    network = ppo.actor_critic(PROBE_CONFIG, env.action_space(params)).module
     return lambda obs: network.apply(state.params, jnp.asarray(obs, jnp.float32))
 
 
@@ -44,7 +44,7 @@ def test_reward_scale_multiplies_the_learned_value():
     agent = ppo.make(PROBE_CONFIG, env, params)
     hp = PROBE_HPARAMS.replace(reward_scale=2.0)
     state, metrics = jax.jit(driver.train, static_argnums=(0, 3))(agent, jax.random.key(0), hp, 150)
-    network = ppo.actor_critic(PROBE_CONFIG, env.action_space(params))
+    network = ppo.actor_critic(PROBE_CONFIG, env.action_space(params)).module
     _, value = network.apply(state.params, jnp.zeros((1, 1)))
     np.testing.assert_allclose(value, [2.0], atol=0.1)
     assert np.asarray(metrics["charts/episodic_return"])[-1] == 1.0  # logged returns stay raw

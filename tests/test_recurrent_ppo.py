@@ -14,6 +14,7 @@ from rlsuite.agents import ppo
 from rlsuite.loop import agent as agent_lib
 from rlsuite.loop import driver
 from rlsuite.loop.evaluation import evaluate
+from rlsuite.networks import memory
 from rlsuite.ops import losses
 
 MEMORY = dict(num_envs=16, num_steps=16, num_minibatches=4, update_epochs=4, hidden_sizes=(32,))
@@ -70,7 +71,7 @@ def test_learning_reruns_the_rollout_from_its_starting_carry():
             [False, False, False, False, True],
             [False, False, False, True, False],
         )
-        _, _, dist, value = ppo.apply(setup, state.params, state.obs_stats, tr.obs, start, starts)
+        dist, value = ppo.apply(setup, state.params, state.obs_stats, tr.obs, start, starts)
         np.testing.assert_allclose(dist.log_prob(tr.action), tr.extras["log_prob"], atol=1e-5)
         np.testing.assert_allclose(value, tr.extras["value"], atol=1e-5)
         state = state.replace(env=env_batch)
@@ -84,16 +85,17 @@ def test_next_values_use_the_memory_of_their_step():
                            recurrent_size=8, hidden_sizes=(8,))  # fmt: skip
     setup, state = _rollout_and_batch(config)
     _, tr = ppo.collect(setup, state, jax.random.key(5))
-    next_values = ppo.recurrent_next_values(setup, state.params, state.obs_stats, tr)
+    next_values = setup.network.values_after(state.params, tr.extras["carry"], tr.next_obs)
     carry = state.env.carry
     fresh = setup.network.initial(2)
+    read_value = lambda dist, value: value  # noqa: E731
     for t in range(7):
         if t > 0:
             done = np.asarray(tr.terminated[t - 1] | tr.truncated[t - 1])
             carry = jax.tree.map(lambda f, c, d=done: jnp.where(d[:, None], f, c), fresh, carry)
-        _, _, carry = ppo.step(setup, state.params, state.obs_stats, tr.obs[t], carry)
-        _, value, _ = ppo.step(setup, state.params, state.obs_stats, tr.next_obs[t], carry)
-        np.testing.assert_allclose(next_values[t], value[0], atol=1e-5)
+        _, carry = ppo.step(setup, state.params, state.obs_stats, tr.obs[t], carry, read_value)
+        value, _ = ppo.step(setup, state.params, state.obs_stats, tr.next_obs[t], carry, read_value)
+        np.testing.assert_allclose(next_values[t], value, atol=1e-5)
         if t < 6:
             going = ~np.asarray(tr.terminated[t] | tr.truncated[t])
             np.testing.assert_allclose(
@@ -107,7 +109,7 @@ def test_minibatches_split_environments_never_time():
     # carry of each environment going with its sequence.
     obs = jnp.arange(12.0).reshape(3, 4)  # obs[t, e] = 4 t + e
     batch = {"obs": obs, "carry": jnp.arange(4.0)[:, None] * jnp.ones((4, 2))}
-    out = ppo.env_sequences(jax.random.key(0), batch, 2)
+    out = memory.env_sequences(jax.random.key(0), batch, 2)
     assert out["obs"].shape == (2, 3, 2) and out["carry"].shape == (2, 2, 2)
     envs_seen = []
     for m in range(2):
@@ -138,7 +140,7 @@ def test_a2c_is_ppo_with_one_epoch_of_one_minibatch():
 
     def a2c(params):
         memory = batch["carry"], batch["starts"]
-        _, _, dist, _ = ppo.apply(setup, params, state.obs_stats, batch["obs"], *memory)
+        dist, _ = ppo.apply(setup, params, state.obs_stats, batch["obs"], *memory)
         return -jnp.mean(adv * dist.log_prob(batch["action"]))
 
     expected = jax.grad(a2c)(state.params)

@@ -51,7 +51,7 @@ from rlsuite.environment.wrappers import (
     EpisodeStatistics,
     episode_metrics,
 )
-from rlsuite.loop.agent import Agent, bind
+from rlsuite.loop.agent import Agent, acting, bind
 from rlsuite.loop.mesh import Split, field_splits
 from rlsuite.loop.rollout import TRIAL_END, EnvBatch, RecurrentPolicy, reset_batch, rollout
 from rlsuite.networks import (
@@ -62,6 +62,7 @@ from rlsuite.networks import (
     resolve_torso,
 )
 from rlsuite.networks.action_heads import KINDS, ActionHead, for_policy
+from rlsuite.networks.memory import FeedForward, Recurrent
 from rlsuite.networks.recurrent import RecurrentActorCritic, check_cell
 from rlsuite.ops import batching, losses, running_stats
 from rlsuite.ops.returns import gae
@@ -243,10 +244,10 @@ def _optimizer(hp: PPOHparams) -> optax.GradientTransformation:
 
 def actor_critic(
     config: PPOConfig, action_space, env_name: str = "env", obs_space=None
-) -> ActorCritic:
-    """The actor-critic network PPO uses for `action_space` and `obs_space` (default: vector
-    observations): `ActorCritic` (`apply(params, obs)`), or with `config.recurrent` a
-    `RecurrentActorCritic` (`apply(params, carry, obs_seq, starts)`)."""
+) -> FeedForward | Recurrent:
+    """The actor-critic PPO uses for `action_space` and `obs_space` (default: vector
+    observations), in the carry shape (`rlsuite.networks.memory`): `FeedForward(ActorCritic)`, or
+    with `config.recurrent` a `Recurrent(RecurrentActorCritic)`."""
     squash = config.distribution == "tanh_gaussian"
     if isinstance(action_space, Discrete) and not squash:
         head = {"num_actions": action_space.n}
@@ -263,8 +264,18 @@ def actor_critic(
         categories = obs_space.n if isinstance(obs_space, Discrete) else None
         torso = resolve_torso(config.torso, obs_space.shape, "PPOConfig")
         features = encoder(torso, obs_space.shape, categories)
-    if config.recurrent is not None:
-        return RecurrentActorCritic(
+    if config.recurrent is None:
+        return FeedForward(
+            ActorCritic(
+                config.hidden_sizes,
+                config.activation,
+                critic_hidden_sizes=config.critic_hidden_sizes,
+                encoder=features,
+                **head,
+            )
+        )
+    return Recurrent(
+        RecurrentActorCritic(
             config.recurrent,
             config.recurrent_size,
             config.hidden_sizes,
@@ -273,95 +284,54 @@ def actor_critic(
             encoder=features,
             **head,
         )
-    return ActorCritic(
-        config.hidden_sizes,
-        config.activation,
-        critic_hidden_sizes=config.critic_hidden_sizes,
-        encoder=features,
-        **head,
     )
-
-
-def shuffled_steps(key: jax.Array, batch: dict, num_minibatches: int) -> dict:
-    """PPO's minibatches: the rollout's steps (`[num_steps, num_envs, ...]` leaves) flattened,
-    shuffled and split into `num_minibatches` (leaves `[num_minibatches, size, ...]`).
-
-    A variant slices otherwise, e.g. whole sequences split along the environments for a recurrent
-    policy; it keeps the leading `[num_minibatches]` axis that `learn` scans over."""
-    flat = jax.tree.map(lambda x: x.reshape(-1, *x.shape[2:]), batch)
-    order = jax.random.permutation(key, jax.tree.leaves(flat)[0].shape[0])
-    return jax.tree.map(lambda x: x[order].reshape(num_minibatches, -1, *x.shape[1:]), flat)
-
-
-def env_sequences(key: jax.Array, batch: dict, num_minibatches: int) -> dict:
-    """Recurrent PPO's minibatches: the environments shuffled and split into `num_minibatches`,
-    each keeping its whole sequence. Leaves `[num_steps, num_envs, ...]` become
-    `[num_minibatches, num_steps, num_envs / num_minibatches, ...]`; the starting carry
-    (`batch["carry"]`, leaves `[num_envs, ...]`) becomes `[num_minibatches, num_envs /
-    num_minibatches, ...]`. Never split along time: each sequence is re-run from its carry."""
-    num_envs = jax.tree.leaves(batch["carry"])[0].shape[0]
-    order = jax.random.permutation(key, num_envs)
-
-    def split(x, axis):
-        x = jnp.take(x, order, axis=axis)
-        x = x.reshape(*x.shape[:axis], num_minibatches, -1, *x.shape[axis + 1 :])
-        return jnp.moveaxis(x, axis, 0)
-
-    sequences = {k: v for k, v in batch.items() if k != "carry"}
-    minibatches = jax.tree.map(lambda x: split(x, 1), sequences)
-    minibatches["carry"] = jax.tree.map(lambda x: split(x, 0), batch["carry"])
-    return minibatches
 
 
 class PPOSetup(NamedTuple):
     """What PPO's steps read besides the learner state: fixed by `make`, closed over by the agent.
 
-    network: `apply(params, obs) -> (distribution, value)` (`actor_critic`).
+    network: the actor-critic in the carry shape (`rlsuite.networks.memory`: `FeedForward`, whose
+        carry is `()`, or `Recurrent`; `actor_critic`).
     env, env_params: the environment as PPO steps it (wrapped) and its shared params (a batch
         that holds its own, `EnvBatch.params`, steps with those).
     policy_loss: `(log_prob, old_log_prob, advantages, clip_eps) -> (loss, metrics)`.
-    minibatches: `(key, batch, num_minibatches) -> minibatches` (`shuffled_steps`; with a
-        recurrent network `env_sequences`).
+    minibatches: `(key, batch, num_minibatches) -> minibatches` (the network's own:
+        `shuffled_steps`, or with memory `env_sequences`).
     head: what the network's distribution means to sampling, learning and evaluation
         (`rlsuite.networks.action_heads`: categorical, Gaussian or tanh-squashed Gaussian).
     """
 
     config: PPOConfig
-    network: Any
+    network: FeedForward | Recurrent
     env: Environment
     env_params: Any
     policy_loss: Callable
     minibatches: Callable
     head: ActionHead
 
-    @property
-    def recurrent(self) -> bool:
-        return self.config.recurrent is not None
 
-
-def apply(setup: PPOSetup, params, obs_stats, obs, *memory):
-    """`(distribution, value)` for `obs`, normalised with `obs_stats` when the config says so.
-
-    Recurrent: `apply(setup, params, obs_stats, obs [T, B, ...], carry, starts [T, B])` returns
-    `(carry, carries, distribution, value)` (`RecurrentActorCritic`)."""
+def normalized(setup: PPOSetup, obs_stats, obs):
+    """`obs` normalised with `obs_stats` when the config says so."""
     if setup.config.normalize_observations:
-        obs = running_stats.normalize(obs_stats, obs, clip=10.0)
-    if setup.recurrent:
-        carry, starts = memory
-        return setup.network.apply(params, carry, obs, starts)
-    return setup.network.apply(params, obs)
+        return running_stats.normalize(obs_stats, obs, clip=10.0)
+    return obs
 
 
-def step(setup: PPOSetup, params, obs_stats, obs, carry):
-    """Recurrent: one step of a batch, `obs` `[B, ...]` -> `(distribution, value, carry)`, the
-    distribution and the value over `[1, B]` (a sequence of length 1)."""
-    starts = jnp.zeros((1, jax.tree.leaves(obs)[0].shape[0]), bool)
-    carry, _, dist, value = apply(setup, params, obs_stats, obs[None], carry, starts)
-    return dist, value, carry
+def apply(setup: PPOSetup, params, obs_stats, obs, carry=(), starts=None):
+    """`(distribution, value)` for `obs`, a sequence from the memory `carry` (`()` without one)
+    with its `starts` (`[T, B]`; not read without memory), or for a feed-forward network any
+    batch of observations."""
+    return setup.network.apply(params, carry, normalized(setup, obs_stats, obs), starts)
+
+
+def step(setup: PPOSetup, params, obs_stats, obs, carry, read):
+    """One step of a batch `obs` `[B, ...]` from its memory `carry`: `(read(distribution, value),
+    carry after it)`."""
+    return setup.network.step(params, carry, normalized(setup, obs_stats, obs), read)
 
 
 def initial_carry(setup: PPOSetup, state, num_envs: int):
-    """The carry of `num_envs` fresh episodes (`Agent.initial_carry`)."""
+    """The carry of `num_envs` fresh episodes (`Agent.initial_carry`; `()` without memory)."""
     return setup.network.initial(num_envs)
 
 
@@ -370,21 +340,14 @@ def init(setup: PPOSetup, key: jax.Array, hp: PPOHparams) -> PPOState:
     key, key_net, key_env = jax.random.split(key, 3)
     obs_shape = setup.env.observation_space(setup.env_params).shape
     env = reset_batch(setup.env, setup.env_params, key_env, config.num_envs)
-    if setup.recurrent:
-        one = setup.network.initial(1)
-        params = setup.network.init(
-            key_net, one, jnp.zeros((1, 1, *obs_shape)), jnp.zeros((1, 1), bool)
-        )
-        env = env._replace(carry=setup.network.initial(config.num_envs))
-    else:
-        params = setup.network.init(key_net, jnp.zeros((1, *obs_shape)))
+    params = setup.network.init(key_net, obs_shape)
     return PPOState(
         params=params,
         opt_state=_optimizer(hp).init(params),
         obs_stats=running_stats.init(obs_shape),
         return_stats=running_stats.init(()),
         discounted_return=jnp.zeros((config.num_envs,)),
-        env=env,
+        env=env._replace(carry=setup.network.initial(config.num_envs)),
         key=key,
         update_step=jnp.zeros((), jnp.int32),
     )
@@ -392,28 +355,22 @@ def init(setup: PPOSetup, key: jax.Array, hp: PPOHparams) -> PPOState:
 
 def collect(setup: PPOSetup, state: PPOState, key: jax.Array) -> tuple[EnvBatch, Transition]:
     """A rollout of `config.num_steps` steps of every environment with the current policy; the
-    extras keep each step's log-probability and value (and, squashed, the pre-tanh sample)."""
+    extras keep each step's log-probability, value and memory after it (and, squashed, the
+    pre-tanh sample)."""
 
-    def sample(key, dist, value):
-        action, extras = setup.head.sample(dist, key)
-        return action, {**extras, "value": value}
+    def policy(key, obs, carry):
+        def sample(dist, value):
+            action, extras = setup.head.sample(dist, key)
+            return action, {**extras, "value": value}
 
-    def policy(key, obs):
-        dist, value = apply(setup, state.params, state.obs_stats, obs)
-        return sample(key, dist, value)
-
-    def recurrent_policy(key, obs, carry):
-        dist, value, carry = step(setup, state.params, state.obs_stats, obs, carry)
-        action, extras = jax.tree.map(lambda x: x[0], sample(key, dist, value))
+        (action, extras), carry = step(setup, state.params, state.obs_stats, obs, carry, sample)
         return action, {**extras, "carry": carry}, carry
 
-    if setup.recurrent:
-        initial = functools.partial(initial_carry, setup, state)
-        policy = RecurrentPolicy(recurrent_policy, initial)
+    initial = functools.partial(initial_carry, setup, state)
     config = setup.config
     return rollout(
-        setup.env, setup.env_params, policy, key, state.env, config.num_steps,
-        reset_slots=config.reset_slots,
+        setup.env, setup.env_params, RecurrentPolicy(policy, initial), key, state.env,
+        config.num_steps, reset_slots=config.reset_slots,
     )  # fmt: skip
 
 
@@ -435,13 +392,10 @@ def scale_rewards(setup: PPOSetup, state: PPOState, tr: Transition, hp: PPOHpara
 
 
 def advantages(setup: PPOSetup, state: PPOState, tr: Transition, rewards, hp: PPOHparams):
-    """GAE advantages `[num_steps, num_envs]`, bootstrapping from `V(next_obs)` (truncation
-    aware: `rlsuite.ops.returns.gae`). Recurrent: `V(next_obs_t)` under the memory after step
-    `t` (`next_values`)."""
-    if setup.recurrent:
-        next_values = recurrent_next_values(setup, state.params, state.obs_stats, tr)
-    else:
-        _, next_values = apply(setup, state.params, state.obs_stats, tr.next_obs)
+    """GAE advantages `[num_steps, num_envs]`, bootstrapping from `V(next_obs_t)` under the
+    memory after step `t` (truncation aware: `rlsuite.ops.returns.gae`)."""
+    next_obs = normalized(setup, state.obs_stats, tr.next_obs)
+    next_values = setup.network.values_after(state.params, tr.extras["carry"], next_obs)
     values = tr.extras["value"]
     return gae(rewards, values, next_values, tr.terminated, tr.truncated, hp.gamma, hp.gae_lambda)
 
@@ -454,26 +408,12 @@ def sequence_starts(tr: Transition) -> jax.Array:
     return jnp.concatenate([jnp.zeros_like(ends[:1]), ends[:-1]])
 
 
-def recurrent_next_values(setup: PPOSetup, params, obs_stats, tr: Transition) -> jax.Array:
-    """`V(next_obs_t)` `[num_steps, num_envs]` for a recurrent network: each step's next
-    observation under the memory after that step (before any reset), which the rollout keeps in
-    `extras["carry"]`; one call of length 1 over all `num_steps * num_envs` of them, so the
-    sequence is not run again."""
-    num_steps, num_envs = tr.reward.shape
-    merge = lambda x: x.reshape(num_steps * num_envs, *x.shape[2:])  # noqa: E731
-    after = jax.tree.map(merge, tr.extras["carry"])
-    starts = jnp.zeros((1, num_steps * num_envs), bool)
-    _, _, _, values = apply(setup, params, obs_stats, merge(tr.next_obs)[None], after, starts)
-    return values.reshape(num_steps, num_envs)
-
-
 def learning_batch(setup: PPOSetup, tr: Transition, advantages: jax.Array, carry=()) -> dict:
-    """What the epochs learn from, time-major (`[num_steps, num_envs, ...]` leaves). Recurrent:
-    also the starting `carry` of the rollout (`[num_envs, ...]` leaves) and `starts`."""
+    """What the epochs learn from, time-major (`[num_steps, num_envs, ...]` leaves), and what the
+    network keeps of the memory (`carry`, the rollout's starting one, and `starts`)."""
     values = tr.extras["value"]
-    memory = {"carry": carry, "starts": sequence_starts(tr)} if setup.recurrent else {}
     return {
-        **memory,
+        **setup.network.learning_memory(carry, sequence_starts(tr)),
         "obs": tr.obs,
         "action": setup.head.learned_action(tr.action, tr.extras),
         "log_prob": tr.extras["log_prob"],
@@ -491,11 +431,8 @@ def loss(
     config = setup.config
     if entropy_weight is None:
         entropy_weight = hp.ent_coef
-    if setup.recurrent:
-        memory = minibatch["carry"], minibatch["starts"]
-        _, _, dist, value = apply(setup, params, obs_stats, minibatch["obs"], *memory)
-    else:
-        dist, value = apply(setup, params, obs_stats, minibatch["obs"])
+    memory = minibatch["carry"], minibatch["starts"]
+    dist, value = apply(setup, params, obs_stats, minibatch["obs"], *memory)
     log_prob = setup.head.log_prob(dist, minibatch["action"])
     entropy = setup.head.entropy(dist, key).mean()
     adv = minibatch["advantages"]
@@ -558,13 +495,12 @@ def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams
 
 
 def split_minibatch(setup: PPOSetup, minibatch: dict) -> dict:
-    """`minibatch` split over a mesh's envs devices (`split_envs`) along its samples: the steps of
-    a feed-forward minibatch (axis 0), the environments of a recurrent one's sequences (axis 1,
-    and axis 0 of its starting carry)."""
-    if not setup.recurrent:
-        return split_envs(minibatch)
-    sequences = split_envs({k: v for k, v in minibatch.items() if k != "carry"}, axis=1)
-    return {**sequences, "carry": split_envs(minibatch["carry"])}
+    """`minibatch` split over a mesh's envs devices (`split_envs`) along its samples (the
+    network's `sample_axis`: a feed-forward one's steps, a recurrent one's environments) and its
+    starting carry along its environments."""
+    samples = {k: v for k, v in minibatch.items() if k != "carry"}
+    samples = split_envs(samples, axis=setup.network.sample_axis)
+    return {**samples, "carry": split_envs(minibatch["carry"])}
 
 
 class Experience(NamedTuple):
@@ -653,18 +589,14 @@ def update(setup: PPOSetup, state: PPOState, hp: PPOHparams) -> tuple[PPOState, 
     return learn_from(setup, state, exp, state.env.carry, key_learn, key, hp)
 
 
-def act(setup: PPOSetup, state: PPOState, obs, key, deterministic: bool = False, carry=None):
-    """The action for `obs`; recurrent: for a batch `obs` `[B, ...]` and its `carry`, returns
-    `(action, carry)`."""
-    if setup.recurrent:
-        dist, _, carry = step(setup, state.params, state.obs_stats, obs, carry)
-    else:
-        dist, _ = apply(setup, state.params, state.obs_stats, obs)
-    if deterministic:
-        action = setup.head.mode(dist)
-    else:
-        action = dist.sample(seed=key)
-    return (action[0], carry) if setup.recurrent else action
+def act(setup: PPOSetup, state: PPOState, obs, key, deterministic: bool = False, carry=()):
+    """`(action, carry after it)` for `obs` from the memory `carry` (`()` without memory, where
+    `obs` may be one observation or a batch; with memory a batch `[B, ...]`)."""
+
+    def read(dist, value):
+        return setup.head.mode(dist) if deterministic else dist.sample(seed=key)
+
+    return step(setup, state.params, state.obs_stats, obs, carry, read)
 
 
 def prepare(
@@ -684,7 +616,7 @@ def prepare(
     if network is None:
         network = actor_critic(config, space, env.name, env.observation_space(env_params))
     if minibatches is None:
-        minibatches = env_sequences if config.recurrent is not None else shuffled_steps
+        minibatches = network.minibatches
     head = for_policy(space, config.distribution)
     env = EpisodeStatistics(head.wrap(env))
     return PPOSetup(config, network, env, env_params, policy_loss, minibatches, head)
@@ -700,16 +632,16 @@ def make(
 ) -> Agent:
     """Bind PPO to `env`. A research variant passes its own step: `policy_loss(log_prob,
     old_log_prob, advantages, clip_eps) -> (loss, metrics)`, `minibatches(key, batch,
-    num_minibatches)` (default `shuffled_steps`, or `env_sequences` with a recurrent network), or
-    a `network` with `init` and `apply(params, obs) -> (distribution, value)` (`actor_critic`;
-    recurrent: `RecurrentActorCritic`'s signature, and `initial(num_envs)`)."""
+    num_minibatches)` (default: the network's, `shuffled_steps` or with memory `env_sequences`),
+    or a `network` in the carry shape (`rlsuite.networks.memory`: `FeedForward(module)` of a
+    module `apply(params, obs) -> (distribution, value)`, or `Recurrent(module)` of one with
+    `RecurrentActorCritic`'s signature; default `actor_critic`)."""
     setup = prepare(config, env, env_params, policy_loss, minibatches, network)
     return bind(
         setup,
         init=init,
         update=update,
-        act=act,
-        initial_carry=initial_carry if setup.recurrent else None,
+        **acting(act, initial_carry, setup.network.memory),
         name="ppo",
         config=config,
         env=setup.env,
@@ -717,15 +649,16 @@ def make(
         default_hparams=PPOHparams(),
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.num_steps,
-        env_split=env_split(config),
+        env_split=env_split(setup),
     )
 
 
-def env_split(config: PPOConfig) -> tuple[Split, ...]:
+def env_split(setup: PPOSetup) -> tuple[Split, ...]:
     """What a split over environments divides: the environments, and each minibatch (of whole
-    environments with memory, of steps without)."""
+    environments with memory, of steps without: the network's `minibatch_size`)."""
+    config = setup.config
     count = config.num_minibatches
-    minibatch = config.num_envs * (1 if config.recurrent else config.num_steps) // count
+    minibatch = setup.network.minibatch_size(config.num_envs, config.num_steps, count)
     return (
         *field_splits(config, "num_envs"),
         Split(

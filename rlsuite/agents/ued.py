@@ -76,7 +76,7 @@ from rlsuite.data import level_buffer
 from rlsuite.environment import Environment
 from rlsuite.environment.levels import Levels, levels_of
 from rlsuite.environment.spaces import Discrete
-from rlsuite.loop.agent import Agent, bind
+from rlsuite.loop.agent import Agent, acting, bind
 from rlsuite.loop.rollout import reset_batch, reset_each
 from rlsuite.ops import level_scores
 
@@ -461,7 +461,7 @@ def paired_update(setup: UEDSetup, state: UEDState, hp: UEDHparams) -> tuple[UED
     return state, metrics
 
 
-def act(setup: UEDSetup, state: UEDState, obs, key, deterministic: bool = False, carry=None):
+def act(setup: UEDSetup, state: UEDState, obs, key, deterministic: bool = False, carry=()):
     return ppo.act(setup.student, state.student, obs, key, deterministic, carry)
 
 
@@ -515,8 +515,7 @@ def make(
         setup,
         init=init,
         update=update,
-        act=act,
-        initial_carry=initial_carry if student.recurrent else None,
+        **acting(act, initial_carry, student.network.memory),
         name="ued",
         config=config,
         env=student.env,
@@ -524,7 +523,7 @@ def make(
         default_hparams=UEDHparams(),
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.num_steps,
-        env_split=ppo.env_split(config),
+        env_split=ppo.env_split(student),
     )
 
 

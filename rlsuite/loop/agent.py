@@ -105,6 +105,20 @@ def bind(
     )
 
 
+def acting(act: Callable, initial_carry: Callable, memory: bool) -> dict[str, Callable | None]:
+    """`bind`'s `act` and `initial_carry` for a family whose `act` stage has one arity whether or
+    not its network has memory: `(setup, state, obs, key, deterministic, carry) -> (action,
+    carry)`, the carry `()` without memory. With `memory`, both as they are; without, no
+    `initial_carry` and the contract's `act`, which takes no carry and returns the action."""
+    if memory:
+        return {"act": act, "initial_carry": initial_carry}
+
+    def act_without_memory(setup, state, obs, key, deterministic=False):
+        return act(setup, state, obs, key, deterministic, ())[0]
+
+    return {"act": act_without_memory, "initial_carry": None}
+
+
 def policy(agent: Agent, state: Any, deterministic: bool) -> RecurrentPolicy:
     """The policy `agent` acts with from `state`, for `rlsuite.loop.rollout` and `evaluate`: with
     the agent's carry when it has one, else the carry `()`."""
