@@ -21,19 +21,15 @@ Deviations and choices, written down:
   statistics take the whole rollout's returns before its rewards are divided (not step by step).
 - The learning rate anneals linearly per update, from `learning_rate` to 0 at
   `config.total_timesteps`.
-- Continuous actions are an unsquashed diagonal Gaussian by default; the environment clips them
-  (`ClipAction`), and the unclipped sample is what the log-probability is taken of. With
-  `config.distribution="tanh_gaussian"` (brax.training's PPO policy) they are `tanh(u)` of a
-  Gaussian sample `u` whose standard deviation the actor outputs, rescaled to the bounds
-  (`RescaleAction`); the rollout keeps `u`, and log-probabilities are taken at `u` with the tanh
-  correction. Its entropy has no closed form: the bonus is the Gaussian's entropy plus the
-  log-determinant of the squash at one fresh reparameterised sample per item and minibatch step
-  (`networks.squashed_entropy`, as brax.training), so that its gradient sees the squash.
+- Continuous actions are an unsquashed Gaussian that the environment clips, or with
+  `config.distribution="tanh_gaussian"` brax.training's squashed one, whose entropy bonus is an
+  estimate at a fresh sample (`rlsuite.networks.action_heads`: the head owns these choices).
+- The network's memory is its own: a feed-forward network is one whose carry is `()`
+  (`rlsuite.networks.memory`), so no step below branches on it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -44,160 +40,18 @@ import optax
 from flax import struct
 
 from rlsuite.agents import registry
+from rlsuite.agents.ppo_config import PPOConfig, PPOHparams, actor_critic, check_hparams, optimizer
 from rlsuite.data.transition import Transition
 from rlsuite.environment import Environment
-from rlsuite.environment.spaces import Box, Discrete
-from rlsuite.environment.wrappers import (
-    EpisodeStatistics,
-    episode_metrics,
-)
+from rlsuite.environment.wrappers import EpisodeStatistics, episode_metrics
 from rlsuite.loop.agent import Agent, acting, bind
 from rlsuite.loop.mesh import Split, field_splits
 from rlsuite.loop.rollout import TRIAL_END, EnvBatch, RecurrentPolicy, reset_batch, rollout
-from rlsuite.networks import (
-    TORSOS,
-    ActorCritic,
-    activation_fn,
-    encoder,
-    resolve_torso,
-)
-from rlsuite.networks.action_heads import KINDS, ActionHead, for_policy
+from rlsuite.networks.action_heads import ActionHead, for_policy
 from rlsuite.networks.memory import FeedForward, Recurrent
-from rlsuite.networks.recurrent import RecurrentActorCritic, check_cell
 from rlsuite.ops import batching, losses, running_stats
 from rlsuite.ops.returns import gae
 from rlsuite.ops.sharding import split_envs
-from rlsuite.ops.validators import (
-    check_field,
-    check_hidden_sizes,
-    check_positive,
-    check_positive_ints,
-)
-
-DISTRIBUTIONS = KINDS  # the continuous action heads (rlsuite.networks.action_heads)
-
-
-@dataclasses.dataclass(frozen=True)
-class PPOConfig:
-    """Static configuration (shapes, loop sizes, switches); closed over by the jitted functions."""
-
-    num_envs: int = 4
-    """parallel environments per agent"""
-    num_steps: int = 128
-    """steps per environment in each rollout"""
-    num_minibatches: int = 4
-    """minibatches per epoch; must divide num_envs * num_steps"""
-    update_epochs: int = 4
-    """passes over each rollout"""
-    total_timesteps: int = 500_000
-    """environment steps of the whole run (sets the learning-rate annealing horizon)"""
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    """hidden layer sizes of the actor, and of the critic unless critic_hidden_sizes is set"""
-    critic_hidden_sizes: tuple[int, ...] | None = None
-    """hidden layer sizes of the critic (None: hidden_sizes); brax.training's PPO, for one,
-    uses (32, 32, 32, 32) for the policy and (256,) * 5 for the value"""
-    activation: str = "tanh"
-    """hidden activation: tanh, relu, elu, gelu or silu (swish)"""
-    distribution: str = "gaussian"
-    """continuous actions: gaussian (unsquashed, state-independent std, clipped by the env) or
-    tanh_gaussian (squashed by tanh, std an output of the actor: brax.training's policy)"""
-    anneal_lr: bool = True
-    """anneal the learning rate linearly to 0 over total_timesteps"""
-    normalize_advantages: bool = True
-    """normalise advantages per minibatch"""
-    clip_value_loss: bool = True
-    """clip the value loss around the rollout's values (PPO's value clipping)"""
-    normalize_observations: bool = False
-    """normalise observations with running statistics kept in the learner state"""
-    scale_rewards: bool = False
-    """divide rewards by the running std of the discounted return"""
-    reset_slots: int | None = None
-    """reset the environments that finished this many at a time (rollout.step_batch); None:
-    reset the whole batch and keep the finished ones' (pays where a reset costs per environment,
-    as Brax ant's does)"""
-    torso: str = "auto"
-    """what reads the observations before the hidden layers: auto (mlp for vectors, minatar for
-    images below 36x36, nature above), mlp, minatar (3x3 conv, 16 channels, dense 128) or nature
-    (the DQN Nature CNN, dense 512); shared by the actor and the critic"""
-    recurrent: str | None = None
-    """memory: None (feed-forward), lstm or gru. Recurrent: hidden_sizes before the core, which
-    the actor and critic share, heads of head_sizes after it; minibatches split the rollout's
-    environments, whole sequences each (num_minibatches must divide num_envs)"""
-    recurrent_size: int = 128
-    """units of the recurrent core"""
-    head_sizes: tuple[int, ...] = ()
-    """hidden layer sizes of the actor and critic heads after a recurrent core"""
-
-    def __post_init__(self):
-        if self.torso not in TORSOS:
-            raise ValueError(f"PPOConfig.torso={self.torso!r} is not one of: {', '.join(TORSOS)}")
-        check_positive_ints(self, ("num_envs", "num_steps", "num_minibatches", "update_epochs"))
-        check_positive_ints(self, ("total_timesteps",))
-        if self.reset_slots is not None:
-            check_positive_ints(self, ("reset_slots",))
-        batch = self.num_envs * self.num_steps
-        if batch % self.num_minibatches:
-            raise ValueError(
-                f"PPOConfig.num_minibatches={self.num_minibatches} must divide the batch "
-                f"num_envs * num_steps = {self.num_envs} * {self.num_steps} = {batch}"
-            )
-        check_hidden_sizes(self)
-        if self.distribution not in DISTRIBUTIONS:
-            raise ValueError(
-                f"PPOConfig.distribution={self.distribution!r} is not one of: "
-                f"{', '.join(DISTRIBUTIONS)}"
-            )
-        if self.critic_hidden_sizes is not None:
-            check_hidden_sizes(self, "critic_hidden_sizes")
-        activation_fn(self.activation)
-        if self.recurrent is not None:
-            check_cell(self.recurrent, "PPOConfig")
-            check_positive_ints(self, ("recurrent_size",))
-            if self.head_sizes:
-                check_hidden_sizes(self, "head_sizes")
-            object.__setattr__(self, "head_sizes", tuple(self.head_sizes))
-            if self.num_envs % self.num_minibatches:
-                raise ValueError(
-                    f"PPOConfig.num_minibatches={self.num_minibatches} must divide num_envs="
-                    f"{self.num_envs} with recurrent={self.recurrent!r} (minibatches split the "
-                    "environments)"
-                )
-
-    @property
-    def num_updates(self) -> int:
-        """Updates in the whole run: `total_timesteps // (num_envs * num_steps)` (at least 1)."""
-        return max(1, self.total_timesteps // (self.num_envs * self.num_steps))
-
-
-@struct.dataclass
-class PPOHparams:
-    """Numeric hyperparameters: traced, so a batch of them is a `vmap` axis."""
-
-    learning_rate: float = 2.5e-4
-    """Adam step size (annealed to 0 when config.anneal_lr)"""
-    gamma: float = 0.99
-    """discount factor"""
-    gae_lambda: float = 0.95
-    """GAE trace parameter"""
-    clip_eps: float = 0.2
-    """surrogate clipping range"""
-    vf_clip_eps: float = 0.2
-    """value clipping range (when config.clip_value_loss)"""
-    vf_coef: float = 0.5
-    """weight of the value loss"""
-    ent_coef: float = 0.01
-    """weight of the entropy bonus"""
-    ent_decay: float = 1.0
-    """factor on the entropy weight per update (gymnax's meta-A2C decays it by 0.999)"""
-    ent_coef_min: float = 0.0
-    """floor of the decayed entropy weight"""
-    max_grad_norm: float = 0.5
-    """global gradient-norm clip"""
-    adam_eps: float = 1e-5
-    """Adam epsilon"""
-    reward_scale: float = 1.0
-    """constant factor on the rewards PPO learns from (brax.training's reward_scaling; applied
-    before config.scale_rewards' running normalisation, which divides it out again)"""
 
 
 @struct.dataclass
@@ -212,93 +66,15 @@ class PPOState:
     update_step: jax.Array
 
 
-def check_hparams(hp: PPOHparams) -> None:
-    """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
-    if not isinstance(hp, PPOHparams):
-        raise TypeError(f"ppo: hparams must be a PPOHparams, got {type(hp).__name__}")
-    fields = (
-        "learning_rate",
-        "clip_eps",
-        "vf_clip_eps",
-        "max_grad_norm",
-        "adam_eps",
-        "reward_scale",
-    )
-    check_positive(hp, *fields, owner="ppo", kind="hparams")
-    for field in ("gamma", "gae_lambda"):
-        check_field(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "ppo", "hparams")
-    check_field(
-        hp, "ent_decay", lambda v: (v > 0) & (v <= 1), "a value in (0, 1]", "ppo", "hparams"
-    )
-    for field in ("vf_coef", "ent_coef", "ent_coef_min"):
-        check_field(hp, field, lambda v: v >= 0, "a value >= 0", "ppo", "hparams")
-
-
-def _optimizer(hp: PPOHparams) -> optax.GradientTransformation:
-    # Built from traced hyperparameters inside the update; its state's structure does not depend
-    # on their values. The learning rate is applied separately (annealed).
-    return optax.chain(
-        optax.clip_by_global_norm(hp.max_grad_norm), optax.scale_by_adam(eps=hp.adam_eps)
-    )
-
-
-def actor_critic(
-    config: PPOConfig, action_space, env_name: str = "env", obs_space=None
-) -> FeedForward | Recurrent:
-    """The actor-critic PPO uses for `action_space` and `obs_space` (default: vector
-    observations), in the carry shape (`rlsuite.networks.memory`): `FeedForward(ActorCritic)`, or
-    with `config.recurrent` a `Recurrent(RecurrentActorCritic)`."""
-    squash = config.distribution == "tanh_gaussian"
-    if isinstance(action_space, Discrete) and not squash:
-        head = {"num_actions": action_space.n}
-    elif isinstance(action_space, Box) and len(action_space.shape) == 1 and action_space.bounded:
-        head = {"action_dim": action_space.shape[0], "squash": squash}
-    else:
-        allowed = "a bounded 1-D Box" if squash else "Discrete or bounded 1-D Box"
-        raise TypeError(
-            f"ppo with distribution={config.distribution!r} handles {allowed} action spaces; "
-            f"{env_name} has {action_space!r}"
-        )
-    features = None
-    if obs_space is not None:
-        categories = obs_space.n if isinstance(obs_space, Discrete) else None
-        torso = resolve_torso(config.torso, obs_space.shape, "PPOConfig")
-        features = encoder(torso, obs_space.shape, categories)
-    if config.recurrent is None:
-        return FeedForward(
-            ActorCritic(
-                config.hidden_sizes,
-                config.activation,
-                critic_hidden_sizes=config.critic_hidden_sizes,
-                encoder=features,
-                **head,
-            )
-        )
-    return Recurrent(
-        RecurrentActorCritic(
-            config.recurrent,
-            config.recurrent_size,
-            config.hidden_sizes,
-            config.head_sizes,
-            config.activation,
-            encoder=features,
-            **head,
-        )
-    )
-
-
 class PPOSetup(NamedTuple):
     """What PPO's steps read besides the learner state: fixed by `make`, closed over by the agent.
 
-    network: the actor-critic in the carry shape (`rlsuite.networks.memory`: `FeedForward`, whose
-        carry is `()`, or `Recurrent`; `actor_critic`).
+    network: the actor-critic in the carry shape (`rlsuite.networks.memory`).
     env, env_params: the environment as PPO steps it (wrapped) and its shared params (a batch
         that holds its own, `EnvBatch.params`, steps with those).
-    policy_loss: `(log_prob, old_log_prob, advantages, clip_eps) -> (loss, metrics)`.
-    minibatches: `(key, batch, num_minibatches) -> minibatches` (the network's own:
-        `shuffled_steps`, or with memory `env_sequences`).
+    policy_loss, minibatches: the research variants `prepare` takes.
     head: what the network's distribution means to sampling, learning and evaluation
-        (`rlsuite.networks.action_heads`: categorical, Gaussian or tanh-squashed Gaussian).
+        (`rlsuite.networks.action_heads`).
     """
 
     config: PPOConfig
@@ -318,15 +94,13 @@ def normalized(setup: PPOSetup, obs_stats, obs):
 
 
 def apply(setup: PPOSetup, params, obs_stats, obs, carry=(), starts=None):
-    """`(distribution, value)` for `obs`, a sequence from the memory `carry` (`()` without one)
-    with its `starts` (`[T, B]`; not read without memory), or for a feed-forward network any
-    batch of observations."""
+    """`(distribution, value)` for `obs`: a sequence from the memory `carry` with its `starts`
+    (`[T, B]`), or without memory (carry `()`) any batch of observations."""
     return setup.network.apply(params, carry, normalized(setup, obs_stats, obs), starts)
 
 
 def step(setup: PPOSetup, params, obs_stats, obs, carry, read):
-    """One step of a batch `obs` `[B, ...]` from its memory `carry`: `(read(distribution, value),
-    carry after it)`."""
+    """One step of a batch `obs` from its memory: `(read(distribution, value), carry after)`."""
     return setup.network.step(params, carry, normalized(setup, obs_stats, obs), read)
 
 
@@ -343,7 +117,7 @@ def init(setup: PPOSetup, key: jax.Array, hp: PPOHparams) -> PPOState:
     params = setup.network.init(key_net, obs_shape)
     return PPOState(
         params=params,
-        opt_state=_optimizer(hp).init(params),
+        opt_state=optimizer(hp).init(params),
         obs_stats=running_stats.init(obs_shape),
         return_stats=running_stats.init(()),
         discounted_return=jnp.zeros((config.num_envs,)),
@@ -468,7 +242,7 @@ def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams
     """`config.update_epochs` epochs over `batch`, each a scan of gradient steps over the
     minibatches `setup.minibatches` slices; returns params, optimizer state, mean metrics."""
     config = setup.config
-    tx = _optimizer(hp)
+    tx = optimizer(hp)
     weight = entropy_weight(state, hp)
 
     def minibatch_step(carry, xs):
@@ -495,9 +269,8 @@ def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams
 
 
 def split_minibatch(setup: PPOSetup, minibatch: dict) -> dict:
-    """`minibatch` split over a mesh's envs devices (`split_envs`) along its samples (the
-    network's `sample_axis`: a feed-forward one's steps, a recurrent one's environments) and its
-    starting carry along its environments."""
+    """`minibatch` split over a mesh's envs devices along its samples (the network's
+    `sample_axis`: steps, or with memory environments), its starting carry along axis 0."""
     samples = {k: v for k, v in minibatch.items() if k != "carry"}
     samples = split_envs(samples, axis=setup.network.sample_axis)
     return {**samples, "carry": split_envs(minibatch["carry"])}
@@ -557,10 +330,9 @@ def learn_from(
     `carry` (`()` without one): the step size, the learning batch, the epochs (with `key`) and
     the state after them, with `key_next` as its next key; returns it and the update's metrics.
 
-    With `learning` (a bool array), the epochs run only where it is true (`batching.gate`: under
-    `vmap`, only where some seed learns); elsewhere the parameters and optimiser state are kept, the
-    losses read 0, and `update_step` (which the schedules follow) does not advance. PPO's own
-    update, UED's student and PAIRED's three agents all learn through this."""
+    With `learning` (a bool array), the epochs run only where it is true (`batching.gate`);
+    elsewhere the parameters and optimiser state are kept, the losses read 0, and `update_step`
+    (which the schedules follow) does not advance. PPO, UED's student and PAIRED learn so."""
     lr = learning_rate(setup, state, hp)
     batch = learning_batch(setup, exp.transitions, exp.advantages, carry)
     epochs = functools.partial(learn, setup, state, batch, key, lr, hp)
@@ -607,8 +379,13 @@ def prepare(
     minibatches: Callable | None = None,
     network: Any = None,
 ) -> PPOSetup:
-    """The `PPOSetup` of PPO on `env`: the environment wrapped as PPO steps it and the network
-    (default `actor_critic`); `make` binds the steps to it."""
+    """The `PPOSetup` of PPO on `env`: the environment wrapped as PPO steps it and the network;
+    `make` binds the steps to it. A research variant passes its own step: `policy_loss(log_prob,
+    old_log_prob, advantages, clip_eps) -> (loss, metrics)`, `minibatches(key, batch,
+    num_minibatches)` (default: the network's, `shuffled_steps` or with memory `env_sequences`),
+    or a `network` in the carry shape (`rlsuite.networks.memory`: `FeedForward(module)` of a
+    module `apply(params, obs) -> (distribution, value)`, or `Recurrent(module)` of one with
+    `RecurrentActorCritic`'s signature; default `actor_critic`)."""
     if not isinstance(config, PPOConfig):
         raise TypeError(f"ppo.make needs a PPOConfig, got {type(config).__name__}")
     env_params = env.check_params(env_params)
@@ -622,21 +399,10 @@ def prepare(
     return PPOSetup(config, network, env, env_params, policy_loss, minibatches, head)
 
 
-def make(
-    config: PPOConfig,
-    env: Environment,
-    env_params=None,
-    policy_loss: Callable = losses.ppo_policy_loss,
-    minibatches: Callable | None = None,
-    network: Any = None,
-) -> Agent:
-    """Bind PPO to `env`. A research variant passes its own step: `policy_loss(log_prob,
-    old_log_prob, advantages, clip_eps) -> (loss, metrics)`, `minibatches(key, batch,
-    num_minibatches)` (default: the network's, `shuffled_steps` or with memory `env_sequences`),
-    or a `network` in the carry shape (`rlsuite.networks.memory`: `FeedForward(module)` of a
-    module `apply(params, obs) -> (distribution, value)`, or `Recurrent(module)` of one with
-    `RecurrentActorCritic`'s signature; default `actor_critic`)."""
-    setup = prepare(config, env, env_params, policy_loss, minibatches, network)
+def make(config: PPOConfig, env: Environment, env_params=None, **variants) -> Agent:
+    """Bind PPO to `env`; `variants` are `prepare`'s research variants (`policy_loss`,
+    `minibatches`, `network`)."""
+    setup = prepare(config, env, env_params, **variants)
     return bind(
         setup,
         init=init,
@@ -656,16 +422,13 @@ def make(
 def env_split(setup: PPOSetup) -> tuple[Split, ...]:
     """What a split over environments divides: the environments, and each minibatch (of whole
     environments with memory, of steps without: the network's `minibatch_size`)."""
-    config = setup.config
-    count = config.num_minibatches
-    minibatch = setup.network.minibatch_size(config.num_envs, config.num_steps, count)
+    config, count = setup.config, setup.config.num_minibatches
+    size = setup.network.minibatch_size(config.num_envs, config.num_steps, count)
+    owner = f"{type(config).__name__}.num_minibatches={count}"
+    advice = "choose num_minibatches so that each minibatch is a multiple of it"
     return (
         *field_splits(config, "num_envs"),
-        Split(
-            minibatch,
-            f"the minibatch of {minibatch} ({type(config).__name__}.num_minibatches={count})",
-            "choose num_minibatches so that each minibatch is a multiple of it",
-        ),
+        Split(size, f"the minibatch of {size} ({owner})", advice),
     )
 
 

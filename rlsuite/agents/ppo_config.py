@@ -1,0 +1,229 @@
+"""PPO's static configuration (`PPOConfig`), numeric hyperparameters (`PPOHparams`) and the
+actor-critic a configuration describes (`actor_critic`): what `rlsuite.agents.ppo` and the families
+built on it (RL^2, UED's student) are given. `rlsuite.agents.ppo` exports them all."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import optax
+from flax import struct
+
+from rlsuite.environment.spaces import Box, Discrete
+from rlsuite.networks import (
+    TORSOS,
+    ActorCritic,
+    activation_fn,
+    encoder,
+    resolve_torso,
+)
+from rlsuite.networks.action_heads import KINDS
+from rlsuite.networks.memory import FeedForward, Recurrent
+from rlsuite.networks.recurrent import RecurrentActorCritic, check_cell
+from rlsuite.ops.validators import (
+    check_field,
+    check_hidden_sizes,
+    check_positive,
+    check_positive_ints,
+)
+
+DISTRIBUTIONS = KINDS  # the continuous action heads (rlsuite.networks.action_heads)
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig:
+    """Static configuration (shapes, loop sizes, switches); closed over by the jitted functions."""
+
+    num_envs: int = 4
+    """parallel environments per agent"""
+    num_steps: int = 128
+    """steps per environment in each rollout"""
+    num_minibatches: int = 4
+    """minibatches per epoch; must divide num_envs * num_steps"""
+    update_epochs: int = 4
+    """passes over each rollout"""
+    total_timesteps: int = 500_000
+    """environment steps of the whole run (sets the learning-rate annealing horizon)"""
+    hidden_sizes: tuple[int, ...] = (64, 64)
+    """hidden layer sizes of the actor, and of the critic unless critic_hidden_sizes is set"""
+    critic_hidden_sizes: tuple[int, ...] | None = None
+    """hidden layer sizes of the critic (None: hidden_sizes); brax.training's PPO, for one,
+    uses (32, 32, 32, 32) for the policy and (256,) * 5 for the value"""
+    activation: str = "tanh"
+    """hidden activation: tanh, relu, elu, gelu or silu (swish)"""
+    distribution: str = "gaussian"
+    """continuous actions: gaussian (unsquashed, state-independent std, clipped by the env) or
+    tanh_gaussian (squashed by tanh, std an output of the actor: brax.training's policy)"""
+    anneal_lr: bool = True
+    """anneal the learning rate linearly to 0 over total_timesteps"""
+    normalize_advantages: bool = True
+    """normalise advantages per minibatch"""
+    clip_value_loss: bool = True
+    """clip the value loss around the rollout's values (PPO's value clipping)"""
+    normalize_observations: bool = False
+    """normalise observations with running statistics kept in the learner state"""
+    scale_rewards: bool = False
+    """divide rewards by the running std of the discounted return"""
+    reset_slots: int | None = None
+    """reset the environments that finished this many at a time (rollout.step_batch); None:
+    reset the whole batch and keep the finished ones' (pays where a reset costs per environment,
+    as Brax ant's does)"""
+    torso: str = "auto"
+    """what reads the observations before the hidden layers: auto (mlp for vectors, minatar for
+    images below 36x36, nature above), mlp, minatar (3x3 conv, 16 channels, dense 128) or nature
+    (the DQN Nature CNN, dense 512); shared by the actor and the critic"""
+    recurrent: str | None = None
+    """memory: None (feed-forward), lstm or gru. Recurrent: hidden_sizes before the core, which
+    the actor and critic share, heads of head_sizes after it; minibatches split the rollout's
+    environments, whole sequences each (num_minibatches must divide num_envs)"""
+    recurrent_size: int = 128
+    """units of the recurrent core"""
+    head_sizes: tuple[int, ...] = ()
+    """hidden layer sizes of the actor and critic heads after a recurrent core"""
+
+    def __post_init__(self):
+        if self.torso not in TORSOS:
+            raise ValueError(f"PPOConfig.torso={self.torso!r} is not one of: {', '.join(TORSOS)}")
+        check_positive_ints(self, ("num_envs", "num_steps", "num_minibatches", "update_epochs"))
+        check_positive_ints(self, ("total_timesteps",))
+        if self.reset_slots is not None:
+            check_positive_ints(self, ("reset_slots",))
+        batch = self.num_envs * self.num_steps
+        if batch % self.num_minibatches:
+            raise ValueError(
+                f"PPOConfig.num_minibatches={self.num_minibatches} must divide the batch "
+                f"num_envs * num_steps = {self.num_envs} * {self.num_steps} = {batch}"
+            )
+        check_hidden_sizes(self)
+        if self.distribution not in DISTRIBUTIONS:
+            raise ValueError(
+                f"PPOConfig.distribution={self.distribution!r} is not one of: "
+                f"{', '.join(DISTRIBUTIONS)}"
+            )
+        if self.critic_hidden_sizes is not None:
+            check_hidden_sizes(self, "critic_hidden_sizes")
+        activation_fn(self.activation)
+        if self.recurrent is not None:
+            check_cell(self.recurrent, "PPOConfig")
+            check_positive_ints(self, ("recurrent_size",))
+            if self.head_sizes:
+                check_hidden_sizes(self, "head_sizes")
+            object.__setattr__(self, "head_sizes", tuple(self.head_sizes))
+            if self.num_envs % self.num_minibatches:
+                raise ValueError(
+                    f"PPOConfig.num_minibatches={self.num_minibatches} must divide num_envs="
+                    f"{self.num_envs} with recurrent={self.recurrent!r} (minibatches split the "
+                    "environments)"
+                )
+
+    @property
+    def num_updates(self) -> int:
+        """Updates in the whole run: `total_timesteps // (num_envs * num_steps)` (at least 1)."""
+        return max(1, self.total_timesteps // (self.num_envs * self.num_steps))
+
+
+@struct.dataclass
+class PPOHparams:
+    """Numeric hyperparameters: traced, so a batch of them is a `vmap` axis."""
+
+    learning_rate: float = 2.5e-4
+    """Adam step size (annealed to 0 when config.anneal_lr)"""
+    gamma: float = 0.99
+    """discount factor"""
+    gae_lambda: float = 0.95
+    """GAE trace parameter"""
+    clip_eps: float = 0.2
+    """surrogate clipping range"""
+    vf_clip_eps: float = 0.2
+    """value clipping range (when config.clip_value_loss)"""
+    vf_coef: float = 0.5
+    """weight of the value loss"""
+    ent_coef: float = 0.01
+    """weight of the entropy bonus"""
+    ent_decay: float = 1.0
+    """factor on the entropy weight per update (gymnax's meta-A2C decays it by 0.999)"""
+    ent_coef_min: float = 0.0
+    """floor of the decayed entropy weight"""
+    max_grad_norm: float = 0.5
+    """global gradient-norm clip"""
+    adam_eps: float = 1e-5
+    """Adam epsilon"""
+    reward_scale: float = 1.0
+    """constant factor on the rewards PPO learns from (brax.training's reward_scaling; applied
+    before config.scale_rewards' running normalisation, which divides it out again)"""
+
+
+def check_hparams(hp: PPOHparams) -> None:
+    """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
+    if not isinstance(hp, PPOHparams):
+        raise TypeError(f"ppo: hparams must be a PPOHparams, got {type(hp).__name__}")
+    fields = (
+        "learning_rate",
+        "clip_eps",
+        "vf_clip_eps",
+        "max_grad_norm",
+        "adam_eps",
+        "reward_scale",
+    )
+    check_positive(hp, *fields, owner="ppo", kind="hparams")
+    for field in ("gamma", "gae_lambda"):
+        check_field(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "ppo", "hparams")
+    check_field(
+        hp, "ent_decay", lambda v: (v > 0) & (v <= 1), "a value in (0, 1]", "ppo", "hparams"
+    )
+    for field in ("vf_coef", "ent_coef", "ent_coef_min"):
+        check_field(hp, field, lambda v: v >= 0, "a value >= 0", "ppo", "hparams")
+
+
+def optimizer(hp: PPOHparams) -> optax.GradientTransformation:
+    """PPO's gradient transformation without the step size, which is applied separately
+    (annealed): built from traced hyperparameters inside the update, its state's structure does
+    not depend on their values."""
+    return optax.chain(
+        optax.clip_by_global_norm(hp.max_grad_norm), optax.scale_by_adam(eps=hp.adam_eps)
+    )
+
+
+def actor_critic(
+    config: PPOConfig, action_space, env_name: str = "env", obs_space=None
+) -> FeedForward | Recurrent:
+    """The actor-critic PPO uses for `action_space` and `obs_space` (default: vector
+    observations), in the carry shape (`rlsuite.networks.memory`): `FeedForward(ActorCritic)`, or
+    with `config.recurrent` a `Recurrent(RecurrentActorCritic)`."""
+    squash = config.distribution == "tanh_gaussian"
+    if isinstance(action_space, Discrete) and not squash:
+        head = {"num_actions": action_space.n}
+    elif isinstance(action_space, Box) and len(action_space.shape) == 1 and action_space.bounded:
+        head = {"action_dim": action_space.shape[0], "squash": squash}
+    else:
+        allowed = "a bounded 1-D Box" if squash else "Discrete or bounded 1-D Box"
+        raise TypeError(
+            f"ppo with distribution={config.distribution!r} handles {allowed} action spaces; "
+            f"{env_name} has {action_space!r}"
+        )
+    features = None
+    if obs_space is not None:
+        categories = obs_space.n if isinstance(obs_space, Discrete) else None
+        torso = resolve_torso(config.torso, obs_space.shape, "PPOConfig")
+        features = encoder(torso, obs_space.shape, categories)
+    if config.recurrent is None:
+        return FeedForward(
+            ActorCritic(
+                config.hidden_sizes,
+                config.activation,
+                critic_hidden_sizes=config.critic_hidden_sizes,
+                encoder=features,
+                **head,
+            )
+        )
+    return Recurrent(
+        RecurrentActorCritic(
+            config.recurrent,
+            config.recurrent_size,
+            config.hidden_sizes,
+            config.head_sizes,
+            config.activation,
+            encoder=features,
+            **head,
+        )
+    )
