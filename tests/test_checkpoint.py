@@ -225,15 +225,26 @@ def test_target_structure_mismatch_raises(saved):
     wrong_dtype = {**state, "steps": jnp.zeros((NUM_SEEDS,), jnp.float32)}
     missing = {k: v for k, v in state.items() if k != "done"}
     renamed = {**missing, "dones": state["done"]}
+    extra = {**state, "more": jnp.zeros((NUM_SEEDS,), jnp.int32)}
     for target, hint in [
         (wrong_shape, "['steps']"),
         (wrong_dtype, "float32"),
-        (missing, "leaves saved"),
         (renamed, "['dones']"),
+        (extra, "leaves saved"),
     ]:
         with pytest.raises(CheckpointError, match="does not match the restore target") as err:
             checkpoint.restore(directory, target)
         assert hint in str(err.value)
+
+
+def test_a_state_that_dropped_fields_restores_the_others_by_path(saved):
+    # A target without the saved "done" (its state class has since dropped the field): every
+    # other leaf comes back bit for bit from the leaf of its path; "done" is not read.
+    directory, state = saved
+    missing = {k: v for k, v in state.items() if k != "done"}
+    restored, _ = checkpoint.restore(directory, jax.eval_shape(lambda: missing))
+    assert set(restored) == set(missing)
+    assert_bitwise_equal(restored, missing)
 
 
 def test_missing_or_empty_directory_raises_without_creating(tmp_path):

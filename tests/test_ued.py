@@ -1,6 +1,7 @@
 """The UED curricula (`rlsuite.agents.ued`) on the maze: scheduling, what each branch does to the
 student and the buffer, replay rollouts that stay on their level, and refusals."""
 
+import dataclasses
 import json
 
 import jax
@@ -121,7 +122,7 @@ def test_new_levels_with_a_finished_episode_enter_the_buffer_with_their_scores()
     key, key_choose, key_reset = jax.random.split(state.key, 3)
     branch, levels, _, slots = setup.curriculum.choose(setup, state, key_choose, hp)
     assert int(branch) == NEW and np.all(np.asarray(slots) == -1)
-    student = state.student.replace(env=ued._play(setup, state.student, levels, key_reset))
+    student = state.student.replace(env=ued.play(setup, state.student, levels, key_reset))
     _, key_collect, _ = jax.random.split(student.key, 3)
     exp = ppo.experience(setup.student, student, key_collect, hp)
     dones = exp.transitions.terminated | exp.transitions.truncated
@@ -161,7 +162,7 @@ def test_a_replay_rollout_stays_on_its_levels():
     key, key_choose, key_reset = jax.random.split(state.key, 3)
     branch, levels, _, slots = setup.curriculum.choose(setup, state, key_choose, hp)
     assert int(branch) == REPLAY and np.all(np.asarray(slots) >= 0)
-    student = state.student.replace(env=ued._play(setup, state.student, levels, key_reset))
+    student = state.student.replace(env=ued.play(setup, state.student, levels, key_reset))
     _, tr = ppo.collect(setup.student, student, jax.random.key(7))
     hashes = np.asarray(tr.info["level_hash"])  # [256, 4]
     np.testing.assert_array_equal(
@@ -255,6 +256,25 @@ def test_train_eval_and_plot_the_levels_from_the_cli(tmp_path):
     assert width == 800 and height in (750, 1000)
     proc = rlsuite("plot", out, "--levels", "--out", image)
     assert proc.returncode == 2 and "exists" in proc.stderr  # never overwritten
+
+
+def test_paired_is_its_own_algorithm_with_a_state_of_its_own():
+    # PAIRED keeps three agents and the levels built last: no level buffer, scores or branch.
+    agent = small("paired")
+    shape = jax.eval_shape(agent.init, jax.random.key(0), agent.default_hparams)
+    assert isinstance(shape, ued.paired.PAIREDState) and agent.name == "ued"
+    assert [f.name for f in dataclasses.fields(shape)] == [
+        "student",
+        "levels",
+        "key",
+        "antagonist",
+        "adversary",
+    ]
+    env, params = envs.make("maze", height=5, width=5, n_walls=3)
+    with pytest.raises(ValueError, match="curriculum='paired' scores no levels"):
+        ued.make(ued.UEDConfig(curriculum="paired"), env, params, score=ued.score_levels)
+    assert isinstance(jax.eval_shape(small("plr").init, jax.random.key(0), hparams(agent)),
+                      ued.UEDState)  # fmt: skip
 
 
 @pytest.mark.slow

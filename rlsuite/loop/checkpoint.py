@@ -13,7 +13,9 @@ Layout: ``directory/<step>/`` is one orbax checkpoint with three items: ``state`
 a flat dict ``{"0": leaf_0, ...}`` in ``jax.tree.leaves`` order), ``metadata`` (the caller's
 JSON dict) and ``manifest`` (JSON: per leaf its path, shape, dtype, PRNG key implementation and a
 SHA-256 of its bytes). The tree structure itself comes from the restore target, so empty nodes
-(``optax.EmptyState()``), ``None`` and custom pytree classes need no support from orbax.
+(``optax.EmptyState()``), ``None`` and custom pytree classes need no support from orbax. A
+target whose every leaf has a saved leaf of the same path, shape and dtype, but which lacks some
+of the saved ones (a state class that has since dropped fields), restores from those leaves.
 
 Guarantees:
   * A checkpoint is complete or invisible. ``save`` writes every item into ``.staging-<step>``
@@ -421,6 +423,21 @@ def _check_structure(directory: pathlib.Path, step: int, saved: list, target: li
         )
 
 
+def _saved_leaves_of(directory: pathlib.Path, step: int, saved: list, target: list) -> list[int]:
+    """The saved leaf of each target leaf (indices into `saved`): all of them, in order, where the
+    structures match; else, where every target leaf has a saved one of the same path, shape and
+    dtype, those (a state that has since dropped fields: the others are not read); else the
+    mismatch is a `CheckpointError` (`_check_structure`)."""
+    key = lambda r: (r["path"], r["shape"], r["dtype"])  # noqa: E731
+    if [key(r) for r in saved] == [key(r) for r in target]:
+        return list(range(len(saved)))
+    by_path = {r["path"]: i for i, r in enumerate(saved)}
+    chosen = [by_path.get(r["path"]) for r in target]
+    if None in chosen or any(key(saved[i]) != key(r) for i, r in zip(chosen, target, strict=True)):
+        _check_structure(directory, step, saved, target)
+    return chosen
+
+
 def _rebuild_leaf(array: np.ndarray, record: dict, target_leaf):
     sharding = getattr(target_leaf, "sharding", None)
     if record["key_impl"] is not None:
@@ -478,12 +495,12 @@ def restore(directory, target, expect: dict | None = None, step: int | None = No
         _check_expect(directory, step, metadata, expect)
     records = manifest["leaves"]
     target_leaves, treedef = jax.tree.flatten(target)
-    _check_structure(directory, step, records, _target_records(target))
+    chosen = _saved_leaves_of(directory, step, records, _target_records(target))
 
     arrays = _read_leaves(step_dir, records)
     leaves = []
-    for i, (record, target_leaf) in enumerate(zip(records, target_leaves, strict=True)):
-        array = arrays[i]
+    for i, target_leaf in zip(chosen, target_leaves, strict=True):
+        record, array = records[i], arrays[i]
         if _digest(array) != record["sha256"]:
             raise CheckpointError(
                 f"checkpoint {step_dir} is corrupt: leaf {record['path']} does not match the "
