@@ -23,7 +23,6 @@ import dataclasses
 from rlsuite.agents import ppo, registry
 from rlsuite.environment import Environment
 from rlsuite.environment.meta import trial_wrapper
-from rlsuite.environment.spaces import Box, Discrete
 from rlsuite.loop.agent import Agent
 
 
@@ -57,8 +56,8 @@ class RL2Config(ppo.PPOConfig):
 
 def make(config: ppo.PPOConfig, env: Environment, env_params=None, **variants) -> Agent:
     """Recurrent PPO on the task family `env` (wrapped in `RL2`); `variants` are `ppo.make`'s
-    (`policy_loss`, `minibatches`, `network`). A feed-forward config, an environment without
-    trials or an action space the policy cannot take is a `ValueError` naming it."""
+    (`policy_loss`, `minibatches`, `network`). A feed-forward config or an environment without
+    trials is a `ValueError` naming it; an action space the policy cannot take, PPO's error."""
     if not isinstance(config, ppo.PPOConfig):
         raise TypeError(f"rl2.make needs an RL2Config (or a PPOConfig), got {type(config)}")
     if config.recurrent is None:
@@ -70,16 +69,6 @@ def make(config: ppo.PPOConfig, env: Environment, env_params=None, **variants) -
         raise ValueError(
             f"rl2 trains on a task family whose episodes are trials (an environment wrapped in "
             f"rlsuite.environment.meta.RL2, e.g. meta/bandit); {env.name} is not"
-        )
-    env_params = env.check_params(env_params)
-    space = env.action_space(env_params)
-    squash = config.distribution == "tanh_gaussian"
-    box = isinstance(space, Box) and len(space.shape) == 1 and space.bounded
-    if not (box or (isinstance(space, Discrete) and not squash)):
-        allowed = "a bounded 1-D Box" if squash else "Discrete or a bounded 1-D Box"
-        raise ValueError(
-            f"rl2: the action space of {env.name} is {space!r}; with distribution="
-            f"{config.distribution!r} the policy takes {allowed}"
         )
     return ppo.make(config, env, env_params, **variants)._replace(name="rl2")
 
