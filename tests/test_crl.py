@@ -11,9 +11,11 @@ import pytest
 from rlsuite.envs.goal import PointReach
 
 from rlsuite import envs
-from rlsuite.agents import crl
-from rlsuite.app import tuned
+from rlsuite.agents import crl, registry
+from rlsuite.app import runs, tuned
+from rlsuite.app.errors import UsageError
 from rlsuite.loop import driver
+from rlsuite.loop.agent import config_dict
 from rlsuite.ops import contrastive
 
 TINY = dict(
@@ -166,8 +168,6 @@ def test_a_vmap_over_seeds_and_penalties_equals_separate_runs():
         ("gamma", 1.0, r"CRLConfig.gamma must be in \(0, 1\)"),
         ("gamma", 0.0, r"CRLConfig.gamma must be in \(0, 1\)"),
         ("depth", 4, r"CRLConfig.depth=4: residual"),
-        ("n_step", 3, r"CRLConfig.n_step must be 1"),
-        ("normalize_observations", True, r"CRLConfig.normalize_observations must be False"),
         ("actor_goal_shuffle", 1.5, r"CRLConfig.actor_goal_shuffle must be in \[0, 1\]"),
     ],
 )
@@ -175,6 +175,23 @@ def test_bad_config_is_refused_naming_the_field(field, value, match):
     extra = {"residual": True} if field == "depth" else {}
     with pytest.raises(ValueError, match=match):
         crl.CRLConfig(**{**TINY, field: value, **extra})
+
+
+def test_crl_has_no_td_fields_and_reads_records_that_named_them():
+    # CRL learns no TD target: its config is the loop's (ReplayConfig) without n_step and
+    # normalize_observations, and the loop stores one-step items of raw observations for it.
+    fields = {f.name for f in dataclasses.fields(crl.CRLConfig)}
+    assert not fields & {"n_step", "normalize_observations"}
+    assert not hasattr(crl.CRLHparams(), "gamma") and not hasattr(crl.CRLHparams(), "reward_scale")
+    assert tiny().env_steps_per_update == TINY["num_envs"]
+    # A record written while it had them (n_step=1, normalize_observations=False) reads back;
+    # one that held another value is refused by name; what is recorded still names them.
+    algo = registry.get("crl")
+    recorded = config_dict(crl.CRLConfig(**TINY))
+    assert recorded["n_step"] == 1 and recorded["normalize_observations"] is False
+    assert runs.config_of(algo, recorded) == crl.CRLConfig(**TINY)
+    with pytest.raises(UsageError, match=r"CRLConfig has no field n_step .* n_step=3"):
+        runs.config_of(algo, {**recorded, "n_step": 3})
 
 
 def test_a_buffer_too_small_for_one_episode_is_refused():

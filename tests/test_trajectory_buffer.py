@@ -383,7 +383,7 @@ def test_bad_input_is_refused_naming_the_field():
         (lambda: her_relabel(2, (0,), near, relabel_prob=-0.1), "relabel_prob"),
         (lambda: her_relabel(2, (2,), near), "goal_indices"),
         (lambda: her_relabel(0, (0,), near), "state_dim"),
-        (lambda: for_off_policy(sac.SACConfig(n_step=3), 0.9), "n_step"),
+        (lambda: for_off_policy(sac.SACConfig(n_step=3), 0.9, n_step=3), "SACConfig.n_step=3"),
     ]
     for build, field in cases:
         with pytest.raises(ValueError, match=field):

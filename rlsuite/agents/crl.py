@@ -34,8 +34,8 @@ Choices, written down:
   `check_goal_contract` before anything is traced).
 - The update-to-data ratio is `gradient_steps / num_envs` gradient steps per env step
   (JaxGCRL's 1:16 with 64 envs: `gradient_steps=4`).
-- Observations are not normalised (`normalize_observations` is refused): the goals the actor
-  reads must be in the units of the achieved goals it is trained on.
+- Observations are not normalised (its config has no `normalize_observations`): the goals the
+  actor reads must be in the units of the achieved goals it is trained on.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -61,7 +61,7 @@ from rlsuite.agents.learner import (
     squashed_greedy,
     temperature_step,
 )
-from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
+from rlsuite.agents.off_policy import Items, ReplayConfig, make_agent
 from rlsuite.data import trajectory_buffer
 from rlsuite.environment import Environment
 from rlsuite.environment.goal import check_goal_contract
@@ -74,8 +74,14 @@ COSINE_SCALE = 1.0 / 0.07  # the cosine energy's initial scale (CLIP's temperatu
 
 
 @dataclasses.dataclass(frozen=True)
-class CRLConfig(OffPolicyConfig):
-    """Static configuration of CRL (the shared off-policy fields, and these)."""
+class CRLConfig(ReplayConfig):
+    """Static configuration of CRL (the off-policy loop's fields, and these). CRL learns no TD
+    target, so it has no n-step items and no observation normalisation (`off_policy.Items()`)."""
+
+    # The fields CRL's config had while it was an `OffPolicyConfig`, with the one value each could
+    # take: run records and checkpoints name them, written before or since (`config_dict`), and
+    # they read back without them (`rlsuite.app.runs.config_of`).
+    retired_fields: ClassVar[dict] = {"n_step": 1, "normalize_observations": False}
 
     num_envs: int = 64
     batch_size: int = 256
@@ -127,15 +133,6 @@ class CRLConfig(OffPolicyConfig):
                 f"{name}.batch_size must be >= 2: the other goals of a batch are the negatives, "
                 f"got {self.batch_size}"
             )
-        if self.n_step != 1:
-            raise ValueError(
-                f"{name}.n_step must be 1 (CRL learns no TD target), got {self.n_step}"
-            )
-        if self.normalize_observations:
-            raise ValueError(
-                f"{name}.normalize_observations must be False: the actor's goals must be in the "
-                f"units of the achieved goals"
-            )
         if self.buffer_size // self.num_envs < 2:
             raise ValueError(
                 f"{name}.buffer_size={self.buffer_size} holds fewer than 2 steps of each of the "
@@ -164,16 +161,6 @@ class CRLHparams:
     """target entropy = -target_entropy_scale * action_dim"""
     logsumexp_coeff: float = 0.1
     """weight of the penalty mean(logsumexp_row(logits)^2)"""
-
-    @property
-    def gamma(self) -> float:
-        """The loop's replay items carry `discount = gamma (1 - terminated)`; CRL reads none."""
-        return 1.0
-
-    @property
-    def reward_scale(self) -> float:
-        """The loop scales sampled rewards by this; CRL reads none."""
-        return 1.0
 
 
 @struct.dataclass
@@ -231,7 +218,7 @@ def make(
         buffer = trajectory_buffer.for_off_policy(config, config.gamma, horizon)
     algo = learner(config, state_dim, goal_indices, dim, energy, loss)
     return make_agent(
-        "crl", config, env, env_params, algo, CRLHparams(), check_hparams, buffer, relabel
+        "crl", config, env, env_params, algo, CRLHparams(), check_hparams, buffer, relabel, Items()
     )
 
 

@@ -1,4 +1,4 @@
-"""The loop SAC and TD3 share: parallel environments feeding a replay buffer that lives in the
+"""The loop SAC, TD3 and CRL share: parallel environments feeding a replay buffer that lives in the
 learner state, and a number of gradient steps per environment step.
 
 An algorithm is a `rlsuite.agents.learner.Learner`, four pure functions over its own state
@@ -27,9 +27,13 @@ Choices, written down:
   buffer exported as a dataset holds the environment's rewards).
 - Observations are stored raw; with `normalize_observations`, each sampled batch is normalised
   with the current statistics (updated with every collected observation), as is every action.
+- The n-step window, the normalisation and the discount and reward scale are what a family
+  declares of its items (`Items`): a learner of TD targets takes its config's and hparams'
+  (`td_items`, on an `OffPolicyConfig`); one of none (CRL, on the loop's own `ReplayConfig`)
+  takes one-step items of raw observations, and its config and hparams have no such fields.
 - Learning starts once `learning_starts` environment steps (all envs together) have been taken
   and the buffer holds a batch; before that, updates only collect (and log NaN losses). The gate
-  is a `rlsuite.ops.batching.cond`: the runs of a driver batch pass it on the same update, so under
+  is a `rlsuite.ops.batching.gate`: the runs of a driver batch pass it on the same update, so under
   the seed `vmap` the warm-up skips learning instead of computing it and selecting it away.
 - The buffer's memory (its state for these items) is checked against the device before anything
   is allocated: `make_agent` refuses one that would not fit, stating the bytes it needs.
@@ -75,8 +79,8 @@ from rlsuite.ops.validators import check_hidden_sizes, check_positive_ints
 
 
 @dataclasses.dataclass(frozen=True)
-class OffPolicyConfig:
-    """Static configuration shared by the off-policy agents."""
+class ReplayConfig:
+    """Static configuration of the loop every off-policy family shares (CRL's as it is)."""
 
     num_envs: int = 1
     """parallel environments per agent; an update steps each of them once, or (TD3) as often as
@@ -90,16 +94,12 @@ class OffPolicyConfig:
     gradient_steps: int = 1
     """gradient steps per collection (num_envs env steps; an update holds
     collections_per_update of them); the replay ratio is their quotient"""
-    n_step: int = 1
-    """rewards summed in each replay item's target (n-step returns)"""
     total_timesteps: int = 100_000
     """environment steps of the whole run (all envs together)"""
     hidden_sizes: tuple[int, ...] = (256, 256)
     """hidden layer sizes of the actor and of each critic"""
     activation: str = "relu"
     """hidden activation: tanh, relu, elu, gelu or silu (swish)"""
-    normalize_observations: bool = False
-    """normalise observations with running statistics kept in the learner state"""
     reset_slots: int | None = None
     """reset the environments that finished this many at a time (rollout.step_batch); None:
     reset the whole batch and keep the finished ones' (pays where a reset costs per environment,
@@ -113,9 +113,7 @@ class OffPolicyConfig:
         name = type(self).__name__
         if self.torso not in TORSOS:
             raise ValueError(f"{name}.torso={self.torso!r} is not one of: {', '.join(TORSOS)}")
-        check_positive_ints(
-            self, ("num_envs", "buffer_size", "batch_size", "gradient_steps", "n_step")
-        )
+        check_positive_ints(self, ("num_envs", "buffer_size", "batch_size", "gradient_steps"))
         check_positive_ints(self, ("total_timesteps",))
         if self.reset_slots is not None:
             check_positive_ints(self, ("reset_slots",))
@@ -149,6 +147,56 @@ class OffPolicyConfig:
         return max(1, self.total_timesteps // (self.num_envs * self.collections_per_update))
 
 
+@dataclasses.dataclass(frozen=True)
+class OffPolicyConfig(ReplayConfig):
+    """`ReplayConfig` and what a learner of TD targets adds to it (SAC, TD3): n-step replay
+    items and normalised observations."""
+
+    n_step: int = 1
+    """rewards summed in each replay item's target (n-step returns)"""
+    normalize_observations: bool = False
+    """normalise observations with running statistics kept in the learner state"""
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_positive_ints(self, ("n_step",))
+
+
+def _hp_gamma(hp):
+    return hp.gamma
+
+
+def _hp_reward_scale(hp):
+    return hp.reward_scale
+
+
+def _one(hp) -> float:
+    return 1.0
+
+
+class Items(NamedTuple):
+    """What the loop stores and samples for a family, as the family declares it (`make_agent`'s
+    `items`; `td_items(config)` for a learner of TD targets, `Items()` for one of none, CRL).
+
+    n_step: rewards summed in each replay item, its discount `gamma^m (1 - terminated)`.
+    normalize_observations: sampled observations (and acting's) normalised with running
+        statistics kept in the state.
+    gamma: `hparams -> discount` of the items' n-step returns.
+    reward_scale: `hparams -> factor` on every sampled batch's rewards.
+    """
+
+    n_step: int = 1
+    normalize_observations: bool = False
+    gamma: Callable = _one
+    reward_scale: Callable = _one
+
+
+def td_items(config: OffPolicyConfig) -> Items:
+    """The items of a learner of TD targets: `config`'s n-step and normalisation, the
+    hyperparameters' `gamma` and `reward_scale`."""
+    return Items(config.n_step, config.normalize_observations, _hp_gamma, _hp_reward_scale)
+
+
 @struct.dataclass
 class OffPolicyState:
     learner: Any
@@ -160,7 +208,7 @@ class OffPolicyState:
     collect_step: jax.Array  # env steps per env so far (collections; an update has one or more)
 
 
-def replay(name: str, config: OffPolicyConfig, item, buffer=None, relabel=None) -> ReplayBuffer:
+def replay(name: str, config: ReplayConfig, item, buffer=None, relabel=None) -> ReplayBuffer:
     """`make_agent`'s replay buffer: `buffer` once checked to be buffer-shaped (a `TypeError`
     otherwise, as for a `relabel` that is not a function), or the uniform one of
     `config.buffer_size`. Its state for `item`s must fit in the device's memory (`MemoryError`)."""
@@ -210,7 +258,7 @@ def _described(value) -> str:
 
 def make_agent(
     name: str,
-    config: OffPolicyConfig,
+    config: ReplayConfig,
     env: Environment,
     env_params,
     learner: Learner,
@@ -218,10 +266,12 @@ def make_agent(
     check_hparams: Callable,
     buffer: ReplayBuffer | None = None,
     relabel: Callable | None = None,
+    items: Items | None = None,
 ) -> Agent:
     """Bind `learner` to `env` as an `Agent` running the shared off-policy loop above: the
     stages below (`init`, `collect`, `store`, `collect_and_store`, `learn`, `update`, `act`) over
-    the `Setup` this builds.
+    the `Setup` this builds. `items`: what the loop stores and samples (default `td_items(config)`,
+    for a config with `n_step` and `normalize_observations`).
 
     `buffer` (default: `rlsuite.data.buffers.replay_buffer(config.buffer_size)`; a buffer passed in
     brings its own capacity) is any tuple of pure functions shaped like
@@ -254,7 +304,8 @@ def make_agent(
             f"{name}: the learner's period ({learner.period}) differs from the config's "
             f"learn_period ({config.learn_period})"
         )
-    setup = Setup(config, env, env_params, learner, buffer, relabel, obs_shape, act_dim)
+    items = td_items(config) if items is None else items
+    setup = Setup(config, env, env_params, learner, buffer, relabel, obs_shape, act_dim, items)
     return bind(
         setup,
         init=init,
@@ -274,7 +325,7 @@ def make_agent(
 class Setup(NamedTuple):
     """What the stages of one off-policy agent share, fixed when it is made (`make_agent`)."""
 
-    config: OffPolicyConfig
+    config: ReplayConfig
     env: Environment  # wrapped: actions in [-1, 1], episode statistics in `info`
     env_params: Any
     learner: Learner
@@ -282,6 +333,7 @@ class Setup(NamedTuple):
     relabel: Callable | None
     obs_shape: tuple[int, ...]
     act_dim: int
+    items: Items
 
 
 def replay_item(obs_shape: tuple[int, ...], act_dim: int) -> dict:
@@ -299,13 +351,13 @@ def replay_item(obs_shape: tuple[int, ...], act_dim: int) -> dict:
 
 def normalize(setup: Setup, obs_stats, obs):
     """`obs` normalised by the running statistics, with `normalize_observations` (else as is)."""
-    if setup.config.normalize_observations:
+    if setup.items.normalize_observations:
         return running_stats.normalize(obs_stats, obs, clip=10.0)
     return obs
 
 
 def init(setup: Setup, key, hp) -> OffPolicyState:
-    window, num_envs = setup.config.n_step - 1, setup.config.num_envs
+    window, num_envs = setup.items.n_step - 1, setup.config.num_envs
     obs_shape, act_dim = setup.obs_shape, setup.act_dim
     key, key_learner, key_env = jax.random.split(key, 3)
     pending = {
@@ -346,7 +398,7 @@ def collect(setup: Setup, state: OffPolicyState, key):
 
 def store(setup: Setup, state: OffPolicyState, tr, hp):
     """Completes the n-step window of the oldest pending step and writes it to the buffer."""
-    config = setup.config
+    config, n_step = setup.config, setup.items.n_step
     new = {
         "obs": tr.obs,
         "action": tr.action,
@@ -357,7 +409,7 @@ def store(setup: Setup, state: OffPolicyState, tr, hp):
     }
     steps = jax.tree.map(lambda p, n: jnp.concatenate([p, n]), state.pending, new)
     reward, discount, last = n_step_transitions(
-        steps["reward"], steps["terminated"], steps["truncated"], hp.gamma, config.n_step
+        steps["reward"], steps["terminated"], steps["truncated"], setup.items.gamma(hp), n_step
     )
     next_obs = jnp.take_along_axis(steps["next_obs"], last[..., None], axis=0)
     items = {
@@ -370,7 +422,7 @@ def store(setup: Setup, state: OffPolicyState, tr, hp):
         "truncated": jnp.take_along_axis(steps["truncated"], last, axis=0)[0],
     }
     # The oldest step is real once n_step - 1 collections have filled the window.
-    valid = jnp.broadcast_to(state.collect_step >= config.n_step - 1, (config.num_envs,))
+    valid = jnp.broadcast_to(state.collect_step >= n_step - 1, (config.num_envs,))
     pending = jax.tree.map(lambda x: x[1:], steps)
     # The storage is split over a mesh's envs devices, as the environments are.
     return split_envs(setup.buffer.add(state.buffer, items, valid)), pending
@@ -380,7 +432,7 @@ def collect_and_store(setup: Setup, state: OffPolicyState, hp, key):
     """Step every env once and store what completed its n-step window."""
     env_batch, tr = collect(setup, state, key)
     obs_stats = state.obs_stats
-    if setup.config.normalize_observations:
+    if setup.items.normalize_observations:
         obs_stats = running_stats.update(obs_stats, tr.obs)
     buffer_state, pending = store(setup, state, tr, hp)
     state = state.replace(
@@ -405,7 +457,7 @@ def learn(setup: Setup, learner_state, buffer_state, obs_stats, key, hp):
             key, key_relabel = jax.random.split(key)
             batch = buffer.sample(buffer_state, key, config.batch_size)
             batch = dict(relabel(key_relabel, batch))
-        batch["reward"] = batch["reward"] * hp.reward_scale
+        batch["reward"] = batch["reward"] * setup.items.reward_scale(hp)
         batch["obs"] = normalize(setup, obs_stats, batch["obs"])
         batch["next_obs"] = normalize(setup, obs_stats, batch["next_obs"])
         return batch

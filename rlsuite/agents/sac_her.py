@@ -52,7 +52,7 @@ def make(config: SACHERConfig, env: Environment, env_params=None) -> Agent:
     check_goal_contract(env)
     env_params = env.check_params(env_params)
     horizon = getattr(env, "max_episode_steps", None)
-    buffer = trajectory_buffer.for_off_policy(config, config.her_gamma, horizon)
+    buffer = trajectory_buffer.for_off_policy(config, config.her_gamma, horizon, config.n_step)
 
     def compute_reward(achieved, desired):
         return env.compute_reward(achieved, desired, env_params)

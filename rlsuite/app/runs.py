@@ -30,6 +30,7 @@ from rlsuite.agents import registry
 from rlsuite.app.batches import Batch, batch_of
 from rlsuite.app.errors import UsageError, choose
 from rlsuite.loop import checkpoint
+from rlsuite.loop.agent import config_dict
 from rlsuite.loop.loggers import CSV, JSONL
 
 CONFIG = "config.json"
@@ -98,7 +99,7 @@ class RunRecord:
             "chunk_updates": self.chunk_updates,
             "eval_episodes": self.eval_episodes,
             "logging": dataclasses.asdict(self.logging),
-            "config": dataclasses.asdict(self.config),
+            "config": config_dict(self.config),
             "hparams": dataclasses.asdict(self.hparams),
             "devices": None if self.devices is None else dataclasses.asdict(self.devices),
             "mesh": self.mesh,
@@ -138,7 +139,16 @@ class RunRecord:
 
 
 def config_of(algo: registry.Algorithm, fields: dict):
-    """The algorithm's config from a record's `config` (JSON lists back to tuples)."""
+    """The algorithm's config from a record's `config` (JSON lists back to tuples), without the
+    fields its class has retired (`retired_fields`), each of which must hold its one value."""
+    retired = getattr(algo.config_cls, "retired_fields", {})
+    for name, value in retired.items():
+        if name in fields and fields[name] != value:
+            raise UsageError(
+                f"{algo.config_cls.__name__} has no field {name} (it could only be {value!r}); "
+                f"the record holds {name}={fields[name]!r}"
+            )
+    fields = {k: v for k, v in fields.items() if k not in retired}
     return algo.config_cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()})
 
 

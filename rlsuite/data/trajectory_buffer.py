@@ -272,15 +272,15 @@ def trajectory_buffer(
 
 
 def for_off_policy(
-    config: Any, gamma: float, max_episode_steps: int | None = None
+    config: Any, gamma: float, max_episode_steps: int | None = None, n_step: int = 1
 ) -> TrajectoryBuffer:
     """The trajectory buffer for an off-policy config (`rlsuite.agents.off_policy`): its
     `buffer_size` transitions as `buffer_size // num_envs` steps of each of its `num_envs`
-    envs. Refuses `n_step > 1` (the loop's n-step items are not one-step transitions)."""
+    envs. Refuses the loop's items of `n_step > 1` (not one-step transitions)."""
     name = type(config).__name__
-    if config.n_step != 1:
+    if n_step != 1:
         raise ValueError(
-            f"{name}.n_step={config.n_step}: the trajectory buffer stores one-step transitions "
+            f"{name}.n_step={n_step}: the trajectory buffer stores one-step transitions "
             "(their next_obs are the futures it samples); use n_step=1"
         )
     capacity = config.buffer_size // config.num_envs

@@ -150,7 +150,9 @@ def extra_args(agent: Agent, **given: Any) -> dict[str, Any]:
 
 
 def config_dict(config: Any) -> dict:
-    """A JSON-able dict of a config dataclass (tuples become lists)."""
-    return {
-        k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(config).items()
-    }
+    """A JSON-able dict of a config dataclass (tuples become lists), with the fields its class
+    has retired (`retired_fields`: a field it no longer has, with the one value it could take),
+    so that what is recorded of a run reads the same before and after a field is retired."""
+    fields = dataclasses.asdict(config)
+    fields = {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
+    return {**fields, **getattr(type(config), "retired_fields", {})}
