@@ -97,6 +97,7 @@ from rlsuite.agents.ued.student import (
     UEDConfig,
     UEDHparams,
     act,
+    agent_of,
     check_hparams,
     initial_carry,
     play,
@@ -106,7 +107,7 @@ from rlsuite.agents.ued.student import (
 from rlsuite.data import level_buffer
 from rlsuite.environment import Environment
 from rlsuite.environment.levels import Levels
-from rlsuite.loop.agent import Agent, acting, bind
+from rlsuite.loop.agent import Agent
 from rlsuite.ops import level_scores
 
 __all__ = [
@@ -210,20 +211,7 @@ def make(
     if score is None:
         score = score_levels if curriculum.score is None else curriculum.score
     setup = UEDSetup(config, student, levels, score, curriculum)
-    return bind(
-        setup,
-        init=init,
-        update=update,
-        **acting(act, initial_carry, student.network.memory),
-        name="ued",
-        config=config,
-        env=student.env,
-        env_params=student.env_params,
-        default_hparams=UEDHparams(),
-        check_hparams=check_hparams,
-        env_steps_per_update=config.num_envs * config.num_steps,
-        env_split=ppo.env_split(student),
-    )
+    return agent_of(setup, init, update)
 
 
 # This family in the algorithm registry (`rlsuite train ued`).

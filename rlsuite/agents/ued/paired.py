@@ -29,16 +29,14 @@ from rlsuite.agents import ppo
 from rlsuite.agents.ued.student import (
     UEDConfig,
     UEDHparams,
-    act,
-    check_hparams,
-    initial_carry,
+    agent_of,
     play,
     play_and_learn,
     prepare_student,
 )
 from rlsuite.environment import Environment
 from rlsuite.environment.levels import Levels
-from rlsuite.loop.agent import Agent, acting, bind
+from rlsuite.loop.agent import Agent
 from rlsuite.loop.rollout import reset_batch
 from rlsuite.ops import level_scores
 
@@ -130,17 +128,4 @@ def make(
     adversary_config = dataclasses.replace(config, num_steps=editor.episode_length)
     adversary = ppo.prepare(adversary_config, editor, editor.default_params)
     setup = PAIREDSetup(config, student, levels, adversary)
-    return bind(
-        setup,
-        init=init,
-        update=update,
-        **acting(act, initial_carry, student.network.memory),
-        name="ued",
-        config=config,
-        env=student.env,
-        env_params=student.env_params,
-        default_hparams=UEDHparams(),
-        check_hparams=check_hparams,
-        env_steps_per_update=config.num_envs * config.num_steps,
-        env_split=ppo.env_split(student),
-    )
+    return agent_of(setup, init, update)

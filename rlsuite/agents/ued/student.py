@@ -17,6 +17,7 @@ from rlsuite.data import level_buffer
 from rlsuite.environment import Environment
 from rlsuite.environment.levels import Levels, levels_of
 from rlsuite.environment.spaces import Discrete
+from rlsuite.loop.agent import Agent, acting, bind
 from rlsuite.loop.rollout import reset_each
 
 
@@ -160,3 +161,23 @@ def act(setup, state, obs, key, deterministic: bool = False, carry=()):
 
 def initial_carry(setup, state, num_envs: int):
     return ppo.initial_carry(setup.student, state.student, num_envs)
+
+
+def agent_of(setup, init, update) -> Agent:
+    """The `Agent` named `ued` of UED's or PAIRED's `setup` and stages: its student acts, and
+    its environment steps are the student's (`num_envs * num_steps` an update)."""
+    student, config = setup.student, setup.config
+    return bind(
+        setup,
+        init=init,
+        update=update,
+        **acting(act, initial_carry, student.network.memory),
+        name="ued",
+        config=config,
+        env=student.env,
+        env_params=student.env_params,
+        default_hparams=UEDHparams(),
+        check_hparams=check_hparams,
+        env_steps_per_update=config.num_envs * config.num_steps,
+        env_split=ppo.env_split(student),
+    )
