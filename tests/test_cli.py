@@ -190,6 +190,8 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
         (["train", "ppo", "--bogus", "1"], "Unrecognized options"),
         (["train", "ppo", "--env", "point_mass", "--num-seeds", "0"], "must be >= 1"),
         (["train", "sac", "--env", "cartpole"], "sac handles bounded 1-D Box"),
+        (["train", "crl", "--env", "pendulum"], "crl trains on a goal environment ("),
+        (["train", "sac_her", "--env", "pendulum"], "); Pendulum is not"),
         (
             ["train", "td3", "--env", "pendulum", "--buffer-size", "1000000000000"],
             "a replay buffer of 1,000,000,000,000 transitions needs 38,000,000,000,008 bytes",

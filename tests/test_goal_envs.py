@@ -442,6 +442,9 @@ def test_check_goal_contract_names_the_broken_field():
         check_goal_contract(_VelocityAsGoal(), key=jax.random.key(0))
     with pytest.raises(ValueError, match="success threshold is not in params"):
         check_goal_contract(_NoThreshold())
+    # An environment with no goal at all is told so, naming who needs one.
+    with pytest.raises(ValueError, match=r"^crl trains on a goal environment .*; Pendulum is not$"):
+        check_goal_contract(envs.make("pendulum")[0], owner="crl")
     for bad in (0, True, 2.0):
         broken = type("Broken", (PointReach,), {"state_dim": bad})()
         with pytest.raises(ValueError, match="invalid state_dim"):

@@ -184,7 +184,7 @@ def check_hparams(hp: CRLHparams) -> None:
 
 def goal_layout(env: Environment) -> tuple[int, tuple[int, ...]]:
     """`(state_dim, goal_indices)` of a goal environment (envs/goal's contract), checked."""
-    check_goal_contract(env)
+    check_goal_contract(env, owner="crl")
     return int(env.state_dim), tuple(int(i) for i in env.goal_indices)
 
 

@@ -49,7 +49,7 @@ def make(config: SACHERConfig, env: Environment, env_params=None) -> Agent:
     `state_dim` and `goal_indices`, `compute_reward`; a bounded 1-D Box action space)."""
     if not isinstance(config, SACHERConfig):
         raise TypeError(f"sac_her.make needs a SACHERConfig, got {type(config).__name__}")
-    check_goal_contract(env)
+    check_goal_contract(env, owner="sac_her")
     env_params = env.check_params(env_params)
     horizon = getattr(env, "max_episode_steps", None)
     buffer = trajectory_buffer.for_off_policy(config, config.her_gamma, horizon, config.n_step)

@@ -126,9 +126,13 @@ class GoalEnvironment(Environment):
         return Box(-jnp.inf, jnp.inf, (self.state_dim + self.goal_dim,))
 
 
-def check_goal_contract(env: Any, params: Any = None, key: jax.Array | None = None) -> None:
+def check_goal_contract(
+    env: Any, params: Any = None, key: jax.Array | None = None, owner: str | None = None
+) -> None:
     """Raise a `ValueError` naming the field where `env` (wrapped or not) breaks the goal
-    contract; return None where it follows it. Call it before tracing.
+    contract; return None where it follows it. Call it before tracing. An environment with
+    neither `state_dim` nor `goal_indices` is no goal environment at all: the error says so,
+    naming `owner` (the algorithm that needs one) where given.
 
     Checked from the static attributes and the shapes of one traced reset and step (nothing is
     computed): `state_dim` an integer >= 1; `goal_indices` a non-empty tuple of integers inside
@@ -141,6 +145,12 @@ def check_goal_contract(env: Any, params: Any = None, key: jax.Array | None = No
     name = env.name
     params = env.default_params if params is None else params
     state_dim = getattr(env, "state_dim", None)
+    if state_dim is None and getattr(env, "goal_indices", None) is None:
+        raise ValueError(
+            f"{owner or 'this agent'} trains on a goal environment (an observation "
+            f"concat(state, goal) with state_dim, goal_indices and compute_reward, "
+            f"rlsuite.environment.goal; e.g. goal/point_reach); {name} is not"
+        )
     if not _is_int(state_dim) or state_dim < 1:
         raise ValueError(
             f"{name}: invalid state_dim={state_dim!r}; allowed: an integer >= 1, the length of "
