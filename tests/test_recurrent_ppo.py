@@ -191,3 +191,29 @@ def test_bad_recurrent_config_is_refused_before_compiling():
         ppo.PPOConfig(num_envs=6, num_steps=8, num_minibatches=4, recurrent="lstm")
     with pytest.raises(ValueError, match="recurrent_size"):
         ppo.PPOConfig(recurrent="gru", recurrent_size=0)
+
+
+def test_a_feed_forward_network_is_its_module_with_the_carry_of_no_leaves():
+    # FeedForward passes the carry () through and reads no starts; its step and apply are the
+    # module's own outputs. The learning batch: shuffled steps (axis 0) for it, whole sequences of
+    # environments (axis 1) for a recurrent one; minibatch sizes 4 x 8 / 2 = 16 and 4 / 2 = 2.
+    env, params = envs.make("cartpole")
+    ff = ppo.actor_critic(ppo.PPOConfig(hidden_sizes=(8,)), env.action_space(params))
+    rnn = ppo.actor_critic(ppo.PPOConfig(recurrent="gru", recurrent_size=4, hidden_sizes=(8,)),
+                           env.action_space(params))  # fmt: skip
+    assert (ff.memory, rnn.memory) == (False, True) and ff.initial(3) == ()
+    net = ff.init(jax.random.key(0), (4,))
+    obs = jax.random.normal(jax.random.key(1), (3, 4))
+    logits = ff.module.apply(net, obs)[0].logits
+    (got, value), carry = ff.step(net, (), obs, lambda dist, value: (dist.logits, value))
+    np.testing.assert_array_equal(got, logits)
+    assert carry == () and value.shape == (3,)
+    np.testing.assert_array_equal(ff.apply(net, (), obs, None)[0].logits, logits)
+    assert ff.learning_memory((), "starts") == {"carry": (), "starts": None}
+    assert (ff.sample_axis, rnn.sample_axis) == (0, 1)
+    assert ff.minibatches is memory.shuffled_steps and rnn.minibatches is memory.env_sequences
+    assert (ff.minibatch_size(4, 8, 2), rnn.minibatch_size(4, 8, 2)) == (16, 2)
+    carry = rnn.initial(3)
+    (action, _), after = rnn.step(rnn.init(jax.random.key(0), (4,)), carry, obs,
+                                  lambda dist, value: (dist.mode(), value))  # fmt: skip
+    assert action.shape == (3,) and after.shape == (3, 4) and bool(after.any())
