@@ -8,8 +8,10 @@ import numpy as np
 import pytest
 
 from rlsuite import envs
-from rlsuite.agents import ppo
+from rlsuite.agents import ppo, ppo_config
+from rlsuite.environment.spaces import Box
 from rlsuite.loop import driver
+from rlsuite.networks import memory
 from tests.trees import leaves_equal
 
 PROBE_CONFIG = ppo.PPOConfig(
@@ -288,3 +290,24 @@ def test_brax_environment_through_the_adapter_improves_over_the_random_policy():
     evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3))
     trained = float(evaluation(agent, states, jax.random.key(1), 8).returns.mean())
     assert random_return < 15 and trained > 4 * random_return, (random_return, trained)
+
+
+def test_ppo_config_builds_the_optimiser_and_the_network_a_config_describes():
+    # The optimiser clips the global gradient norm to max_grad_norm, then scales by Adam. Its
+    # first step is m_hat / (sqrt(v_hat) + eps) = g' / (|g'| + eps) per coordinate, with g' the
+    # clipped gradient: [3, 4] (norm 5) -> [0.3, 0.4] -> 0.3 / 0.31 and 0.4 / 0.41 with eps 0.01
+    # (unclipped it would be 3 / 3.01 and 4 / 4.01).
+    hp = ppo_config.PPOHparams(max_grad_norm=0.5, adam_eps=0.01)
+    tx = ppo_config.optimizer(hp)
+    params = jnp.zeros(2)
+    step, _ = tx.update(jnp.array([3.0, 4.0]), tx.init(params), params)
+    np.testing.assert_allclose(step, [0.3 / 0.31, 0.4 / 0.41], rtol=1e-4)
+    assert ppo.PPOConfig is ppo_config.PPOConfig and ppo.actor_critic is ppo_config.actor_critic
+    # The network a config describes: feed-forward, or with `recurrent` a recurrent core.
+    env, params = envs.make("pendulum")
+    space = env.action_space(params)
+    assert isinstance(ppo_config.actor_critic(ppo.PPOConfig(), space), memory.FeedForward)
+    recurrent = ppo_config.actor_critic(ppo.PPOConfig(recurrent="lstm"), space)
+    assert isinstance(recurrent, memory.Recurrent) and recurrent.module.cell == "lstm"
+    with pytest.raises(TypeError, match="ppo with distribution='gaussian' handles Discrete or"):
+        ppo_config.actor_critic(ppo.PPOConfig(), Box(-jnp.inf, jnp.inf, (2,)), "free")

@@ -426,8 +426,8 @@ def _check_structure(directory: pathlib.Path, step: int, saved: list, target: li
 def _saved_leaves_of(directory: pathlib.Path, step: int, saved: list, target: list) -> list[int]:
     """The saved leaf of each target leaf (indices into `saved`): all of them, in order, where the
     structures match; else, where every target leaf has a saved one of the same path, shape and
-    dtype, those (a state that has since dropped fields: the others are not read); else the
-    mismatch is a `CheckpointError` (`_check_structure`)."""
+    dtype, those (a state that has since dropped fields: the others are read but left out);
+    else the mismatch is a `CheckpointError` (`_check_structure`)."""
     key = lambda r: (r["path"], r["shape"], r["dtype"])  # noqa: E731
     if [key(r) for r in saved] == [key(r) for r in target]:
         return list(range(len(saved)))
