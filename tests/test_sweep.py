@@ -159,8 +159,9 @@ def test_a_sweep_traces_the_update_once_and_resumes_bitwise(tmp_path, monkeypatc
         raise KeyboardInterrupt  # the process dies after its first checkpoint
 
     monkeypatch.setattr(checkpoint, "save", killed)
-    with pytest.raises(KeyboardInterrupt):
-        cli.main([*argv, "--out", str(tmp_path / "cut")])
+    assert cli.main([*argv, "--out", str(tmp_path / "cut")]) == 130  # as Ctrl-C would
+    said = capsys.readouterr().err.splitlines()[-1]
+    assert said.endswith(f"continue with: rlsuite sweep --resume {tmp_path / 'cut'}")
     assert not (tmp_path / "cut" / "sweep.json").exists()
     monkeypatch.setattr(checkpoint, "save", save)
     assert cli.main(["sweep", "--resume", str(tmp_path / "cut"), "--no-progress"]) == 0

@@ -319,7 +319,13 @@ def make_agent(
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.collections_per_update,
         env_split=field_splits(config, "num_envs", "batch_size"),
+        trainable=learner_of,
     )
+
+
+def learner_of(state: OffPolicyState):
+    """What a diverging update makes non-finite: the learner (networks, targets, optimisers)."""
+    return state.learner
 
 
 class Setup(NamedTuple):

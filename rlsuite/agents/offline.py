@@ -126,7 +126,13 @@ def make_agent(
         env_steps_per_update=config.gradient_steps,
         extra_args=("data",),
         env_split=field_splits(config, "batch_size"),
+        trainable=learner_of,
     )
+
+
+def learner_of(state: OfflineState):
+    """What a diverging update makes non-finite: the learner (networks, targets, optimisers)."""
+    return state.learner
 
 
 class Setup(NamedTuple):

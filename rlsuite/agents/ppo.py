@@ -416,7 +416,13 @@ def make(config: PPOConfig, env: Environment, env_params=None, **variants) -> Ag
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.num_steps,
         env_split=env_split(setup),
+        trainable=trainable,
     )
+
+
+def trainable(state: PPOState):
+    """What a diverging update makes non-finite: the parameters and the optimiser's state."""
+    return state.params, state.opt_state
 
 
 def env_split(setup: PPOSetup) -> tuple[Split, ...]:

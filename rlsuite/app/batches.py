@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 import jax.numpy as jnp
 import numpy as np
 
+from rlsuite.loop.files import json_text, write_text
 from rlsuite.loop.population import PBT, population_agent
 
 LINEAGE = "lineage.jsonl"  # a population's exploit steps, a row each
@@ -130,25 +131,21 @@ def batch_of(record: dict) -> Any:
 
 
 def _with_lineage(step: PBT, path: pathlib.Path):
+    """`step` writing each exploit's row to `lineage.jsonl` (strict JSON, the file replaced whole
+    each time); a resume keeps the rows before the update it continues from."""
     from rlsuite.loop.distributed import is_main
 
-    first = [True]
+    rows: list[str] | None = None
 
     def between_chunks(states, metrics, update):
+        nonlocal rows
         states = step(states, metrics, update)
         if is_main():
-            rows = []
-            if first[0] and path.exists():
-                rows = [
-                    r for r in path.read_text().splitlines() if json.loads(r)["update"] < update
-                ]
-            first[0] = False
-            rows.append(json.dumps(step.lineage[-1]))
-            if len(rows) > 1:
-                path.write_text("\n".join(rows) + "\n")
-            else:
-                with path.open("a") as file:
-                    file.write(rows[0] + "\n")
+            if rows is None:
+                old = path.read_text().splitlines() if path.exists() else []
+                rows = [r + "\n" for r in old if r.strip() and json.loads(r)["update"] < update]
+            rows.append(json_text(step.lineage[-1], indent=None))
+            write_text(path, "".join(rows))
         return states
 
     return between_chunks

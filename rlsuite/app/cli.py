@@ -27,6 +27,12 @@ probability of improvement, as markdown tables and PNG figures. `report` writes 
 about a run (`rlsuite.app.report`): its curve, evaluation, speed and configuration. The algorithms
 are those of `rlsuite.agents.registry` (listed below): a family registered there trains, resumes and
 evaluates here with no change to this module.
+
+Exit status: 0; 2 for bad input (one line naming the value); 1 for a file that could not be
+written (a full disk: one line naming the file, with the last complete checkpoint and the command
+that continues the run); 3 when every run of a `train`, `sweep` or `pbt` diverged
+(`rlsuite.loop.divergence`; one run left is a result, 0); 130 for Ctrl-C (one line: the update
+it got to, the last complete checkpoint and the command that continues the run).
 """
 
 import importlib
@@ -34,7 +40,8 @@ import sys
 
 from rlsuite.agents import registry
 from rlsuite.app import startup
-from rlsuite.app.errors import INPUT_ERRORS, choose, raised_here
+from rlsuite.app.errors import INPUT_ERRORS, INTERRUPTED, choose, raised_here, stopped
+from rlsuite.loop.files import WriteError
 
 # Each command's module, whose `main(argv)` runs it, imported when its command runs (plotting,
 # video and statistics libraries load only for theirs); a run directory's record and lifecycle
@@ -70,13 +77,27 @@ def main(argv: list[str] | None = None) -> int:
         choose("command", command, tuple(COMMANDS))
         if command not in startup.PLAIN_COMMANDS:
             startup.start(command, rest)  # processes and devices, before JAX starts
-        importlib.import_module(f"rlsuite.app.{COMMANDS[command]}").main(rest)
+        result = importlib.import_module(f"rlsuite.app.{COMMANDS[command]}").main(rest)
     except INPUT_ERRORS as error:
         if not raised_here(error):
             raise
         print(f"rlsuite {command}: error: {error}", file=sys.stderr)
         return 2
-    return 0
+    except (WriteError, KeyboardInterrupt) as error:  # a full disk, Ctrl-C: one line each
+        resume = f"rlsuite {command if command in ('sweep', 'pbt') else 'train'} --resume"
+        print(f"rlsuite {command}: {stopped(error, resume)}", file=sys.stderr)
+        return 1 if isinstance(error, WriteError) else INTERRUPTED
+    return exit_status(result)
+
+
+def exit_status(result) -> int:
+    """0, or `EXIT_DIVERGED` where the command trained runs and every one of them diverged
+    (`rlsuite.loop.divergence`): a result with one run left is a result."""
+    from rlsuite.loop.divergence import EXIT_DIVERGED, every_run_diverged
+
+    summary = result.get("summary", result) if isinstance(result, dict) else None
+    diverged = isinstance(summary, dict) and every_run_diverged(summary)
+    return EXIT_DIVERGED if diverged else 0
 
 
 if __name__ == "__main__":

@@ -54,15 +54,38 @@ def raised_here(error: BaseException, *files: str | pathlib.Path) -> bool:
     )
 
 
+INTERRUPTED = 130  # the exit status of Ctrl-C: 128 + SIGINT, as a shell reports it
+
+
+def stopped(error: BaseException, resume: str | None = None) -> str:
+    """One line for a run stopped by Ctrl-C (`KeyboardInterrupt`) or a failed write
+    (`rlsuite.loop.files.WriteError`): what happened, how far the run got, its last complete
+    checkpoint and, with `resume` (the command that continues a run, without its directory),
+    how to go on. `error.where` (`rlsuite.loop.runner.Where`) says how far; without it (stopped
+    before training, or outside a run) the line says what happened only."""
+    what = "interrupted" if isinstance(error, KeyboardInterrupt) else f"error: {error}"
+    where = getattr(error, "where", None)
+    if where is None or where.out_dir is None:
+        return what
+    if where.checkpoint is None:
+        kept = "no checkpoint yet, so a resume starts it again"
+    else:
+        kept = f"the last complete checkpoint is update {where.checkpoint}"
+    line = f"{what} at update {where.update} of {where.num_updates}; {kept}"
+    return line if resume is None else f"{line}; continue with: {resume} {where.out_dir}"
+
+
 def run_script(main, *args):
     """Call an experiment script's `main(*args)` and return what it returns, reporting bad input
     as `rlsuite` does: an error that a check of the suite, or of the script itself, raised is
-    printed as `<script>: error: <message>` and exits with status 2; any other keeps its
-    traceback.
+    printed as `<script>: error: <message>` and exits with status 2; Ctrl-C and a failed write
+    (a full disk) are one line each too (exit status 130 and 1); any other keeps its traceback.
 
         if __name__ == "__main__":
             run_script(main, sys.argv[1:])
     """
+    from rlsuite.loop.files import WriteError
+
     script = pathlib.Path(main.__code__.co_filename)
     try:
         return main(*args)
@@ -71,3 +94,6 @@ def run_script(main, *args):
             raise
         print(f"{script.name}: error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
+    except (WriteError, KeyboardInterrupt) as error:  # a full disk, Ctrl-C: one line each
+        print(f"{script.name}: {stopped(error)}", file=sys.stderr)
+        raise SystemExit(1 if isinstance(error, WriteError) else INTERRUPTED) from None

@@ -32,6 +32,8 @@ import numpy as np
 
 from rlsuite.app import runs, train
 from rlsuite.app.batches import LINEAGE, Population
+from rlsuite.loop.divergence import diverged_runs
+from rlsuite.loop.files import write_json, write_text
 
 FILES = ("pbt.md", "pbt.json")
 
@@ -141,8 +143,10 @@ def results(record: runs.RunRecord, summary: dict, out: pathlib.Path) -> dict:
     evaluation and final hyperparameters, and the population's mean evaluation."""
     pbt = record.batch
     members, populations = pbt.members, pbt.populations
-    evals = np.asarray(summary["eval_return_per_seed"]).reshape(populations, members)
+    evals = [np.nan if v is None else v for v in summary["eval_return_per_seed"]]
+    evals = np.asarray(evals, np.float64).reshape(populations, members)
     fitness = _last_fitness(out, populations * members, record.chunks)
+    fitness[diverged_runs(summary)] = -np.inf  # a member that diverged is the worst
     final = _final_hparams(out, pbt)
     rows = []
     for p in range(populations):
@@ -154,6 +158,7 @@ def results(record: runs.RunRecord, summary: dict, out: pathlib.Path) -> dict:
                 "best_member": best,
                 "best_eval_return": float(evals[p, best]),
                 "mean_eval_return": float(evals[p].mean()),
+                "diverged_members": np.flatnonzero(np.isnan(evals[p])).tolist(),
                 "best_hparams": {f: final[f][p * members + best] for f in pbt.fields},
             }
         )
@@ -202,16 +207,25 @@ def write_results(out: pathlib.Path, record: runs.RunRecord, summary: dict) -> d
     ]
     for row in table["populations"]:
         cells = [str(row["population"]), str(row["best_member"])]
-        cells += [f"{row['best_eval_return']:.2f}", f"{row['mean_eval_return']:.2f}"]
+        cells += [_cell(row["best_eval_return"]), _cell(row["mean_eval_return"], row)]
         cells += [f"{row['best_hparams'][f]:.4g}" for f in fields]
         lines.append("| " + " | ".join(cells) + " |")
     text = "\n".join(lines) + "\n"
     from rlsuite.loop.distributed import is_main
 
     if is_main():
-        (out / "pbt.md").write_text(text)
-        (out / "pbt.json").write_text(json.dumps(table, indent=2) + "\n")
+        write_text(out / "pbt.md", text)
+        write_json(out / "pbt.json", table)
     print(text)
     lineage = f" and {LINEAGE}" if (out / LINEAGE).exists() else ""
     print(f"wrote {', '.join(FILES)}{lineage} to {out}")
     return {**table, "summary": summary}
+
+
+def _cell(value: float, row: dict | None = None) -> str:
+    """A return in the table; a diverged member has none, and a population with one no mean."""
+    if not np.isnan(value):
+        return f"{value:.2f}"
+    if row is None:
+        return "diverged"
+    return f"- (member {', '.join(map(str, row['diverged_members']))} diverged)"

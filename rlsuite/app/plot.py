@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import pathlib
+import sys
 
 import jax
 import numpy as np
@@ -17,6 +19,7 @@ import tyro
 
 from rlsuite.app import runs
 from rlsuite.app.errors import UsageError
+from rlsuite.loop.divergence import DIVERGED
 from rlsuite.loop.loggers import JSONL
 
 TOP_LEVELS = 8  # buffer levels drawn by `rlsuite plot --levels`
@@ -69,10 +72,29 @@ def main(argv: list[str]) -> dict:
             curve(rows, args.metric)
         except ValueError as error:
             raise UsageError(f"{run} {error}") from None
+        _say_diverged(run, rows, args.metric)
         drawn.append((pathlib.Path(run).name, rows))
     plot_runs(drawn, out, args.metric, args.bin_steps)
     print(f"wrote {out}")
     return {"out": str(out)}
+
+
+def _say_diverged(run: str, rows: list[dict], metric: str) -> None:
+    """Say which seeds of `run` diverged (their curves end there; the mean after is over the
+    others), and refuse a run with no value of `metric` left to draw."""
+    from rlsuite.app.plotting import diverged_at
+
+    gone = diverged_at(rows)
+    values = [r.get(metric) for r in rows if r.get(DIVERGED, 0) == 0]
+    if not any(v is not None and math.isfinite(v) for v in values):
+        why = "every seed diverged before it logged one" if gone else "every value is null"
+        raise UsageError(f"{run} has no value of {metric} to draw: {why}")
+    for seed, steps in sorted(gone.items()):
+        print(
+            f"rlsuite plot: note: {run}: seed {seed} diverged at {steps:,} env steps; its curve "
+            "ends there and the mean after it is over the other seeds",
+            file=sys.stderr,
+        )
 
 
 def _plot_adaptation(run_dirs: list[str], out: pathlib.Path) -> dict:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from rlsuite.loop.divergence import DIVERGED
 from rlsuite.loop.loggers import EPISODES  # the count of the episodes a row's episodic metrics hold
 from rlsuite.ops import bootstrap
 
@@ -82,6 +83,8 @@ def binned_curve(rows: list[dict], metric: str, bin_steps: int) -> tuple[np.ndar
     total, weight = np.zeros((len(seeds), num_bins)), np.zeros((len(seeds), num_bins))
     weighted = metric.startswith("charts/episodic_")
     for r in rows:
+        if r.get(DIVERGED, 0) > 0:  # parameters no longer finite: no value to draw
+            continue
         value = r[metric]
         w = r.get(EPISODES, 1.0) if weighted else 1.0
         if value is None or not np.isfinite(value) or w is None or not w > 0:
@@ -92,6 +95,25 @@ def binned_curve(rows: list[dict], metric: str, bin_steps: int) -> tuple[np.ndar
     values = np.full(total.shape, np.nan)
     np.divide(total, weight, out=values, where=weight > 0)
     return (np.arange(num_bins) + 0.5) * bin_steps, values
+
+
+def diverged_at(rows: list[dict]) -> dict[int, int]:
+    """Per seed that diverged (`rlsuite.loop.divergence`), the env steps of its first row that
+    says so; its rows from there are not drawn."""
+    found: dict[int, int] = {}
+    for r in rows:
+        if r.get(DIVERGED, 0) > 0 and r["seed"] not in found:
+            found[r["seed"]] = r["env_steps"]
+    return found
+
+
+def label_of(name: str, rows: list[dict]) -> str:
+    """A run's legend label: its name, and the seeds that diverged and where."""
+    gone = diverged_at(rows)
+    if not gone:
+        return name
+    which = ", ".join(f"seed {s} at {steps:,} steps" for s, steps in sorted(gone.items()))
+    return f"{name} (diverged: {which})"
 
 
 def describe_bins(metric: str, bin_steps: int) -> str:
@@ -110,7 +132,9 @@ def plot_runs(
     to `out`; the legend says how."""
     if bin_steps is None:
         bin_steps = default_bin_steps([rows for _, rows in runs], metric)
-    curves = [(label, *binned_curve(rows, metric, bin_steps)) for label, rows in runs]
+    curves = [
+        (label_of(label, rows), *binned_curve(rows, metric, bin_steps)) for label, rows in runs
+    ]
     return plot_curves(curves, out, metric, legend_title=describe_bins(metric, bin_steps))
 
 

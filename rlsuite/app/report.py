@@ -23,6 +23,8 @@ import tyro
 
 from rlsuite.app.plotting import curve, plot_runs
 from rlsuite.app.runs import read_json
+from rlsuite.loop.divergence import diverged_runs
+from rlsuite.loop.files import write_text
 from rlsuite.loop.loggers import JSONL, read_metrics
 from rlsuite.loop.runner import check_new_file
 
@@ -61,7 +63,7 @@ def write_report(
     plot_runs([(run.name, rows)], figure, metric, None)
     why_not = first_frame(record, frame)
     text = render(record, final, figure.name, metric, frame.name, why_not)
-    page.write_text(text)
+    write_text(page, text)
     return {"page": str(page), "figure": str(figure), "frame": None if why_not else str(frame)}
 
 
@@ -152,11 +154,24 @@ def _evaluation(final: dict) -> str:
         return "final.json holds no per-seed results."
     names = list(results)
     seeds = max(len(v) for v in results.values())
-    rows = [(s, *[_number(results[n][s]) if s < len(results[n]) else "" for n in names])
-            for s in range(seeds)]  # fmt: skip
+    gone, at = diverged_runs(final), final.get("diverged_at_update") or []
+
+    def cell(n: str, s: int) -> str:
+        if s in gone:
+            return f"diverged (update {at[s]})"
+        return _number(results[n][s]) if s < len(results[n]) else ""
+
+    rows = [(s, *[cell(n, s) for n in names]) for s in range(seeds)]
     rows.append(("mean", *[_number(final.get(f"{n}_mean")) for n in names]))
     episodes = final.get("eval_episodes")
     note = f"\n\n{episodes} evaluation episodes per seed." if episodes else ""
+    if gone:
+        means = "the means are over the others" if len(gone) < seeds else "there is no mean"
+        note += (
+            f" {len(gone)} of {seeds} seeds diverged (their parameters stopped being finite "
+            f"numbers, and the learning curve ends there): {means}, and sweep, pbt and stats "
+            "rank them last."
+        )
     return _table(("seed", *names), rows) + note
 
 

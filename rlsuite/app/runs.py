@@ -31,6 +31,8 @@ from rlsuite.app.batches import Batch, batch_of
 from rlsuite.app.errors import UsageError, choose
 from rlsuite.loop import checkpoint
 from rlsuite.loop.agent import config_dict
+from rlsuite.loop.divergence import diverged_runs
+from rlsuite.loop.files import write_json
 from rlsuite.loop.loggers import CSV, JSONL
 
 CONFIG = "config.json"
@@ -252,13 +254,30 @@ def check_out(out: pathlib.Path) -> None:
     blocked = file_in_the_way(out)
     if blocked is not None:
         raise UsageError(f"--out {out}: {blocked} is a file, not a directory")
-    if (out / CONFIG).exists():
+    saved = saved_in(out)
+    if (out / CONFIG).exists() and (saved is not None or not _never_started(out)):
         raise UsageError(
             f"{out} already holds a run; continue it with --resume {out} or choose another --out"
         )
-    saved = saved_in(out)
     if saved is not None:
         raise UsageError(f"--out {out}: {saved}")
+    if (out / CONFIG).exists():
+        print(
+            f"rlsuite: note: {out / CONFIG} is that of a run that saved nothing (no checkpoint, "
+            "metrics or final.json); this run takes its place",
+            file=sys.stderr,
+        )
+
+
+def _never_started(out: pathlib.Path) -> bool:
+    """Whether the `config.json` in `out` (which has saved nothing else) is that of a run that
+    never started: a record `rlsuite train` wrote, or a file its write left empty or cut short
+    (before those writes were atomic). Any other file is kept."""
+    try:
+        record = json.loads((out / CONFIG).read_text() or "{}")
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return True
+    return record == {} or (isinstance(record, dict) and all(k in record for k in REQUIRED))
 
 
 def saved_in(out: pathlib.Path) -> str | None:
@@ -311,9 +330,10 @@ def start(run: NewRun) -> dict:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as error:
             raise UsageError(f"--out {out}: {error.strerror}") from None
-        (out / CONFIG).write_text(json.dumps(run.record.to_dict(), indent=2) + "\n")
     built = Built(run.agent, run.record.train_hparams(), run.data)
     try:
+        if is_main():
+            write_json(out / CONFIG, run.record.to_dict())
         return train(run.record, built, out, False, run.args.progress)
     except Exception:
         if is_main():
@@ -412,14 +432,32 @@ def _report(record: RunRecord, summary: dict, out, unit: str) -> None:
     score = ""
     if "normalized_score_mean" in summary:
         score = f"; normalised score {summary['normalized_score_mean']:.1f}"
-    per_seed = ", ".join(f"{r:.1f}" for r in summary["eval_return_per_seed"])
+    per_seed = ", ".join(_number(r) for r in summary["eval_return_per_seed"])
+    diverged = diverged_runs(summary)
+    over = ""
+    if diverged:
+        left = summary["num_seeds"] - len(diverged)
+        over = f" over the {left} that did not diverge" if left else ""
     print(
         f"{summary['algo']} on {summary['env']}: {summary['num_seeds']} {record.runs_word} x "
         f"{summary[unit]:,} {words} in {summary['wall_seconds']:.1f} s, "
         f"{summary['compile_seconds']:.1f} s of it compiling "
         f"({summary[f'{unit}_per_second']:,} {words}/s after); evaluation return "
-        f"{summary['eval_return_mean']:.1f} (per seed: {per_seed}){score}; files in {out}"
+        f"{_number(summary['eval_return_mean'], 'none')}{over} (per seed: {per_seed}){score}; "
+        f"files in {out}"
     )
+    if diverged:
+        at = summary["diverged_at_update"]
+        which = ", ".join(f"{run} at update {at[run]}" for run in diverged)
+        print(
+            f"diverged: {len(diverged)} of {summary['num_seeds']} {record.runs_word} ({which}); "
+            "their results are null in final.json and rank last in sweep, pbt and stats",
+            file=sys.stderr,
+        )
+
+
+def _number(value, missing: str = "diverged") -> str:
+    return missing if value is None else f"{value:.1f}"
 
 
 def mesh_sizes(text: str, num_runs: int, agent) -> dict:

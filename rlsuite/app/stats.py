@@ -24,10 +24,14 @@ import dataclasses
 import json
 import math
 import pathlib
+import sys
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import tyro
+
+from rlsuite.loop.divergence import DIVERGED, diverged_runs
+from rlsuite.loop.files import write_json, write_text
 
 EXTRA = "pip install 'rlsuite[stats]'"
 METRIC_NAMES = ("IQM", "Mean", "Median", "Optimality Gap")
@@ -77,10 +81,13 @@ def metrics_of(path: pathlib.Path) -> tuple[list[str], list[str]]:
     from rlsuite.loop.loggers import JSONL, read_metrics
 
     final = _final(path)
+    gone = set(diverged_runs(final))  # a diverged seed's results are null
     per_seed = sorted(
         k[: -len(PER_SEED)]
         for k, v in final.items()
-        if k.endswith(PER_SEED) and isinstance(v, list) and all(_number(x) for x in v)
+        if k.endswith(PER_SEED)
+        and isinstance(v, list)
+        and all(_number(x) or (x is None and i in gone) for i, x in enumerate(v))
     )
     logged = []
     if (path / JSONL).is_file():
@@ -125,12 +132,15 @@ def load_run(path: str | pathlib.Path, metric: str = "eval_return") -> Run:
         raise ValueError(f"{config} is not valid JSON ({error})") from None
     per_seed, logged = metrics_of(path)
     if metric in per_seed:
-        scores = np.asarray(_final(path)[metric + PER_SEED], dtype=np.float64)
+        values = _final(path)[metric + PER_SEED]
+        scores = np.asarray([np.nan if v is None else v for v in values], dtype=np.float64)
     elif metric in logged:
         seeds: dict[int, float] = {}
         for row in read_metrics(path):
             value = row.get(metric)
-            if value is not None and math.isfinite(value):
+            if row.get(DIVERGED, 0) > 0:
+                seeds[int(row["seed"])] = math.nan  # diverged: the worst (`worst_for_diverged`)
+            elif value is not None and math.isfinite(value):
                 seeds[int(row["seed"])] = float(value)  # rows are in time order: the last wins
         count = int(record.get("num_seeds", len(seeds)))
         missing = [s for s in range(count) if s not in seeds]
@@ -142,9 +152,43 @@ def load_run(path: str | pathlib.Path, metric: str = "eval_return") -> Run:
             f"unknown metric {metric!r} for {path}; allowed: {', '.join(per_seed) or 'none'} "
             f"(final.json), {', '.join(logged) or 'none'} (metrics.jsonl, last value per seed)"
         )
-    if scores.ndim != 1 or scores.size == 0 or not np.isfinite(scores).all():
+    if scores.ndim != 1 or scores.size == 0 or np.isinf(scores).any():
         raise ValueError(f"{path}: {metric!r} per seed is not a list of finite numbers: {scores}")
     return Run(path, record, scores)
+
+
+def worst_for_diverged(runs: Sequence[Run], by: str, metric: str) -> tuple[list[Run], list[str]]:
+    """`runs` with each diverged seed's score (NaN: `rlsuite.loop.divergence`) replaced by the
+    worst a seed reached on its task (the lowest score of any run's seed there), and one line
+    saying so per run; refused where every seed on a task diverged."""
+    _, task_fields = parse_by(by)
+
+    def task_of(run: Run) -> str:
+        return "+".join(_label(run, f) for f in task_fields)
+
+    lowest: dict[str, float] = {}
+    for run in runs:
+        ended = run.scores[~np.isnan(run.scores)]
+        if ended.size:
+            lowest[task_of(run)] = min(lowest.get(task_of(run), np.inf), float(ended.min()))
+    scored, notes = [], []
+    for run in runs:
+        gone = np.flatnonzero(np.isnan(run.scores))
+        if gone.size == 0:
+            scored.append(run)
+            continue
+        task = task_of(run)
+        if task not in lowest:
+            named = ", ".join(str(r.path) for r in runs if task_of(r) == task)
+            raise ValueError(f"every seed on task {task} diverged ({named}): nothing to rank")
+        scores = np.where(np.isnan(run.scores), lowest[task], run.scores)
+        scored.append(dataclasses.replace(run, scores=scores))
+        seeds = ", ".join(map(str, gone))
+        notes.append(
+            f"{run.path}: seed {seeds} diverged, scored as the worst {metric} on {task} "
+            f"({lowest[task]:.4g})"
+        )
+    return scored, notes
 
 
 def parse_by(text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -454,7 +498,9 @@ def report(
     if how not in NORMALIZE:
         raise ValueError(f"--normalize {how!r}: allowed: {', '.join(NORMALIZE)}")
     rliable()  # a missing extra is said before any run is read
-    runs = [load_run(d, metric) for d in run_dirs]
+    runs, diverged = worst_for_diverged([load_run(d, metric) for d in run_dirs], by, metric)
+    for note in diverged:
+        print(f"rlsuite stats: note: {note}", file=sys.stderr)
     raw, tasks = score_matrices(runs, by)
     matrices = normalize(raw, tasks, how, reference)
     points, intervals = interval_estimates(matrices, reps, seed)
@@ -467,7 +513,7 @@ def report(
         f"# {score}: {len(matrices)} method(s) x {len(tasks)} task(s) ({', '.join(tasks)})\n\n"
         f"Seeds per task: {seeds}. Point estimates and 95% stratified bootstrap intervals "
         f"(rliable, {reps} resamples, seed {seed}); optimality gap: 1 minus the mean score "
-        "clipped at 1."
+        "clipped at 1." + "".join(f"\n\nDiverged: {note}." for note in diverged)
     )
     text = markdown(points, intervals, pairs, header=header)
     summary = {
@@ -491,6 +537,7 @@ def report(
         ],
         "profile_taus": taus.tolist(),
         "profiles": {m: v.tolist() for m, v in profiles.items()},
+        "diverged": diverged,
     }
     images = {
         "intervals.png": plot_intervals(points, intervals, score),
@@ -498,8 +545,8 @@ def report(
     }
     check_out(out)  # again, just before writing
     out.mkdir(parents=True, exist_ok=True)
-    (out / "stats.md").write_text(text)
-    (out / "stats.json").write_text(json.dumps(summary, indent=2) + "\n")
+    write_text(out / "stats.md", text)
+    write_json(out / "stats.json", summary)
     for name, data in images.items():
         (out / name).write_bytes(data)
     return {"out": str(out), "markdown": text, **summary}

@@ -32,7 +32,6 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import itertools
-import json
 import math
 import pathlib
 
@@ -40,6 +39,7 @@ import numpy as np
 
 from rlsuite.app import runs, train
 from rlsuite.app.batches import Sweep
+from rlsuite.loop.files import write_json, write_text
 from rlsuite.ops.bootstrap import bootstrap_ci
 
 FILES = ("sweep.md", "sweep.json", "best.json")
@@ -224,10 +224,17 @@ def main(argv: list[str]) -> dict:
 
 def results(sweep: Sweep, summary: dict) -> dict:
     """The sweep's table from a run's summary (`final.json`): per configuration its seeds' values
-    of the metric, their mean and 95% percentile bootstrap interval; best (highest mean) first."""
+    of the metric, their mean and 95% percentile bootstrap interval; best (highest mean) first.
+
+    A configuration with a seed that diverged (its value null, `rlsuite.loop.divergence`) has no
+    mean (null) and ranks after every configuration whose seeds all ended: the fewer seeds
+    diverged the higher, then by the mean of the others."""
     key = f"{sweep.metric}_per_seed"
-    per_seed = np.asarray(summary[key], np.float64).reshape(len(sweep.configs), sweep.seeds)
-    low, high = bootstrap_ci(per_seed.T)
+    per_seed = np.asarray([np.nan if v is None else v for v in summary[key]], np.float64).reshape(
+        len(sweep.configs), sweep.seeds
+    )
+    ended = ~np.isnan(per_seed)
+    low, high = bootstrap_ci(np.where(ended.all(axis=1)[:, None], per_seed, np.nan).T)
     rows = [
         {
             "config": config,
@@ -235,10 +242,16 @@ def results(sweep: Sweep, summary: dict) -> dict:
             "mean": float(per_seed[c].mean()),
             "low": float(low[c]),
             "high": float(high[c]),
+            "diverged_seeds": np.flatnonzero(~ended[c]).tolist(),
         }
         for c, config in enumerate(sweep.configs)
     ]
-    order = sorted(range(len(rows)), key=lambda c: -rows[c]["mean"])
+
+    def rank(c: int):
+        others = per_seed[c][ended[c]]
+        return (int((~ended[c]).sum()), -others.mean() if others.size else np.inf)
+
+    order = sorted(range(len(rows)), key=rank)
     return {
         "metric": sweep.metric,
         "fields": sweep.fields,
@@ -255,8 +268,12 @@ def markdown(table: dict, title: str) -> str:
     lines = [f"# {title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for rank, row in enumerate(table["rows"], start=1):
         cells = [str(rank), *(f"{row['config'][f]:.4g}" for f in fields)]
-        cells += [f"{row['mean']:.2f}", f"[{row['low']:.2f}, {row['high']:.2f}]"]
-        cells.append(", ".join(f"{v:.1f}" for v in row["per_seed"]))
+        if row["diverged_seeds"]:
+            seeds = ", ".join(map(str, row["diverged_seeds"]))
+            cells += [f"diverged (seed {seeds})", "-"]
+        else:
+            cells += [f"{row['mean']:.2f}", f"[{row['low']:.2f}, {row['high']:.2f}]"]
+        cells.append(", ".join("diverged" if np.isnan(v) else f"{v:.1f}" for v in row["per_seed"]))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -290,12 +307,16 @@ def write_results(out: pathlib.Path, record: runs.RunRecord, summary: dict) -> d
     from rlsuite.loop.distributed import is_main
 
     if is_main():
-        (out / "sweep.md").write_text(text)
-        (out / "sweep.json").write_text(json.dumps(table, indent=2) + "\n")
-        (out / "best.json").write_text(json.dumps(best, indent=2) + "\n")
+        write_text(out / "sweep.md", text)
+        write_json(out / "sweep.json", table)
+        write_json(out / "best.json", best)
     print(text)
     values = ", ".join(f"{k}={v:.4g}" for k, v in table["rows"][0]["config"].items())
-    print(f"best: {values}, {table['metric']} {best['sweep_result']['mean']:.2f}")
+    top = table["rows"][0]
+    if top["diverged_seeds"]:
+        print(f"best: {values}, but every configuration had a seed that diverged")
+    else:
+        print(f"best: {values}, {table['metric']} {best['sweep_result']['mean']:.2f}")
     print(
         f"wrote {', '.join(FILES)} to {out}; retrain the best with its seeds: rlsuite train "
         f"--config {out / 'best.json'}"

@@ -49,6 +49,10 @@ class Agent(NamedTuple):
     env_split: the batches the agent splits over a mesh's `envs` devices (`rlsuite.loop.mesh.Split`:
         its environments, a replay or minibatch), each of which their count must divide; `()` for
         an agent that is never split.
+    trainable: `state -> pytree`, the part of the state a diverging update makes non-finite (its
+        networks' parameters and optimiser states), which `fit` checks after every chunk
+        (`rlsuite.loop.divergence`); None checks the whole state, so an agent whose state holds
+        NaN on purpose (a level buffer's empty scores) must declare it.
     """
 
     name: str
@@ -64,6 +68,7 @@ class Agent(NamedTuple):
     initial_carry: Callable[[Any, int], Any] | None = None
     extra_args: tuple[str, ...] = ()
     env_split: tuple[Split, ...] = ()
+    trainable: Callable[[Any], Any] | None = None
 
     # `jax.jit` takes the agent as a static argument, so it must hash; its `env_params` are data
     # (arrays: gymnax's Acrobot torques, a goal task's bounds) and cannot. An agent is the same

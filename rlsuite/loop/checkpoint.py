@@ -57,6 +57,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rlsuite.loop.distributed import barrier, place, to_host
+from rlsuite.loop.files import WriteError, os_error_in, sync_dir
 
 _STATE, _METADATA, _MANIFEST = "state", "metadata", "manifest"
 _FORMAT = 1
@@ -280,6 +281,9 @@ def save(
     Raises:
       CheckpointError: the step exists or is older than the latest one, the directory holds
         another run's (or unreadable) checkpoints, or orbax failed to write.
+      rlsuite.loop.files.WriteError: the write failed for a reason of the file system (a full
+        disk, a folder that cannot be written), found in orbax's chained errors and said in one
+        line; the earlier checkpoints are complete (the new one stays in its staging folder).
       TypeError: ``metadata`` is not JSON-serialisable.
     """
     directory = pathlib.Path(directory).absolute()
@@ -325,8 +329,11 @@ def save(
         if main:
             _sync_file(staged / _COMPLETE, f"step {step}\n")
             os.replace(staged, step_dir)  # the commit: <step> appears whole, or not at all
-            _sync_dir(directory)
+            sync_dir(directory)
     except Exception as e:
+        cause = os_error_in(e)  # a full disk, a folder that cannot be written: said as such
+        if cause is not None:
+            raise WriteError(step_dir, cause, f"checkpoint {step} in {directory}") from e
         raise CheckpointError(f"saving step {step} to {directory} failed: {_brief(e)}") from e
     if max_to_keep is not None and main:
         for old in sorted(_step_dirs(directory))[:-max_to_keep]:
@@ -350,22 +357,12 @@ def _write_items(path: pathlib.Path, leaves: dict, metadata: dict, manifest: dic
 
 
 def _sync_file(path: pathlib.Path, text: str) -> None:
+    """Write the marker of a complete save inside its staging folder (whose rename is the atomic
+    step), flushed to disk."""
     with open(path, "w") as f:
         f.write(text)
         f.flush()
         os.fsync(f.fileno())
-
-
-def _sync_dir(directory: pathlib.Path) -> None:
-    """Make a rename in ``directory`` durable (where the platform allows opening a directory)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _delete_step(directory: pathlib.Path, step: int) -> None:

@@ -53,11 +53,12 @@ import csv
 import io
 import json
 import math
-import os
 import pathlib
 from collections.abc import Mapping
 
 import numpy as np
+
+from rlsuite.loop.files import WriteError, append_text, write_text
 
 JSONL, CSV = "metrics.jsonl", "metrics.csv"
 STALE = ".stale"
@@ -140,23 +141,6 @@ def _last_header(path: pathlib.Path) -> str:
             if line.startswith(_RESERVED[0] + ","):
                 header = line
     return header
-
-
-def _replace(path: pathlib.Path, text: str) -> None:
-    """Writes ``text`` to ``path`` atomically (temporary file + rename)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def _append(path: pathlib.Path, text: str) -> None:
-    with open(path, "a", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def _csv_text(fields: list[str], rows: list[dict], header: bool = True) -> str:
@@ -325,7 +309,7 @@ class MetricsLogger:
                 self._logged_before = -1  # a new W&B run has none of the rows
             self._wandb = wandb_module.init(**options)
             if run_id is None:
-                id_path.write_text(f"{self._wandb.id}\n")
+                write_text(id_path, f"{self._wandb.id}\n")
             self._wandb.define_metric("env_steps")
             self._wandb.define_metric("*", step_metric="env_steps")
 
@@ -334,18 +318,18 @@ class MetricsLogger:
         header, stale_csv = _stale_csv_lines(self._csv_path, step)
         # Copy what is about to be dropped first, then shrink the main files.
         if stale:
-            _append(self.out_dir / (JSONL + STALE), "".join(stale))
+            append_text(self.out_dir / (JSONL + STALE), "".join(stale))
             self._logged_before = max(_env_steps(line) for line in stale)
         if stale_csv:
             stale_path = self.out_dir / (CSV + STALE)
             with_header = not _nonempty(stale_path) or _last_header(stale_path) != header
-            _append(stale_path, (header if with_header else "") + "".join(stale_csv))
+            append_text(stale_path, (header if with_header else "") + "".join(stale_csv))
         if self._jsonl_path.exists():
             # Written again as strict JSON: the same bytes, but for NaN literals of old files.
-            _replace(self._jsonl_path, "".join(_json_line(row) for row in kept_rows))
+            write_text(self._jsonl_path, "".join(_json_line(row) for row in kept_rows))
         if self._csv_path.exists() or kept_rows:
             self._fields = _fields_of(kept_rows) if kept_rows else []
-            _replace(self._csv_path, _csv_text(self._fields, kept_rows) if kept_rows else "")
+            write_text(self._csv_path, _csv_text(self._fields, kept_rows) if kept_rows else "")
 
     def log(self, env_steps, metrics: Mapping[str, object]) -> None:
         """Writes one row per seed (and per ``log_interval`` env steps, for a chunk) and flushes.
@@ -411,20 +395,15 @@ class MetricsLogger:
     def _write(self, rows: list[dict]) -> None:
         if not rows:
             return
-        self._jsonl.write("".join(_json_line(row) for row in rows))
-        self._jsonl.flush()
-        new_fields = [k for k in _fields_of(rows) if k not in self._fields]
-        if new_fields and self._fields:
-            # A wider header: rewrite the CSV from the JSONL record (which has these rows).
-            self._fields += new_fields
-            self._csv.close()
-            _replace(self._csv_path, _csv_text(self._fields, read_metrics(self.out_dir)))
-            self._csv = open(self._csv_path, "a", newline="")
-        else:
-            header = not self._fields
-            self._fields += new_fields
-            self._csv.write(_csv_text(self._fields, rows, header=header))
-        self._csv.flush()
+        try:
+            self._jsonl.write("".join(_json_line(row) for row in rows))
+            self._jsonl.flush()
+        except OSError as error:  # a full disk: what and where, in one line
+            raise WriteError(self._jsonl_path, error) from None
+        try:
+            self._write_csv(rows)
+        except OSError as error:
+            raise WriteError(self._csv_path, error) from None
         if self._tb is not None:
             for row in rows:
                 for name, value in row.items():
@@ -434,6 +413,20 @@ class MetricsLogger:
             self._tb.flush()
         if self._wandb is not None:
             self._log_wandb(rows)
+
+    def _write_csv(self, rows: list[dict]) -> None:
+        new_fields = [k for k in _fields_of(rows) if k not in self._fields]
+        if new_fields and self._fields:
+            # A wider header: rewrite the CSV from the JSONL record (which has these rows).
+            self._fields += new_fields
+            self._csv.close()
+            write_text(self._csv_path, _csv_text(self._fields, read_metrics(self.out_dir)))
+            self._csv = open(self._csv_path, "a", newline="")
+        else:
+            header = not self._fields
+            self._fields += new_fields
+            self._csv.write(_csv_text(self._fields, rows, header=header))
+        self._csv.flush()
 
     def _log_wandb(self, rows: list[dict]) -> None:
         by_step: dict[int, dict] = {}

@@ -12,7 +12,8 @@ as `hparams/<field>`.
 
 `PBT` is the host loop's `between_chunks` step. After a chunk, within each population (`members`
 consecutive runs; several independent populations make the seeds of a PBT experiment), it ranks
-the members by the chunk's mean of `metric` (default the episodic return), and each member of the
+the members by the chunk's mean of `metric` (default the episodic return; a member that diverged,
+`rlsuite.loop.divergence`, ranks last), and each member of the
 bottom `fraction` copies the whole learner state of a member drawn from the top `fraction`
 (exploit) and multiplies each swept hyperparameter by a factor drawn from `factors`, or with
 probability `resample` draws it anew from its range, clipped to `[low, high]` and kept on a log
@@ -32,6 +33,7 @@ import numpy as np
 from flax import struct
 
 from rlsuite.loop.agent import Agent
+from rlsuite.loop.divergence import DIVERGED
 
 
 @struct.dataclass
@@ -58,12 +60,13 @@ def population_agent(agent: Agent, logged: tuple[str, ...] = ()) -> Agent:
     def act(member, obs, key, deterministic=False, *carry):
         return agent.act(member.state, obs, key, deterministic, *carry)
 
-    carry = agent.initial_carry
+    carry, part = agent.initial_carry, agent.trainable
     return agent._replace(
         init=init,
         update=update,
         act=act,
         initial_carry=None if carry is None else (lambda member, n: carry(member.state, n)),
+        trainable=lambda member: member.state if part is None else part(member.state),
     )
 
 
@@ -136,6 +139,8 @@ class PBT:
         counts = finite.sum(axis=1)
         fitness = np.where(finite, values, 0.0).sum(axis=1) / np.maximum(counts, 1)
         fitness = np.where(counts > 0, fitness, np.nan)  # no episode ended in the chunk
+        if DIVERGED in metrics:  # a member whose parameters are not finite ranks last
+            fitness = np.where(np.asarray(metrics[DIVERGED])[:, -1] > 0, -np.inf, fitness)
         parents, factors = self.choose(fitness, update)
         fresh = self.redraw(factors.shape, update)
         bounds = (np.asarray(self.low), np.asarray(self.high))

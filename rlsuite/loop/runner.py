@@ -20,10 +20,12 @@ steps no environment: its keys are `gradient_steps`, `gradient_steps_this_call` 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import json
 import pathlib
+import signal
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -34,7 +36,9 @@ import numpy as np
 from rlsuite.loop import checkpoint, driver
 from rlsuite.loop.agent import Agent, config_dict
 from rlsuite.loop.distributed import is_main, place, to_host
+from rlsuite.loop.divergence import DIVERGED, Divergence, finite_check
 from rlsuite.loop.evaluator import eval_summary, evaluate_policies
+from rlsuite.loop.files import WriteError, write_json
 from rlsuite.loop.loggers import MetricsLogger, check_backends
 from rlsuite.loop.mesh import check_mesh, context_mesh
 from rlsuite.ops import memory
@@ -161,6 +165,7 @@ class Prepared:
     start: int
     key_eval: jax.Array
     run: Callable  # the jitted chunk, `driver.run_batch`
+    diverged: list | None = None  # per run, the update it diverged at (a resume's checkpoint)
 
     @property
     def ckpt_dir(self) -> pathlib.Path | None:
@@ -179,6 +184,7 @@ class Trained:
     collected: dict  # name -> the chunks' metrics, each [num_seeds, updates]
     wall_seconds: float
     compile_seconds: float
+    divergence: Divergence
 
 
 def prepare(agent, key, hparams, schedule: Schedule, output: Output, final: Final, data=None):
@@ -215,7 +221,7 @@ def prepare(agent, key, hparams, schedule: Schedule, output: Output, final: Fina
     if restored is None:
         prepared.states = init(agent, keys, hparams, schedule.hparams_axis, data)
     else:
-        prepared.states, prepared.start = restored
+        prepared.states, prepared.start, prepared.diverged = restored
     return prepared
 
 
@@ -273,8 +279,9 @@ def _check_memory(agent, target, num_seeds: int, saves: bool) -> None:
     memory.check_fits(need, what, hint="use fewer seeds or a smaller buffer", devices=devices)
 
 
-def _restore(run: Prepared, target, extra: tuple) -> tuple[Any, int] | None:
-    """`(states, update)` of a resume's last complete checkpoint, or None where the run starts
+def _restore(run: Prepared, target, extra: tuple) -> tuple[Any, int, list | None] | None:
+    """`(states, update, diverged)` of a resume's last complete checkpoint (`diverged`: the
+    update each run diverged at, None where none had), or None where the run starts
     afresh (not a resume, or a resume that saved no complete checkpoint yet); refused where the
     checkpoint does not match the run, or a new run's directory holds one."""
     ckpt_dir, final_path = run.ckpt_dir, run.final_path
@@ -292,7 +299,7 @@ def _restore(run: Prepared, target, extra: tuple) -> tuple[Any, int] | None:
         return None
     expect = {k: run.metadata[k] for k in ("algo", "env", "num_seeds", "config", "hparams", *extra)}
     states, saved = checkpoint.restore(ckpt_dir, target, expect=expect)
-    unmatched = sorted(set(saved) - set(run.metadata) - {"update", "env_steps"})
+    unmatched = sorted(set(saved) - set(run.metadata) - {"update", "env_steps", "diverged"})
     if unmatched:
         raise checkpoint.CheckpointError(
             f"checkpoint {ckpt_dir} was saved with metadata "
@@ -311,7 +318,7 @@ def _restore(run: Prepared, target, extra: tuple) -> tuple[Any, int] | None:
             f"fit: the run in {out_dir} already completed {start} of {num_updates} updates; "
             "nothing to resume"
         )
-    return states, start
+    return states, start, saved.get("diverged")
 
 
 def train_chunks(run: Prepared, callbacks: Callbacks) -> Trained:
@@ -327,7 +334,8 @@ def train_chunks(run: Prepared, callbacks: Callbacks) -> Trained:
         options = output.logger_options or {}
         logger = MetricsLogger(output.out_dir, resume_from_step=resume_step, **options)
     steps_per_update = agent.env_steps_per_update
-    collected: dict[str, list] = {}
+    divergence = Divergence.start(num_seeds, run.diverged, steps_per_update, run.schedule)
+    loop = _Loop(run, callbacks, logger, divergence, finite_check(agent.trainable), start)
     wall_start = time.perf_counter()
     # Every chunk length this call runs (the last chunk may be shorter) is compiled before the
     # first chunk, so that the chunks' times, and the rate in the summary, hold no compilation.
@@ -345,31 +353,113 @@ def train_chunks(run: Prepared, callbacks: Callbacks) -> Trained:
     compile_seconds = time.perf_counter() - wall_start
     total, done = num_updates * steps_per_update, start * steps_per_update
     with _Progress(output.progress and is_main(), total, done, num_seeds) as bar:
-        update = start
-        while update < num_updates:
-            n = min(chunk_updates, num_updates - update)
-            states, metrics = compiled[n](states, hparams, data)
-            metrics = to_host(metrics)  # from every process, where the runs span several
-            update += n
-            if callbacks.between_chunks is not None and update < num_updates:
-                changed = callbacks.between_chunks(states, metrics, update)
-                # Placed as the chunk left them: the compiled chunk takes that layout only.
-                states = jax.tree.map(lambda new, old: place(new, old.sharding), changed, states)
-            env_steps = (np.arange(update - n, update) + 1) * steps_per_update
-            if logger is not None:
-                logger.log(env_steps, metrics)
-            if run.ckpt_dir is not None:
-                saved = {**run.metadata, "update": update, "env_steps": update * steps_per_update}
-                checkpoint.save(run.ckpt_dir, update, states, saved)
-            for name, value in metrics.items():
-                collected.setdefault(name, []).append(value)
-            bar.advance(update * steps_per_update, metrics.get("charts/episodic_return"))
-            if callbacks.on_chunk is not None:
-                callbacks.on_chunk(update, metrics)
+        try:
+            while loop.update < num_updates:
+                n = min(chunk_updates, num_updates - loop.update)
+                states = loop.chunk(compiled[n], states, n, bar)
+        except KeyboardInterrupt:  # Ctrl-C: said in one line by whoever started the run
+            raise Interrupted(loop.where()) from None
+        except WriteError as error:  # a full disk: the same, with the cause
+            error.where = loop.where()
+            raise
     wall_seconds = time.perf_counter() - wall_start
     if logger is not None:
         logger.close()
-    return Trained(states, collected, wall_seconds, compile_seconds)
+    return Trained(states, loop.collected, wall_seconds, compile_seconds, divergence)
+
+
+@dataclasses.dataclass(frozen=True)
+class Where:
+    """How far a run that stopped got: `update` of `num_updates` computed, the last complete
+    checkpoint (None: none yet, a resume starts again) and the run's directory."""
+
+    update: int
+    num_updates: int
+    checkpoint: int | None
+    out_dir: pathlib.Path | None
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) during the chunks, with how far the run got (`where`)."""
+
+    def __init__(self, where: Where):
+        super().__init__(where)
+        self.where = where
+
+
+@dataclasses.dataclass
+class _Loop:
+    """The chunk loop: where it is (`update`), and the chunks' metrics it has collected."""
+
+    run: Prepared
+    callbacks: Callbacks
+    logger: MetricsLogger | None
+    divergence: Divergence
+    finite: Callable  # `finite_check(agent.trainable)`
+    update: int
+    collected: dict = dataclasses.field(default_factory=dict)
+
+    def chunk(self, compiled, states, n: int, bar) -> Any:
+        """Run one chunk of `n` updates from `states`, then its callbacks, metrics rows,
+        checkpoint and progress; returns the states the next chunk starts from."""
+        run, callbacks = self.run, self.callbacks
+        steps_per_update = run.agent.env_steps_per_update
+        states, metrics = compiled(states, run.hparams, run.data)
+        metrics = to_host(metrics)  # from every process, where the runs span several
+        metrics = self.divergence.observe(to_host(self.finite(states)), metrics, self.update + 1)
+        self.update += n
+        update = self.update
+        if callbacks.between_chunks is not None and update < run.schedule.num_updates:
+            changed = callbacks.between_chunks(states, metrics, update)
+            # Placed as the chunk left them: the compiled chunk takes that layout only.
+            states = jax.tree.map(lambda new, old: place(new, old.sharding), changed, states)
+        if self.logger is not None:
+            self.logger.log((np.arange(update - n, update) + 1) * steps_per_update, metrics)
+        if run.ckpt_dir is not None:
+            saved = {**run.metadata, "update": update, "env_steps": update * steps_per_update}
+            if self.divergence.any:
+                saved["diverged"] = list(self.divergence.at)
+            with _checkpoint_first():
+                checkpoint.save(run.ckpt_dir, update, states, saved)
+        # The divergence column starts with the first run that diverged: none before.
+        earlier = [np.zeros_like(v) for v in next(iter(self.collected.values()), [])]
+        for name, value in metrics.items():
+            self.collected.setdefault(name, earlier if name == DIVERGED else []).append(value)
+        bar.advance(update * steps_per_update, metrics.get("charts/episodic_return"))
+        if callbacks.on_chunk is not None:
+            callbacks.on_chunk(update, metrics)
+        return states
+
+    def where(self) -> Where:
+        ckpt_dir = self.run.ckpt_dir
+        latest = None if ckpt_dir is None else checkpoint.latest_step(ckpt_dir)
+        out_dir = self.run.output.out_dir
+        out_dir = None if out_dir is None else pathlib.Path(out_dir)
+        return Where(self.update, self.run.schedule.num_updates, latest, out_dir)
+
+
+@contextlib.contextmanager
+def _checkpoint_first():
+    """Ctrl-C (SIGINT) while a checkpoint is written takes effect once it is complete, so that
+    an interrupted run keeps the checkpoint it was saving; a second Ctrl-C stops it at once (the
+    save cut short, which a resume passes over). Only the main thread can catch signals."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught = []
+
+    def defer(signum, frame):
+        if caught:
+            raise KeyboardInterrupt
+        caught.append(signum)
+
+    previous = signal.signal(signal.SIGINT, defer)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 def finish(run: Prepared, trained: Trained, final: Final) -> FitResult:
@@ -397,8 +487,9 @@ def finish(run: Prepared, trained: Trained, final: Final) -> FitResult:
         **eval_summary(eval_returns, final.reference_returns),
         **trials,
     }
+    summary = trained.divergence.summarize(summary)
     if run.final_path is not None and run.output.out_dir is not None and is_main():
-        run.final_path.write_text(json.dumps(summary, indent=2) + "\n")
+        write_json(run.final_path, summary)
     metrics = {k: np.concatenate(v, axis=1) for k, v in trained.collected.items()}
     return FitResult(trained.states, metrics, eval_returns, summary)
 

@@ -211,7 +211,12 @@ def make(
     if score is None:
         score = score_levels if curriculum.score is None else curriculum.score
     setup = UEDSetup(config, student, levels, score, curriculum)
-    return agent_of(setup, init, update)
+    return agent_of(setup, init, update, trainable)
+
+
+def trainable(state: UEDState):
+    """The student's parameters and optimiser state (the level buffer's empty scores are NaN)."""
+    return ppo.trainable(state.student)
 
 
 # This family in the algorithm registry (`rlsuite train ued`).

@@ -128,4 +128,9 @@ def make(
     adversary_config = dataclasses.replace(config, num_steps=editor.episode_length)
     adversary = ppo.prepare(adversary_config, editor, editor.default_params)
     setup = PAIREDSetup(config, student, levels, adversary)
-    return agent_of(setup, init, update)
+    return agent_of(setup, init, update, trainable)
+
+
+def trainable(state: PAIREDState):
+    """The three agents' parameters and optimiser states."""
+    return tuple(ppo.trainable(s) for s in (state.student, state.antagonist, state.adversary))

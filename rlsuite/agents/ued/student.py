@@ -163,9 +163,10 @@ def initial_carry(setup, state, num_envs: int):
     return ppo.initial_carry(setup.student, state.student, num_envs)
 
 
-def agent_of(setup, init, update) -> Agent:
+def agent_of(setup, init, update, trainable) -> Agent:
     """The `Agent` named `ued` of UED's or PAIRED's `setup` and stages: its student acts, and
-    its environment steps are the student's (`num_envs * num_steps` an update)."""
+    its environment steps are the student's (`num_envs * num_steps` an update); `trainable` is
+    what a diverging update makes non-finite (`Agent.trainable`)."""
     student, config = setup.student, setup.config
     return bind(
         setup,
@@ -180,4 +181,5 @@ def agent_of(setup, init, update) -> Agent:
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.num_steps,
         env_split=ppo.env_split(student),
+        trainable=trainable,
     )

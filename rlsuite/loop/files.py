@@ -1,0 +1,122 @@
+"""The files a run, a sweep or a population writes: each whole or not at all, and JSON strict.
+
+    write_json(out / "final.json", summary)   # NaN and infinities become null
+    write_text(out / "sweep.md", text)
+
+A file is written to a temporary file beside it (`.NAME.tmp`), flushed to disk and renamed over
+`path`, so that a reader (or a resume after a kill or a full disk) finds the old file or the new
+one, never a part. JSON has no literal for a number that is not finite: `strict` writes it as
+`null` (as `metrics.jsonl` does, `rlsuite.loop.loggers`), so that every file parses with a strict
+JSON parser. A write that fails (`OSError`: a full disk, a folder that cannot be written) leaves
+`path` as it was, removes the temporary file and raises `WriteError`, one line naming the path and
+the cause.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+
+class WriteError(OSError):
+    """A file of the suite could not be written: `path` (or `what` was being written there)
+    and the cause, in one line. `where` is set by the loop that was writing it
+    (`rlsuite.loop.runner.Where`: how far the run got)."""
+
+    where = None
+
+    def __init__(self, path, error: OSError, what: str | None = None):
+        self.path = pathlib.Path(path)
+        cause = error.strerror or str(error)
+        super().__init__(error.errno, f"could not write {what or self.path}: {cause}")
+
+    def __str__(self) -> str:
+        return self.strerror
+
+
+def os_error_in(error: BaseException) -> OSError | None:
+    """The first `OSError` with an errno in `error`'s causes and contexts (and, for a group, its
+    exceptions): what a library's own wrapping of a failed write hides."""
+    seen, todo = set(), [error]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, OSError) and e.errno is not None:
+            return e
+        todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
+    return None
+
+
+def strict(value: Any) -> Any:
+    """`value` with every float that is not finite as None, numpy scalars and arrays as Python
+    numbers and lists, and tuples as lists: what `json.dumps(..., allow_nan=False)` accepts."""
+    if isinstance(value, Mapping):
+        return {k: strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [strict(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return strict(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def json_text(value: Any, indent: int | None = 2) -> str:
+    """`value` as strict JSON text, ending with a newline."""
+    return json.dumps(strict(value), indent=indent, allow_nan=False) + "\n"
+
+
+def write_text(path, text: str) -> pathlib.Path:
+    """Write `text` to `path` atomically (a temporary file beside it, then a rename)."""
+    path = pathlib.Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(tmp, "w", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise WriteError(path, error) from None
+    sync_dir(path.parent)
+    return path
+
+
+def write_json(path, value: Any, indent: int | None = 2) -> pathlib.Path:
+    """Write `value` to `path` as strict JSON, atomically."""
+    return write_text(path, json_text(value, indent))
+
+
+def append_text(path, text: str) -> None:
+    """Append `text` to `path` and flush it to disk (for files that grow by lines)."""
+    path = pathlib.Path(path)
+    try:
+        with open(path, "a", newline="") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError as error:
+        raise WriteError(path, error) from None
+
+
+def sync_dir(directory) -> None:
+    """Make a rename in `directory` durable (where the platform allows opening a directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
