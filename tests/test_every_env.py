@@ -49,7 +49,7 @@ def test_every_registered_environment_trains_with_ppo_from_the_cli(name, tmp_pat
     final = json.loads((out / "final.json").read_text())
     assert final["env"] == name and final["env_steps"] == 256
     assert len(final["eval_return_per_seed"]) == 1
-    assert f"ppo on {name}: 1 seeds x 256 env steps" in capsys.readouterr().out
+    assert f"ppo on {name}: 1 seed x 256 env steps" in capsys.readouterr().out
 
 
 def _code(env):

@@ -110,7 +110,8 @@ def test_a_full_disk_at_a_checkpoint_is_one_line_and_the_run_resumes(tmp_path, m
     err = capsys.readouterr().err.strip()
     assert err == (
         f"rlsuite train: error: could not write checkpoint 4 in {out / 'checkpoints'}: No space "
-        "left on device at update 4 of 6; the last complete checkpoint is update 2; continue "
+        "left on device; stopped at update 4 of 6; the last complete checkpoint is update 2; "
+        "continue "
         f"with: rlsuite train --resume {out}"
     )
     monkeypatch.undo()
@@ -153,3 +154,30 @@ def test_ctrl_c_is_one_line_with_the_checkpoint_and_the_command_that_resumes(tmp
 def checkpoint_steps(out: pathlib.Path) -> int:
     folder = out / "checkpoints"
     return len([p for p in folder.iterdir() if p.name.isdigit()]) if folder.is_dir() else 0
+
+
+@pytest.mark.skipif(not pathlib.Path("/proc/self").is_dir(), reason="needs Linux's /proc")
+def test_every_command_refuses_an_output_it_cannot_write_before_it_works(tmp_path, capsys):
+    run = tmp_path / "run"
+    assert cli.main([*RUN, "--out", str(run)]) == 0
+    capsys.readouterr()
+    cases = {
+        ("report", run, "--out", "/proc/r.md"): "--out /proc/r.md: /proc cannot be written to",
+        (
+            "report",
+            run,
+            "--out",
+            tmp_path / "no" / "r.md",
+        ): f"{tmp_path / 'no'} is not a directory",
+        ("stats", run, "--out", "/proc/s"): "--out /proc/s: /proc cannot be written to",
+        ("plot", run, "--out", "/proc/p.png"): "--out /proc/p.png: /proc cannot be written to",
+        ("render", run, "--out", "/proc/v.gif"): "--out /proc/v.gif: /proc cannot be written to",
+        ("train", "ppo", "--out", "/proc/run"): "--out /proc/run: /proc cannot be written to",
+    }
+    for args, message in cases.items():
+        assert cli.main(list(map(str, args))) == 2, args
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and message in err, (args, err)
+    assert sorted(p.name for p in run.iterdir()) == [
+        "checkpoints", "config.json", "final.json", "metrics.csv", "metrics.jsonl"
+    ]  # fmt: skip

@@ -132,6 +132,16 @@ def test_default_bins_are_round_and_never_narrower_than_the_logged_rows():
     assert not np.isnan(binned_curve(short, "r", 100)[1]).any()
     # Drawn together, runs share the grid of the longest.
     assert default_bin_steps([short, ppo], "r") == 20_000
+    # A goal run of 64 envs x 50-step episodes, a row per update of 64 steps: an episode ends
+    # in every 50th update only (3,200 steps), so bins of 3,200 / 30 -> 200 steps would be mostly
+    # empty: the widest gap between a seed's rows with a value, 3,200, sets 5,000.
+    goal = [
+        {"env_steps": 64 * u, "seed": s, "r": 1.0 if u % 50 == 0 else None}
+        for u in range(1, 1001)
+        for s in (0, 1)
+    ]
+    assert default_bin_steps([goal], "r") == 5_000
+    assert not np.isnan(binned_curve(goal, "r", 5_000)[1][:, :-1]).any()
 
 
 C0 = np.array([0x1F, 0x77, 0xB4]) / 255  # matplotlib's first line colour

@@ -12,6 +12,8 @@
     rlsuite report runs/demo
     rlsuite dataset collect --env pendulum --quality medium --size 100000 --out data/p-m.hdf5
     rlsuite train iql --dataset data/p-m.hdf5 --num-updates 1000 --out runs/iql
+    rlsuite list algos | envs [PATTERN] | tuned
+    rlsuite --version
 
 `train` starts from the tuned defaults for the environment (`rlsuite.app.tuned`), or from a
 `--config FILE` (a run's `config.json` or a sweep's `best.json`); every config and hyperparameter
@@ -36,6 +38,7 @@ it got to, the last complete checkpoint and the command that continues the run).
 """
 
 import importlib
+import importlib.metadata
 import sys
 
 from rlsuite.agents import registry
@@ -56,6 +59,7 @@ COMMANDS = {
     "dataset": "dataset",
     "stats": "stats",
     "report": "report",
+    "list": "listing",
 }
 
 
@@ -72,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(_help())
         return 0 if argv else 2
+    if argv[0] in ("-V", "--version"):
+        print(f"rlsuite {importlib.metadata.version('rlsuite')}")
+        return 0
     command, rest = argv[0], argv[1:]
     try:
         choose("command", command, tuple(COMMANDS))

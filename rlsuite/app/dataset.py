@@ -48,6 +48,14 @@ def main(argv: list[str]) -> dict:
     from rlsuite.data.dataset_files import save_d4rl
     from rlsuite.loop.runner import check_new_file
 
+    if argv and argv[0] in ("-h", "--help"):
+        print(
+            "usage: rlsuite dataset collect --env NAME --quality QUALITY --size N --out FILE\n\n"
+            "collect: an offline dataset (D4RL layout) from the policies of our own SAC or TD3 "
+            "trained on NAME; rlsuite dataset collect --help lists its flags, and rlsuite train "
+            "ALGO --dataset FILE trains an offline algorithm on it."
+        )
+        raise SystemExit(0)
     if not argv or argv[0] != "collect":
         raise UsageError("dataset needs a subcommand: rlsuite dataset collect --help")
     args = tyro.cli(CollectArgs, args=argv[1:], prog="rlsuite dataset collect")

@@ -71,7 +71,8 @@ def stopped(error: BaseException, resume: str | None = None) -> str:
         kept = "no checkpoint yet, so a resume starts it again"
     else:
         kept = f"the last complete checkpoint is update {where.checkpoint}"
-    line = f"{what} at update {where.update} of {where.num_updates}; {kept}"
+    at = f"at update {where.update} of {where.num_updates}"
+    line = f"{what} {at}; {kept}" if what == "interrupted" else f"{what}; stopped {at}; {kept}"
     return line if resume is None else f"{line}; continue with: {resume} {where.out_dir}"
 
 

@@ -54,13 +54,18 @@ def curve(rows: list[dict], metric: str) -> tuple[np.ndarray, np.ndarray]:
 
 def default_bin_steps(runs: Sequence[list[dict]], metric: str, bins: int = 30) -> int:
     """Env steps per bin for drawing `metric` from these runs together: about `bins` bins over the
-    longest run, never narrower than the widest gap between two logged rows of a run (so that a
-    metric logged on every row has a value in every bin), rounded up to 1, 2 or 5 x 10^k."""
+    longest run, never narrower than the widest gap between two rows of a seed that hold a value
+    of it (so that every bin has one: rows where no episode ended hold none, and with short
+    episodes in many environments most rows may be such), rounded up to 1, 2 or 5 x 10^k."""
     width = 1.0
     for rows in runs:
         steps = np.unique([r["env_steps"] for r in rows if metric in r])
         if steps.size:
-            width = max(width, steps[-1] / bins, np.diff(steps, prepend=0).max())
+            width = max(width, steps[-1] / bins)
+        for seed in {r["seed"] for r in rows}:
+            held = [r["env_steps"] for r in rows if r["seed"] == seed and _number(r.get(metric))]
+            if held:
+                width = max(width, np.diff(np.unique(held), prepend=0).max())
     scale = 1
     while True:
         for m in (1, 2, 5):
@@ -114,6 +119,10 @@ def label_of(name: str, rows: list[dict]) -> str:
         return name
     which = ", ".join(f"seed {s} at {steps:,} steps" for s, steps in sorted(gone.items()))
     return f"{name} (diverged: {which})"
+
+
+def _number(value) -> bool:
+    return isinstance(value, int | float) and math.isfinite(value)
 
 
 def describe_bins(metric: str, bin_steps: int) -> str:

@@ -55,6 +55,8 @@ def write_report(
     page = check_new_file(run / "report.md" if out is None else out)
     if page.suffix != ".md":
         raise ValueError(f"--out {page}: the page is markdown; give a name ending in .md")
+    if not page.parent.is_dir():
+        raise ValueError(f"--out {page}: {page.parent} is not a directory")
     figure = check_new_file(page.with_suffix(".png"), hint=" (the page's figure)")
     frame = check_new_file(page.with_name(f"{page.stem}_frame.png"), hint=" (the first frame)")
     final_path = run / "final.json"

@@ -32,7 +32,7 @@ from rlsuite.app.errors import UsageError, choose
 from rlsuite.loop import checkpoint
 from rlsuite.loop.agent import config_dict
 from rlsuite.loop.divergence import diverged_runs
-from rlsuite.loop.files import write_json
+from rlsuite.loop.files import unwritable, write_json
 from rlsuite.loop.loggers import CSV, JSONL
 
 CONFIG = "config.json"
@@ -84,7 +84,9 @@ class RunRecord:
 
     @property
     def runs_word(self) -> str:
-        return "seeds" if self.batch is None else "runs"
+        """What the runs are called: seeds, or the runs of a batch (singular for one)."""
+        word = "seeds" if self.batch is None else "runs"
+        return word[:-1] if self.num_seeds == 1 else word
 
     def train_hparams(self):
         """The hparams the runs train with: `hparams`, or one set per run of a batch."""
@@ -254,6 +256,9 @@ def check_out(out: pathlib.Path) -> None:
     blocked = file_in_the_way(out)
     if blocked is not None:
         raise UsageError(f"--out {out}: {blocked} is a file, not a directory")
+    reason = unwritable(out)
+    if reason is not None:
+        raise UsageError(f"--out {out}: {reason}")
     saved = saved_in(out)
     if (out / CONFIG).exists() and (saved is not None or not _never_started(out)):
         raise UsageError(
@@ -422,7 +427,8 @@ def _announce(record: RunRecord, built: Built, out, resumed: bool, unit: str) ->
     print(
         f"{'resuming' if resumed else 'training'} {record.algo} on {record.env}: "
         f"{record.num_seeds} {record.runs_word} x {num_updates * per_update:,} {words} each "
-        f"({num_updates:,} updates of {per_update:,}); files in {out}",
+        f"({num_updates:,} update{'' if num_updates == 1 else 's'} of {per_update:,}); "
+        f"files in {out}",
         flush=True,
     )
 

@@ -21,7 +21,7 @@ from rlsuite.loop.mesh import AXES
 
 PROCESS_FLAGS = ("--coordinator", "--num-processes", "--process-id")
 RUN_COMMANDS = ("train", "sweep", "pbt")  # the commands that train: devices, mesh, processes
-PLAIN_COMMANDS = ("plot", "stats", "report")  # the commands that compute nothing on devices
+PLAIN_COMMANDS = ("plot", "stats", "report", "list")  # the commands that compute nothing on devices
 
 
 @dataclasses.dataclass(frozen=True)

@@ -31,7 +31,7 @@ import numpy as np
 import tyro
 
 from rlsuite.loop.divergence import DIVERGED, diverged_runs
-from rlsuite.loop.files import write_json, write_text
+from rlsuite.loop.files import unwritable, write_json, write_text
 
 EXTRA = "pip install 'rlsuite[stats]'"
 METRIC_NAMES = ("IQM", "Mean", "Median", "Optimality Gap")
@@ -459,12 +459,16 @@ def _pyplot():
 
 
 def check_out(out: pathlib.Path) -> None:
-    """Refuse an `--out` that is a file or already holds any of `FILES`."""
+    """Refuse an `--out` that is a file, cannot be made or written to, or already holds any of
+    `FILES`."""
     from rlsuite.loop.runner import file_in_the_way
 
     blocked = file_in_the_way(out)
     if blocked is not None:
         raise ValueError(f"--out {out}: {blocked} is a file, not a directory")
+    reason = unwritable(out)
+    if reason is not None:
+        raise ValueError(f"--out {out}: {reason}")
     held = [name for name in FILES if (out / name).exists()]
     if held:
         raise FileExistsError(

@@ -22,7 +22,7 @@ from rlsuite.agents import registry
 from rlsuite.app import runs
 from rlsuite.app.errors import UsageError, choose
 from rlsuite.app.startup import PROCESS_FLAGS
-from rlsuite.app.tuned import env_from_argv, flag_value, tuned
+from rlsuite.app.tuned import TUNED, env_from_argv, flag_value, tuned
 from rlsuite.loop.loggers import DEFAULT_LOG_INTERVAL, check_backends
 
 # The fields of a `--config FILE` besides the algorithm's config and hparams that a new run takes
@@ -38,7 +38,8 @@ def train_args(algo: registry.Algorithm):
         config: Annotated[algo.config_cls, tyro.conf.OmitArgPrefixes]
         hparams: Annotated[algo.hparams_cls, tyro.conf.OmitArgPrefixes]
         env: str = "cartpole"
-        """environment name (`envs.names()` lists them); offline algorithms take the dataset's"""
+        """environment: a registered name (`rlsuite list envs`), or `module:Class` (or
+        `module:function`) for one of your own; offline algorithms take the dataset's"""
         dataset: str | None = None
         """offline algorithms: the D4RL-layout HDF5 file to learn from"""
         num_seeds: int = 1
@@ -169,6 +170,15 @@ def _parse(argv: list[str], command: str):
     argv, given = config_file(argv)
     if given is not None and (not argv or argv[0].startswith("-")):
         argv = [given["algo"], *argv]  # the file names the algorithm
+    if argv and argv[0] in ("-h", "--help"):
+        print(
+            f"usage: rlsuite {command} ALGO [--env NAME] [FLAGS]\n\nALGO is one of "
+            f"{', '.join(registry.names())} (rlsuite list algos says what each is); "
+            f"rlsuite {command} ALGO --help lists its flags. --env takes a registered name "
+            "(rlsuite list envs) or module:Class (or module:function) for an environment of "
+            "your own; rlsuite list tuned gives the pairs with tuned defaults."
+        )
+        raise SystemExit(0)
     if not argv or argv[0].startswith("-"):
         raise UsageError(
             f"{command} needs an algorithm first: rlsuite {command} ALGO "
@@ -196,6 +206,12 @@ def _parse(argv: list[str], command: str):
         run = {k: given[k] for k in CONFIG_FILE_RUN_KEYS if k in given}
     default = TrainArgs(config=config, hparams=algo.hparams_cls(**hparams), env=env_name, **run)
     args = tyro.cli(TrainArgs, args=argv, default=default, prog=f"rlsuite {command} {name}")
+    if given is None and not algo.offline and (name, env_name) not in TUNED:
+        print(
+            f"rlsuite {command}: note: no tuned defaults for {name} on {env_name}; it starts "
+            f"from {name}'s own, which may not learn it (rlsuite list tuned)",
+            file=sys.stderr,
+        )
     return algo, args, env_name, made
 
 

@@ -44,8 +44,10 @@ Guarantees:
     ``algo`` and ``env``): ``max_to_keep`` would otherwise delete another run's checkpoints.
 """
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import pathlib
 import shutil
@@ -320,21 +322,27 @@ def save(
     main = jax.process_index() == 0
     step_dir = directory / str(step)
     staged = directory / f"{_STAGING}{step}"
+    held: list[logging.LogRecord] = []
     try:
         if main:
             directory.mkdir(parents=True, exist_ok=True)
             _remove_leftovers(directory)
         barrier(f"rlsuite checkpoint {step}: directory ready")
-        _write_items(staged, leaves, metadata, manifest)
+        with _holding_orbax_logs(held):
+            _write_items(staged, leaves, metadata, manifest)
         if main:
             _sync_file(staged / _COMPLETE, f"step {step}\n")
             os.replace(staged, step_dir)  # the commit: <step> appears whole, or not at all
             sync_dir(directory)
     except Exception as e:
         cause = os_error_in(e)  # a full disk, a folder that cannot be written: said as such
-        if cause is not None:
+        if cause is not None:  # (orbax's threads logged the same, with their tracebacks)
             raise WriteError(step_dir, cause, f"checkpoint {step} in {directory}") from e
+        for record in held:  # another fault: what orbax's threads said may explain it
+            logging.getLogger(record.name).handle(record)
         raise CheckpointError(f"saving step {step} to {directory} failed: {_brief(e)}") from e
+    for record in held:
+        logging.getLogger(record.name).handle(record)
     if max_to_keep is not None and main:
         for old in sorted(_step_dirs(directory))[:-max_to_keep]:
             _delete_step(directory, old)
@@ -354,6 +362,23 @@ def _write_items(path: pathlib.Path, leaves: dict, metadata: dict, manifest: dic
     )
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
         checkpointer.save(path, args=args)
+
+
+@contextlib.contextmanager
+def _holding_orbax_logs(held: list):
+    """Hold what orbax's threads log (through absl) while a save runs, in `held`, for `save` to
+    pass on or drop: a full disk is said once, in one line, not as a traceback per thread."""
+    logger = logging.getLogger("absl")
+
+    def hold(record: logging.LogRecord) -> bool:
+        held.append(record)
+        return False
+
+    logger.addFilter(hold)
+    try:
+        yield
+    finally:
+        logger.removeFilter(hold)
 
 
 def _sync_file(path: pathlib.Path, text: str) -> None:

@@ -18,6 +18,8 @@ import json
 import math
 import os
 import pathlib
+import re
+import tempfile
 from collections.abc import Mapping
 from typing import Any
 
@@ -42,7 +44,9 @@ class WriteError(OSError):
 
 def os_error_in(error: BaseException) -> OSError | None:
     """The first `OSError` with an errno in `error`'s causes and contexts (and, for a group, its
-    exceptions): what a library's own wrapping of a failed write hides."""
+    exceptions), or an error whose message carries one (tensorstore's `[os_error_code='28']`,
+    which orbax raises as a `ValueError`): what a library's own wrapping of a failed write
+    hides."""
     seen, todo = set(), [error]
     while todo:
         e = todo.pop(0)
@@ -51,6 +55,9 @@ def os_error_in(error: BaseException) -> OSError | None:
         seen.add(id(e))
         if isinstance(e, OSError) and e.errno is not None:
             return e
+        code = re.search(r"\[os_error_code='(\d+)'\]", str(e))  # tensorstore's, under orbax
+        if code is not None:
+            return OSError(int(code.group(1)), os.strerror(int(code.group(1))))
         todo += [e.__cause__, e.__context__, *getattr(e, "exceptions", ())]
     return None
 
@@ -108,6 +115,22 @@ def append_text(path, text: str) -> None:
             os.fsync(f.fileno())
     except OSError as error:
         raise WriteError(path, error) from None
+
+
+def unwritable(path) -> str | None:
+    """Why nothing could be written at `path` (a file, or a folder to make and fill), probed
+    before any work by making a temporary file in `path`'s nearest folder that exists; None
+    where it can be."""
+    path = pathlib.Path(path).absolute()
+    folder = next(p for p in (path, *path.parents) if p.exists())
+    if not folder.is_dir():
+        return f"{folder} is a file, not a directory"
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        return f"{folder} cannot be written to ({error.strerror or error})"
+    return None
 
 
 def sync_dir(directory) -> None:

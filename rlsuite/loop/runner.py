@@ -38,7 +38,7 @@ from rlsuite.loop.agent import Agent, config_dict
 from rlsuite.loop.distributed import is_main, place, to_host
 from rlsuite.loop.divergence import DIVERGED, Divergence, finite_check
 from rlsuite.loop.evaluator import eval_summary, evaluate_policies
-from rlsuite.loop.files import WriteError, write_json
+from rlsuite.loop.files import WriteError, unwritable, write_json
 from rlsuite.loop.loggers import MetricsLogger, check_backends
 from rlsuite.loop.mesh import check_mesh, context_mesh
 from rlsuite.ops import memory
@@ -560,7 +560,8 @@ def check_new_file(
     path, flag: str = "--out", overwrite: bool = False, hint: str = ""
 ) -> pathlib.Path:
     """Refuse, before anything runs, a `path` that a new file cannot be written to: one under a
-    file, a directory, or (unless `overwrite`) an existing file; `hint` ends that last message.
+    file or where no folder can be made or written to, a directory, or (unless `overwrite`) an
+    existing file; `hint` ends the message of that last.
     Returns `path` as a `pathlib.Path`."""
     path = pathlib.Path(path)
     blocked = file_in_the_way(path.parent)
@@ -570,6 +571,9 @@ def check_new_file(
         raise ValueError(f"{flag} {path} is a directory; give the name of a file")
     if path.exists() and not overwrite:
         raise FileExistsError(f"{path} exists; choose another {flag}{hint}")
+    reason = unwritable(path.parent)
+    if reason is not None:
+        raise ValueError(f"{flag} {path}: {reason}")
     return path
 
 
