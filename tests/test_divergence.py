@@ -260,3 +260,39 @@ def test_a_population_member_that_diverged_ranks_last():
     assert pbt.lineage[-1]["fitness"] == [1.0, 2.0, -np.inf, 3.0]
     assert pbt.lineage[-1]["parent"] == [0, 1, 3, 3]  # the worst copies the best
     assert strict_load(json_text(pbt.lineage[-1]))["fitness"][2] is None
+
+
+TINY_CLI = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--no-progress"]
+
+
+def test_every_file_of_a_diverging_sweep_and_population_is_strict_json(tmp_path, capsys):
+    # A sweep whose learning rate 50 diverges on pendulum, and a population on pendulum whose
+    # learning rates reach 50: every JSON file they write parses strictly; the sweep ranks
+    # the diverged configuration last and its best.json is the other; plot, report and stats
+    # say which seeds diverged.
+    budget = [*TINY_CLI, "--total-timesteps", "2048", "--chunks", "4", "--eval-episodes", "1"]
+    sweep_dir, pbt_dir = tmp_path / "sweep", tmp_path / "pbt"
+    grid = ["--grid", "learning_rate=50,3e-4"]
+    argv = ["sweep", "ppo", "--env", "pendulum", *grid, "--num-seeds", "2", *budget]
+    assert cli.main([*argv, "--out", str(sweep_dir)]) == 0
+    out = capsys.readouterr().out
+    assert "| 2 | 50 | diverged (seed 0, 1) | - | diverged, diverged |" in out
+    best = strict_load((sweep_dir / "best.json").read_text())
+    assert best["hparams"]["learning_rate"] == pytest.approx(3e-4)
+    argv = ["pbt", "ppo", "--env", "pendulum", "--population", "4", *budget]
+    argv += ["--grid", "learning_rate=log:1:100"]
+    assert cli.main([*argv, "--out", str(pbt_dir)]) in (0, 3)
+    written = [p for d in (sweep_dir, pbt_dir) for p in d.rglob("*.json*") if p.is_file()]
+    names = {p.name for p in written}
+    assert {"config.json", "final.json", "metrics.jsonl", "sweep.json", "best.json"} <= names
+    assert {"lineage.jsonl", "pbt.json"} <= names
+    for path in written:
+        text = path.read_text()
+        for line in text.splitlines() if path.suffix == ".jsonl" else [text]:
+            strict_load(line)
+    capsys.readouterr()
+    assert cli.main(["plot", str(sweep_dir), "--out", str(tmp_path / "c.png")]) == 0
+    err = capsys.readouterr().err
+    assert "seed 0 diverged at" in err and "seed 1 diverged at" in err
+    assert cli.main(["report", str(sweep_dir)]) == 0
+    assert "2 of 4 seeds diverged" in (sweep_dir / "report.md").read_text()

@@ -87,7 +87,9 @@ def _say_diverged(run: str, rows: list[dict], metric: str) -> None:
     gone = diverged_at(rows)
     values = [r.get(metric) for r in rows if r.get(DIVERGED, 0) == 0]
     if not any(v is not None and math.isfinite(v) for v in values):
-        why = "every seed diverged before it logged one" if gone else "every value is null"
+        seeds = {r["seed"] for r in rows}
+        everyone = gone and set(gone) == seeds
+        why = "every seed diverged before it logged one" if everyone else "no row holds one"
         raise UsageError(f"{run} has no value of {metric} to draw: {why}")
     for seed, steps in sorted(gone.items()):
         print(
