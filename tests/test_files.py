@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from rlsuite.app import cli
-from rlsuite.loop.files import WriteError, json_text, strict, write_json
+from rlsuite.loop.files import WriteError, float32_value, json_text, strict, write_json
 
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--no-progress"]
 RUN = [
@@ -56,6 +56,9 @@ def test_files_are_strict_json_and_a_failed_write_keeps_the_old_file(tmp_path, m
     assert strict(value) == {"a": None, "b": [1.5, None, None], "c": [0, 1], "d": [1]}
     assert strict_load(json_text(value)) == strict(value)
     assert json_text({"x": float("nan")}, indent=None) == '{"x": null}\n'
+    # A float32's shortest decimal: the same float32 when read back, without float32 noise.
+    assert float(np.float32(3e-4)) == 0.0003000000142492354 and float32_value(3e-4) == 3e-4
+    assert np.float32(float32_value(1 / 3)) == np.float32(1 / 3) and float32_value(1 / 3) != 1 / 3
     path = write_json(tmp_path / "x.json", {"v": 1})
     monkeypatch.setattr(os, "replace", full_disk_at("x.json"))
     with pytest.raises(WriteError) as caught:

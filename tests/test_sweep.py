@@ -22,7 +22,8 @@ GRID = ["--grid", "learning_rate=1e-3,3e-3", "ent_coef=0,0.02"]
 def test_a_grid_is_the_product_of_its_fields_in_order():
     specs = [sweeps.parse_spec("learning_rate=1e-3,3e-3"), sweeps.parse_spec("ent_coef=0,0.02")]
     configs = sweeps.configurations(specs, None, seed=0)
-    f32 = [float(np.float32(v)) for v in (1e-3, 3e-3, 0.02)]
+    f32 = [1e-3, 3e-3, 0.02]  # the float32 values, written as their shortest decimals
+    assert [np.float32(v) for v in f32] == [np.float32(x) for x in ("1e-3", "3e-3", "0.02")]
     assert configs == [
         {"learning_rate": f32[0], "ent_coef": 0.0},
         {"learning_rate": f32[0], "ent_coef": f32[2]},
@@ -42,7 +43,7 @@ def test_random_search_draws_from_its_ranges_and_its_seed():
     ent = np.array([d["ent_coef"] for d in draws])
     assert ((lr >= 1e-4 * (1 - 1e-6)) & (lr <= 1e-2 * (1 + 1e-6))).all()
     assert ((ent >= 0) & (ent <= 0.05)).all()
-    assert {d["gamma"] for d in draws} == {float(np.float32(0.9)), float(np.float32(0.99))}
+    assert {d["gamma"] for d in draws} == {0.9, 0.99}  # float32's, as the shortest decimals
     # Log-uniform: half the draws below the geometric midpoint 1e-3 (uniform would put 9% there);
     # 400 draws give a standard error of 0.025.
     assert abs((lr < 1e-3).mean() - 0.5) < 0.1
@@ -183,7 +184,16 @@ def test_a_sweep_traces_the_update_once_and_resumes_bitwise(tmp_path, monkeypatc
     del record["sweep"]
     (run / "config.json").write_text(json.dumps(record))
     assert cli.main(["sweep", "--resume", str(run)]) == 2
-    assert "holds no sweep: resume it with rlsuite train --resume" in capsys.readouterr().err
+    assert f"holds a run, not a sweep: continue it with rlsuite train --resume {run}" in (
+        capsys.readouterr().err
+    )
+    # A sweep is continued by its own command, which writes its tables; not by pbt or train.
+    assert cli.main(["pbt", "--resume", str(tmp_path / "full")]) == 2
+    said = f"holds a sweep, not a pbt: continue it with rlsuite sweep --resume {tmp_path / 'full'}"
+    assert said in capsys.readouterr().err
+    assert cli.main(["train", "--resume", str(tmp_path / "full")]) == 2
+    said = f"holds a sweep: continue it with rlsuite sweep --resume {tmp_path / 'full'}"
+    assert said in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

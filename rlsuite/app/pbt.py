@@ -84,6 +84,7 @@ def bounds(specs) -> tuple[list[float], list[float], list[bool]]:
 def main(argv: list[str]) -> dict:
     from rlsuite.agents import registry
     from rlsuite.app import sweep as sweeps
+    from rlsuite.loop.runner import chunk_length
 
     if "--resume" in argv:
         out, _, progress = train.resume_args(argv)
@@ -110,6 +111,12 @@ def main(argv: list[str]) -> dict:
                 f"from a dataset and steps no environment (online: {', '.join(registry.online())})"
             )
         sweeps.check_fields(specs, algo)
+        updates = agent.config.num_updates
+        if options["exploit"] and -(-updates // chunk_length(updates, args.chunks)) < 2:
+            raise ValueError(
+                f"--chunks {args.chunks}: the run is one chunk ({updates} updates), so no member "
+                "is ever exploited (that happens between chunks); give --chunks 2 or more"
+            )
         members = options["population"]
         configs = sweeps.configurations(specs, members * args.num_seeds, args.seed)
         low, high, log = bounds(specs)
@@ -210,6 +217,12 @@ def write_results(out: pathlib.Path, record: runs.RunRecord, summary: dict) -> d
         cells += [_cell(row["best_eval_return"]), _cell(row["mean_eval_return"], row)]
         cells += [f"{row['best_hparams'][f]:.4g}" for f in fields]
         lines.append("| " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "The best member is the one with the highest training return over about the last chunk "
+        "(its fitness, as PBT ranked members), not the highest evaluation return; a member that "
+        "diverged ranks last.",
+    ]
     text = "\n".join(lines) + "\n"
     from rlsuite.loop.distributed import is_main
 

@@ -371,7 +371,11 @@ def resume_batch(out: pathlib.Path, kind: str, written: str, progress: bool = Tr
     wrote `written`, the summary it saved."""
     record = read_record(out, f"{kind} to resume")
     if record.batch is None or record.batch.kind != kind:
-        raise UsageError(f"{out} holds no {kind}: resume it with rlsuite train --resume")
+        held = "run" if record.batch is None else record.batch.kind
+        command = "train" if record.batch is None else record.batch.kind
+        raise UsageError(
+            f"{out} holds a {held}, not a {kind}: continue it with rlsuite {command} --resume {out}"
+        )
     final = out / "final.json"
     if final.is_file() and not (out / written).exists():
         return out, record, json.loads(final.read_text())

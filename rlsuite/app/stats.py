@@ -519,6 +519,13 @@ def report(
         f"(rliable, {reps} resamples, seed {seed}); optimality gap: 1 minus the mean score "
         "clipped at 1." + "".join(f"\n\nDiverged: {note}." for note in diverged)
     )
+    if how == "none":  # a gap to a score of 1 means something for normalised scores only
+        gap = (
+            "the optimality gap compares scores with 1, which means something for normalised "
+            "scores only (--normalize minmax or reference); here it is not a gap to any optimum"
+        )
+        print(f"rlsuite stats: warning: {gap}", file=sys.stderr)
+        header += f"\n\nWarning: {gap}."
     text = markdown(points, intervals, pairs, header=header)
     summary = {
         "runs": [str(r.path) for r in runs],

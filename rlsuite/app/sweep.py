@@ -39,7 +39,7 @@ import numpy as np
 
 from rlsuite.app import runs, train
 from rlsuite.app.batches import Sweep
-from rlsuite.loop.files import write_json, write_text
+from rlsuite.loop.files import float32_value, write_json, write_text
 from rlsuite.ops.bootstrap import bootstrap_ci
 
 FILES = ("sweep.md", "sweep.json", "best.json")
@@ -69,7 +69,7 @@ def parse_spec(token: str) -> Spec:
 
     def number(value: str) -> float:
         try:
-            return float(np.float32(float(value)))  # the value a run trains with (float32)
+            return float32_value(float(value))  # the value a run trains with (float32)
         except ValueError:
             raise ValueError(f"--grid {field}: {value!r} is not a number") from None
 
@@ -142,7 +142,7 @@ def configurations(specs: list[Spec], random: int | None, seed: int) -> list[dic
                 value = math.exp(rng.uniform(math.log(s.low), math.log(s.high)))
             else:
                 value = rng.uniform(s.low, s.high)
-            config[s.field] = float(np.float32(value))
+            config[s.field] = float32_value(value)
         draws.append(config)
     return draws
 

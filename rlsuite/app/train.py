@@ -90,6 +90,12 @@ def train_args(algo: registry.Algorithm):
 def main(argv: list[str]) -> dict:
     if "--resume" in argv:
         out, mesh, progress = resume_args(argv)
+        batch = runs.read_record(out, "run to resume").batch
+        if batch is not None:  # its tables are written by its own command
+            kind = batch.kind
+            raise UsageError(
+                f"{out} holds a {kind}: continue it with rlsuite {kind} --resume {out}"
+            )
         return runs.resume(out, mesh, progress)
     run = new_run(argv, "train")
     return runs.start(run)

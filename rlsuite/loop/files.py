@@ -78,6 +78,13 @@ def strict(value: Any) -> Any:
     return value
 
 
+def float32_value(value) -> float:
+    """`value` as the float32 a run computes with, as the shortest decimal that is that float32:
+    0.001, not 0.0010000000474974513 (what `float(np.float32(0.001))` prints); reading it back
+    as a float32 gives the same bits."""
+    return float(str(np.float32(value)))
+
+
 def json_text(value: Any, indent: int | None = 2) -> str:
     """`value` as strict JSON text, ending with a newline."""
     return json.dumps(strict(value), indent=indent, allow_nan=False) + "\n"

@@ -34,6 +34,7 @@ from flax import struct
 
 from rlsuite.loop.agent import Agent
 from rlsuite.loop.divergence import DIVERGED
+from rlsuite.loop.files import float32_value
 
 
 @struct.dataclass
@@ -151,7 +152,9 @@ class PBT:
                 "update": update,
                 "fitness": fitness.tolist(),
                 "parent": parents.tolist(),
-                "hparams": {f: new[:, i].tolist() for i, f in enumerate(self.fields)},
+                "hparams": {
+                    f: list(map(float32_value, new[:, i])) for i, f in enumerate(self.fields)
+                },
             }
         )
         return states
