@@ -238,6 +238,17 @@ def test_stats_scores_a_diverged_seed_as_the_worst_on_its_task(tmp_path, capsys)
     assert notes == [
         f"{a.path}: seed 0 diverged, scored as the worst eval_return on pendulum (-700)"
     ]
+    # The command: the note on the terminal and in stats.md, and (scores not normalised) the
+    # warning that the optimality gap is no gap to an optimum.
+    written = stats.report([a.path, b.path], tmp_path / "stats", reps=10)
+    err = capsys.readouterr().err
+    assert f"rlsuite stats: note: {notes[0]}" in err
+    assert "optimality gap compares scores with 1" in err
+    assert (
+        f"Diverged: {notes[0]}." in written["markdown"]
+        and "Warning: the optimality" in (written["markdown"])
+    )
+    assert strict_load((tmp_path / "stats" / "stats.json").read_text())["diverged"] == notes
     everything = run("c", "td3", [None, None], diverged=[0, 1])
     with pytest.raises(ValueError, match="every seed on task pendulum diverged"):
         stats.worst_for_diverged([everything], "algo,env", "eval_return")

@@ -200,3 +200,15 @@ def test_the_comparison_script_pairs_the_arms_seed_by_seed(tmp_path):
     low, high = result["difference_95ci"]
     assert low <= difference.mean() <= high
     assert "95% bootstrap interval" in proc.stdout
+
+
+def test_a_population_of_one_chunk_is_refused_as_it_would_never_exploit(tmp_path, capsys):
+    out = tmp_path / "pbt"
+    budget = ["--total-timesteps", "2560", "--chunks", "1", "--eval-episodes", "2", "--no-progress"]
+    argv = ["pbt", "ppo", "--env", "cartpole", "--population", "4", *GRID, *TINY, *budget]
+    assert cli.main([*argv, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "--chunks 1: the run is one chunk (40 updates), so no member is ever exploited" in err
+    assert not out.exists()
+    # Without exploit (a random search) one chunk is fine: the check is for exploit only.
+    assert cli.main([*argv, "--no-exploit", "--out", str(out)]) == 0
