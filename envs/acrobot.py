@@ -6,6 +6,8 @@ and Sutton & Barto, "Reinforcement Learning: An Introduction" (the "book" dynami
 angle wrapping, velocity bounds, reward (-1 per step, 0 on the terminating one), termination and
 start distribution; the 500-step limit is applied by `TimeLimit`. The second link's length does not
 enter the dynamics or the termination test (as in gymnasium), so it is not a parameter.
+`render` draws a state as gymnasium's picture does (both links from the pivot, the target line
+above it), in NumPy.
 """
 
 from __future__ import annotations
@@ -14,7 +16,9 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
+from rlsuite.envs.rendering import Canvas
 
 from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Box, Discrete
@@ -104,6 +108,29 @@ class Acrobot(Environment):
             owner=self.name,
         )
         check_field(params, "torque_noise_max", lambda v: v >= 0, "a value >= 0", self.name)
+
+    def render(self, state: AcrobotState, params: AcrobotParams, width: int, height: int):
+        """uint8 RGB `[height, width, 3]`, x right and y up from the fixed pivot at the image's
+        centre, `min(width, height) / (2 (link_length_1 + 1.2))` pixels per metre, on white:
+        the target line (black, 2 px, across the width) 1 m above the pivot, the height the
+        termination test `-cos t1 - cos(t1 + t2) > 1` asks of the tip; the first link
+        (`link_length_1` long) from the pivot to `l1 (sin t1, -cos t1)` and the second (1 m,
+        gymnasium's) on to `+ (sin(t1 + t2), -cos(t1 + t2))`, both teal (0, 204, 204) and
+        0.2 m thick: hanging straight down at `t1 = t2 = 0`, a growing `t1` swinging the first
+        to the right; a yellow (204, 204, 0) disk of radius 0.1 m on each joint."""
+        t1, t2 = float(np.asarray(state.theta1)), float(np.asarray(state.theta2))
+        l1 = float(params.link_length_1)
+        scale = min(width, height) / (2 * (l1 + 1.2))  # pixels per metre
+        canvas = Canvas(width, height, (255, 255, 255))
+        x0, y0 = width / 2, height / 2
+        canvas.rectangle(0, y0 - scale - 1, width, y0 - scale + 1, (0, 0, 0))
+        x1, y1 = x0 + l1 * scale * math.sin(t1), y0 + l1 * scale * math.cos(t1)
+        x2, y2 = x1 + scale * math.sin(t1 + t2), y1 + scale * math.cos(t1 + t2)
+        for a, b, c, d in ((x0, y0, x1, y1), (x1, y1, x2, y2)):
+            canvas.segment(a, b, c, d, 0.1 * scale, (0, 204, 204))
+        for x, y in ((x0, y0), (x1, y1)):
+            canvas.disk(x, y, 0.1 * scale, (204, 204, 0))
+        return canvas.image
 
 
 def _dsdt(s: jax.Array, torque: jax.Array, p: AcrobotParams) -> jax.Array:

@@ -7,6 +7,8 @@ termination and the same start distribution; the 200-step limit is applied by `T
 
 The torque limit `MAX_TORQUE` is a class constant rather than a parameter because it is the bound
 of the action space, and spaces are static (they cannot depend on params traced under `vmap`).
+`render` draws a state as gymnasium's picture does (the pole from a pivot, upright at theta = 0,
+turning counterclockwise as theta grows), in NumPy.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
+from rlsuite.envs.rendering import Canvas
 
 from rlsuite.environment import Environment, param_fields
 from rlsuite.environment.spaces import Box
@@ -77,6 +81,22 @@ class Pendulum(Environment):
 
     def validate_params(self, params: PendulumParams) -> None:
         check_positive(params, *param_fields(params), owner=self.name)
+
+    def render(self, state: PendulumState, params: PendulumParams, width: int, height: int):
+        """uint8 RGB `[height, width, 3]`: the pole (red, (204, 77, 77), 0.4 of the smaller side
+        long and 0.08 of it thick, round ends) from the pivot (black disk, 0.02 of the smaller
+        side in radius) at the image's centre, on white. At `theta = 0` it points straight up
+        (the unstable equilibrium of the dynamics); a growing `theta` turns it counterclockwise
+        (the way a positive torque turns it), so the tip is at `(-sin theta, cos theta)` times
+        its length, x right and y up: `theta > 0` leans it left."""
+        side = min(width, height)
+        theta = float(np.asarray(state.theta))
+        canvas = Canvas(width, height, (255, 255, 255))
+        x0, y0, pole = width / 2, height / 2, 0.4 * side
+        tip = (x0 - pole * math.sin(theta), y0 - pole * math.cos(theta))
+        canvas.segment(x0, y0, *tip, 0.04 * side, (204, 77, 77))
+        canvas.disk(x0, y0, 0.02 * side, (0, 0, 0))
+        return canvas.image
 
 
 def _angle_normalize(x: jax.Array) -> jax.Array:

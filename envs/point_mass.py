@@ -13,6 +13,7 @@ Reward: `success - distance_cost * ||position - goal||` where `success = 1` with
 Dynamics (semi-implicit Euler, per step):
     velocity <- clip((1 - damping) * velocity + dt * max_accel * clip(action, -1, 1), +-max_speed)
     position <- clip(position + dt * velocity, +-arena_size); velocity is zeroed against a wall.
+`render` draws the arena, the goal's disk and the point, in NumPy.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from rlsuite.envs.rendering import arena
 
 from rlsuite.environment.goal import GoalEnvironment
 from rlsuite.environment.spaces import Box
@@ -125,3 +127,12 @@ class PointMass(GoalEnvironment):
 
     def action_space(self, params: PointMassParams) -> Box:
         return Box(-1.0, 1.0, (2,))
+
+    def render(self, state: PointMassState, params: PointMassParams, width: int, height: int):
+        """uint8 RGB `[height, width, 3]`: the arena `[-arena_size, arena_size]^2` (white) as
+        the largest square the image holds at 0.9 of its size, centred, grey (90, 90, 90)
+        around it; x to the right, y up. On it the goal's success disk (green (60, 170, 60),
+        radius `goal_radius`) and the point (blue (40, 80, 220), radius 0.04 of the arena's
+        side)."""
+        half, radius = params.arena_size, params.goal_radius
+        return arena(width, height, half, state.position, state.goal, radius)

@@ -64,6 +64,19 @@ def _trials(field: str, value: Any) -> int:
     return value
 
 
+def _task_env(cls: type[Environment]):
+    """Mark a meta-RL family's factory with the class of the environment it wraps in `RL2`
+    (`factory.task_env`), so that what it builds can be known without building it (an MJX
+    one takes seconds)."""
+
+    def mark(factory):
+        factory.task_env = cls
+        return factory
+
+    return mark
+
+
+@_task_env(bandits.BernoulliBandit)
 def meta_bandit(num_arms: int = 5, pulls: int = 10, memory: str = "trial") -> RL2:
     """Duan et al.'s bandits: probs ~ U[0, 1]^num_arms per trial, `pulls` one-pull episodes."""
     pulls = _trials("pulls", pulls)
@@ -71,6 +84,7 @@ def meta_bandit(num_arms: int = 5, pulls: int = 10, memory: str = "trial") -> RL
     return RL2(env, bandits.sample_uniform, episodes_per_trial=pulls, memory=memory)
 
 
+@_task_env(bandits.BernoulliBandit)
 def meta_two_arm_bandit(pulls: int = 100, memory: str = "trial") -> RL2:
     """gymnax's two arms {p, 1 - p} in a random order per trial (`p` a params field, 0.1)."""
     pulls = _trials("pulls", pulls)
@@ -78,6 +92,7 @@ def meta_two_arm_bandit(pulls: int = 100, memory: str = "trial") -> RL2:
     return RL2(env, bandits.sample_paired, episodes_per_trial=pulls, memory=memory)
 
 
+@_task_env(tabular_mdp.TabularMDP)
 def meta_tabular_mdp(
     num_states: int = 10,
     num_actions: int = 5,
@@ -91,6 +106,7 @@ def meta_tabular_mdp(
     return RL2(env, tabular_mdp.sample_task, episodes_per_trial=episodes, memory=memory)
 
 
+@_task_env(maze.Maze)
 def meta_maze(
     size: int = 5,
     view: int = 3,
@@ -105,6 +121,7 @@ def meta_maze(
     return RL2(env, maze.sample_task, episodes_per_trial=episodes, memory=memory)
 
 
+@_task_env(point_robot.PointRobot)
 def meta_point_robot(
     max_steps: int = 20, episodes_per_trial: int = 2, memory: str = "trial"
 ) -> RL2:
@@ -114,6 +131,7 @@ def meta_point_robot(
     return RL2(env, point_robot.sample_task, episodes_per_trial=episodes, memory=memory)
 
 
+@_task_env(mjx_tasks.CheetahVelocity)
 def meta_cheetah_velocity(
     max_steps: int = 200, episodes_per_trial: int = 2, backend: str = "mjx", memory: str = "trial"
 ) -> RL2:
@@ -124,6 +142,7 @@ def meta_cheetah_velocity(
     return RL2(env, mjx_tasks.sample_velocity, episodes_per_trial=episodes, memory=memory)
 
 
+@_task_env(mjx_tasks.AntDirection)
 def meta_ant_direction(
     max_steps: int = 200, episodes_per_trial: int = 2, backend: str = "mjx", memory: str = "trial"
 ) -> RL2:
@@ -352,11 +371,18 @@ def _constructor_args(cls: Any) -> set[str]:
 
 
 def renderable_names() -> list[str]:
-    """The registered environments that can be drawn (Brax's as one `brax/...` entry)."""
-    names = [name for name, cls in OURS.items() if callable(getattr(cls, "render", None))]
+    """The registered environments that can be drawn (Brax's as one `brax/...` entry): those
+    whose innermost environment has a `render` method, found from its class (a meta-RL family's
+    `task_env`), nothing built but the UED maze's factories (no MJX)."""
+
+    def draws(cls: Any) -> bool:
+        return callable(getattr(cls, "render", None))
+
+    names = [name for name, cls in {**OURS, **OURS_MJX}.items() if draws(cls)]
+    names += [name for name, factory in META.items() if draws(factory.task_env)]
     for name, factory in UED.items():
         cls = factory if isinstance(factory, type) else type(factory())
-        if callable(getattr(cls, "render", None)):
+        if draws(cls):
             names.append(name)
     return [*names, "brax/... (every Brax environment, through MuJoCo's renderer)"]
 

@@ -1,12 +1,16 @@
 """Pictures of environment states: `render_state(env, env_params, state)`, an RGB image in NumPy.
 
 An environment draws itself where its innermost environment (below every wrapper) has a method
-`render(state, params, width, height) -> uint8 [height, width, 3]` taking its own state:
-CartPole (a cart and its pole, drawn here with `Canvas`), the UED maze and its editor (walls,
-goal and agent, `rlsuite.envs.maze.render`) and every Brax environment (MuJoCo's renderer,
-`rlsuite.envs.brax_adapter.BraxEnv.render`). `render_state` takes the state as the wrapped
-environment keeps it and finds the inner state: every wrapper that keeps a state of its own
-(`TimeLimit`, `EpisodeStatistics`, `RL2`) holds the wrapped one as `env_state`.
+`render(state, params, width, height) -> uint8 [height, width, 3]` taking its own state and
+params: CartPole, Pendulum, Acrobot, MountainCarContinuous, PointMass, the goal-conditioned point
+mazes and point reach (`envs/goal/`), the meta-RL grid maze and point robot (`envs/tasks/`), all
+drawn here with `Canvas`; the UED maze (walls, goal and agent, `rlsuite.envs.maze.render`); and
+every Brax environment, the MJX task families built on one included
+(`rlsuite.envs.brax_adapter.BraxEnv.render`, MuJoCo's renderer). `render_state` takes the state
+as the wrapped environment keeps it and finds the inner state: every wrapper that keeps a state of
+its own (`TimeLimit`, `EpisodeStatistics`, `RL2`) holds the wrapped one as `env_state`. `RL2`
+runs its inner environment on the trial's task, which its state keeps as `task`: below it, that
+task is the params the inner environment is drawn with.
 
 MuJoCo picks its OpenGL backend when it is first imported, from `MUJOCO_GL`; `use_gl()` sets it,
 where the user has not, before anything imports MuJoCo: `egl` on a machine with a GPU, `osmesa`
@@ -24,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from rlsuite.environment import Environment
+from rlsuite.environment.meta import RL2
 from rlsuite.environment.wrappers import Wrapper
 
 
@@ -60,11 +65,20 @@ def _has_gpu() -> bool:
 def base(env: Environment, state: Any = None) -> tuple[Environment, Any]:
     """The innermost environment under `env`'s wrappers and, of `state` (as `env` keeps it),
     the state that environment keeps."""
+    env, state, _ = _unwrap(env, state, None)
+    return env, state
+
+
+def _unwrap(env: Environment, state: Any, params: Any) -> tuple[Environment, Any, Any]:
+    """`base`, with the params the innermost environment runs with: those given, or, below an
+    `RL2` wrapper, the trial's task its state keeps."""
     while isinstance(env, Wrapper):
         if state is not None and hasattr(state, "env_state"):
+            if isinstance(env, RL2):
+                params = state.task
             state = state.env_state
         env = env.env
-    return env, state
+    return env, state, params
 
 
 def renderable(env: Environment) -> bool:
@@ -85,8 +99,8 @@ def render_state(
     for field, value in (("width", width), ("height", height)):
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 8:
             raise ValueError(f"render_state: {field} must be an integer >= 8 pixels, got {value!r}")
-    inner, inner_state = base(env, state)
-    image = np.asarray(inner.render(inner_state, env_params, int(width), int(height)))
+    inner, inner_state, inner_params = _unwrap(env, state, env_params)
+    image = np.asarray(inner.render(inner_state, inner_params, int(width), int(height)))
     if image.shape != (height, width, 3) or image.dtype != np.uint8:
         raise TypeError(
             f"{inner.name}.render returned {image.dtype} {image.shape}; a uint8 "
@@ -120,3 +134,33 @@ class Canvas:
 
     def disk(self, x, y, radius, rgb) -> None:
         self.fill(np.hypot(self.x - x, self.y - y) <= radius, rgb)
+
+    def grid(self, cells: np.ndarray, left, top, cell, rgb) -> None:
+        """The cells of a bool grid `cells` [rows, columns] that are True, as squares of side
+        `cell` pixels, the grid's top left corner at (left, top)."""
+        rows, columns = np.shape(cells)
+        i = np.floor((self.y - top) / cell).astype(int)
+        j = np.floor((self.x - left) / cell).astype(int)
+        inside = (i >= 0) & (i < rows) & (j >= 0) & (j < columns)
+        lit = np.asarray(cells, bool)[np.clip(i, 0, rows - 1), np.clip(j, 0, columns - 1)]
+        self.fill(inside & lit, rgb)
+
+
+def arena(width, height, half, point, goal, goal_radius) -> np.ndarray:
+    """uint8 RGB `[height, width, 3]` of a point and its goal in the square arena `[-half,
+    half]^2` (PointMass's and PointReach's picture): the arena (white) the largest square the
+    image holds at 0.9 of its size, centred, grey (90, 90, 90) around it, x to the right and y
+    up; the goal's success disk (green (60, 170, 60), radius `goal_radius`) and the point (blue
+    (40, 80, 220), radius 0.04 of the arena's side) on it."""
+    half = float(np.asarray(half))
+    scale = 0.9 * min(width, height) / (2 * half)  # pixels per unit
+
+    def pixel(xy):
+        x, y = np.asarray(xy, np.float64)
+        return width / 2 + x * scale, height / 2 - y * scale
+
+    canvas = Canvas(width, height, (90, 90, 90))
+    canvas.rectangle(*pixel((-half, half)), *pixel((half, -half)), (255, 255, 255))
+    canvas.disk(*pixel(goal), float(np.asarray(goal_radius)) * scale, (60, 170, 60))
+    canvas.disk(*pixel(point), 0.08 * half * scale, (40, 80, 220))
+    return canvas.image

@@ -165,7 +165,7 @@ def test_bad_input_is_refused_and_nothing_is_written(run, tmp_path, capsys, monk
         ([run, "--out", taken], f"{taken} exists; choose another --out"),
         ([run, "--out", tmp_path / "frame.gif"], "(the video's first frame)"),
         ([run, "--out", a_file / "v.mp4"], f"{a_file} is a file, not a directory"),
-        ([run, "--out", "/sys/v.mp4"], "/sys/v.mp4: cannot write there (Permission denied)"),
+        ([run, "--out", "/sys/v.mp4"], "/sys/v.mp4: /sys cannot be written to (Permission denied)"),
         ([run, "--seed-index", "2", "--out", tmp_path / "a.mp4"], "allowed: 0 to 1"),
         ([tmp_path, "--out", tmp_path / "b.mp4"], "holds no run (no config.json)"),
         ([run, "--width", "161", "--out", tmp_path / "c.mp4"], "must be even for .mp4"),
@@ -173,7 +173,10 @@ def test_bad_input_is_refused_and_nothing_is_written(run, tmp_path, capsys, monk
         (
             [renderless, "--out", tmp_path / "e.mp4"],
             "environment 'probe/action_reward' has no renderer; those that can be rendered: "
-            "cartpole, maze, maze/small, brax/...",
+            "cartpole, acrobot, pendulum, mountain_car_continuous, point_mass, goal/point_reach, "
+            "goal/point_u_maze, goal/point_big_maze, goal/point_hardest_maze, meta/maze, "
+            "meta/point_robot, meta/cheetah_velocity, meta/ant_direction, maze, maze/small, "
+            "brax/...",
         ),
     ]
     for args, message in cases:

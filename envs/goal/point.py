@@ -11,6 +11,8 @@ goal.
 | reward      | sparse: 1.0 where `||x' - goal|| < goal_threshold` (0.1), else 0.0             |
 | observation | `concat(position, goal)`, float32 [4]                                          |
 | episode     | 50 steps (`max_episode_steps`, a `TimeLimit` truncation); never terminated     |
+
+`render` draws the arena, the goal's disk and the point, in NumPy.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from rlsuite.envs.rendering import arena
 
-from rlsuite.environment.goal import GoalEnvironment
+from rlsuite.environment.goal import GoalEnvironment, GoalState
 from rlsuite.environment.spaces import Box
 from rlsuite.ops.validators import check_field, check_positive
 
@@ -79,3 +82,12 @@ class PointReach(GoalEnvironment):
 
     def action_space(self, params: PointReachParams) -> Box:
         return Box(-1.0, 1.0, (2,))
+
+    def render(self, state: GoalState, params: PointReachParams, width: int, height: int):
+        """uint8 RGB `[height, width, 3]`: the arena `[-arena_size, arena_size]^2` (white) as
+        the largest square the image holds at 0.9 of its size, centred, grey (90, 90, 90)
+        around it; x to the right, y up. On it the goal's success disk (green (60, 170, 60),
+        radius `goal_threshold`) and the point (blue (40, 80, 220), radius 0.04 of the
+        arena's side)."""
+        half, radius = params.arena_size, params.goal_threshold
+        return arena(width, height, half, state.state, state.goal, radius)

@@ -28,6 +28,7 @@ most `step_size < cell_size` carries the square's leading side across at most on
 which is what the collision rule needs; `radius < cell_size / 2` lets it through a corridor.
 The `*_eval` layouts are JaxGCRL's evaluation goal sets for the same mazes:
 `maze_params("big_maze_eval")` gives params for `PointBigMaze` with those goals.
+`render` draws the walls, the goal and the agent's square, in NumPy.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from rlsuite.envs.rendering import Canvas
 
-from rlsuite.environment.goal import GoalEnvironment
+from rlsuite.environment.goal import GoalEnvironment, GoalState
 from rlsuite.environment.spaces import Box
 from rlsuite.ops.validators import check_field, check_positive
 
@@ -210,6 +212,32 @@ class PointMaze(GoalEnvironment):
 
     def action_space(self, params: PointMazeParams) -> Box:
         return Box(-1.0, 1.0, (2,))
+
+    def render(self, state: GoalState, params: PointMazeParams, width: int, height: int):
+        """uint8 RGB `[height, width, 3]` of the layout as its rows are written: cell (i, j) the
+        square of side `c = min(width / W, height / H)` pixels at row `i`, column `j` of the
+        H x W grid, centred, so position `(x, y)` is at column `left + (y / cell_size + 0.5)
+        c` and row `top + (x / cell_size + 0.5) c` (x down the rows, y along the columns, as
+        the geometry). Free cells white, wall cells and the margin outside the layout dark grey
+        (60, 60, 60); the goal's success disk (green (60, 170, 60), radius `goal_threshold`);
+        the agent's body (blue (40, 80, 220), the square of half-side `radius`)."""
+        walls = np.asarray(params.walls, bool)
+        rows, columns = walls.shape
+        cell = min(width / columns, height / rows)  # pixels per cell
+        left, top = (width - columns * cell) / 2, (height - rows * cell) / 2
+        size = float(params.cell_size)
+        unit = cell / size  # pixels per unit of position
+
+        def pixel(xy):  # (column, row) in pixels of a position (x, y)
+            x, y = np.asarray(xy, np.float64) / size + 0.5
+            return left + y * cell, top + x * cell
+
+        canvas = Canvas(width, height, (60, 60, 60))
+        canvas.grid(~walls, left, top, cell, (255, 255, 255))
+        canvas.disk(*pixel(state.goal), float(params.goal_threshold) * unit, (60, 170, 60))
+        (x, y), half = pixel(state.state), float(params.radius) * unit
+        canvas.rectangle(x - half, y - half, x + half, y + half, (40, 80, 220))
+        return canvas.image
 
 
 def _slide(position: jax.Array, delta: jax.Array, axis: int, params: PointMazeParams):

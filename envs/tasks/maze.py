@@ -18,6 +18,8 @@ goal (it sees one cell around itself); once found, an agent that remembers where
 straight there from each later start (on an open 5 x 5, 10/3 steps on average, the mean distance
 between two distinct cells: a return of 0.83). It locates itself from the walls in its window
 (16 of the 25 cells touch the border), or, with `observe_position=True`, from its coordinates.
+
+`render` draws the whole grid (the agent sees only its window), in NumPy.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from rlsuite.envs.rendering import Canvas
 from rlsuite.envs.tasks import check_leaf_shape
 
 from rlsuite.environment import Environment
@@ -148,6 +151,26 @@ class Maze(Environment):
 
     def action_space(self, params: MazeParams) -> Discrete:
         return Discrete(4)
+
+    def render(self, state: MazeState, params: MazeParams, width: int, height: int):
+        """uint8 RGB `[height, width, 3]` of the whole grid (the agent sees only its window):
+        cell (row, col) the square of side `c = min(width, height) / (size + 2)` pixels at row
+        `row`, column `col` of the grid, centred, so at least one cell of wall shows around it.
+        Walls (`params.walls`, and everything outside the grid) dark grey (60, 60, 60), free
+        cells white, the goal cell (`params.goal`, the task: under `RL2` the trial's) green
+        (60, 170, 60), the agent a blue (40, 80, 220) disk of radius 0.35 c at the centre of
+        its cell `position`."""
+        n = self.size
+        cell = min(width, height) / (n + 2)
+        left, top = (width - n * cell) / 2, (height - n * cell) / 2  # of cell (0, 0)
+        canvas = Canvas(width, height, (60, 60, 60))
+        canvas.grid(~np.asarray(params.walls, bool), left, top, cell, (255, 255, 255))
+        goal = np.zeros((n, n), bool)
+        goal[tuple(np.asarray(params.goal))] = True
+        canvas.grid(goal, left, top, cell, (60, 170, 60))
+        row, col = np.asarray(state.position, np.float64)
+        canvas.disk(left + (col + 0.5) * cell, top + (row + 0.5) * cell, 0.35 * cell, (40, 80, 220))
+        return canvas.image
 
     def __repr__(self) -> str:
         return (

@@ -14,7 +14,8 @@ navigation task of MAML-RL and varibad, with a short horizon).
 
 Dense by default: in 20 steps of at most 0.14 the robot cannot sweep the semicircle (length pi)
 for a sparse reward, while the dense reward tells the first episode where the goal lies, so an
-adapted second episode heads straight for it.
+adapted second episode heads straight for it. `render` draws the arc of goals, the goal and the
+robot, in NumPy.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from rlsuite.envs.rendering import Canvas
 from rlsuite.envs.tasks import check_leaf_shape
 
 from rlsuite.environment import Environment
@@ -89,6 +91,32 @@ class PointRobot(Environment):
 
     def action_space(self, params: PointRobotParams) -> Box:
         return Box(-MAX_STEP, MAX_STEP, (2,))
+
+    def render(self, state: PointRobotState, params: PointRobotParams, width: int, height: int):
+        """uint8 RGB `[height, width, 3]` of the plane around the start, on white: the origin at
+        the image's centre, x to the right and y up, `min(width, height) / 3` pixels per unit
+        (the square [-1.5, 1.5]^2 fits). The arc the tasks' goals are drawn from (the unit
+        circle from `angle_low` to `angle_high`; 2 px wide, light grey (200, 200, 200)), the
+        start (a black disk of radius 0.03 at the origin), the goal's success disk
+        (`params.goal`, under `RL2` the trial's; green (60, 170, 60), radius `goal_radius`)
+        and the robot (a blue (40, 80, 220) disk of radius 0.05 at `position`)."""
+        scale = min(width, height) / 3  # pixels per unit
+        canvas = Canvas(width, height, (255, 255, 255))
+        x, y = (canvas.x - width / 2) / scale, (height / 2 - canvas.y) / scale
+        angle = np.arctan2(y, x)
+        low, high = float(params.angle_low), float(params.angle_high)
+        turns = np.mod(angle - low, 2 * np.pi)  # counterclockwise from angle_low
+        on_arc = np.abs(np.hypot(x, y) - 1) * scale <= 1.0
+        canvas.fill(on_arc & ((turns <= high - low) | (high - low >= 2 * np.pi)), (200,) * 3)
+
+        def pixel(xy):
+            px, py = np.asarray(xy, np.float64)
+            return width / 2 + px * scale, height / 2 - py * scale
+
+        canvas.disk(width / 2, height / 2, 0.03 * scale, (0, 0, 0))
+        canvas.disk(*pixel(params.goal), float(params.goal_radius) * scale, (60, 170, 60))
+        canvas.disk(*pixel(state.position), 0.05 * scale, (40, 80, 220))
+        return canvas.image
 
     def __repr__(self) -> str:
         return f"PointRobot(max_steps={self.max_episode_steps})"
