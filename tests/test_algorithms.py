@@ -106,7 +106,7 @@ def test_a_registered_toy_family_trains_and_evaluates_with_no_cli_change(toy, tm
     for row in ended:  # reward 1 per step: a finished episode's return is its length
         assert row["charts/episodic_return"] == row["charts/episodic_length"], row
     assert cli.main(["eval", str(out), "--episodes", "3"]) == 0
-    summary = json.loads(capsys.readouterr().out)
+    summary = json.loads((out / "eval_greedy_3_seed0.json").read_text())
     assert summary["env_steps"] == 64 and len(summary["eval_return_per_seed"]) == 2
     assert all((3 * r).is_integer() for r in summary["eval_return_per_seed"])
 

@@ -96,8 +96,10 @@ def test_the_readme_main_job_reaches_the_cartpole_threshold(tmp_path):
 def test_eval_and_plot(run_dir, tmp_path):
     proc = rlsuite("eval", run_dir, "--episodes", "3")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    summary = json.loads(proc.stdout[proc.stdout.index("{") :])
+    summary = json.loads((run_dir / "eval_greedy_3_seed0.json").read_text())  # saved beside it
     assert summary["episodes"] == 3 and len(summary["eval_return_per_seed"]) == 2
+    assert proc.stdout.startswith(f"evaluation of {run_dir} at ")  # a table first, then where
+    assert "95% percentile bootstrap interval of the mean across the 2 seeds" in proc.stdout
     png = tmp_path / "curves.png"
     proc = rlsuite("plot", run_dir, run_dir, "--out", png)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -236,7 +238,9 @@ def test_off_policy_train_resume_and_eval(algo, tmp_path):
     assert config["config"]["buffer_size"] == 64 and config["config"]["hidden_sizes"] == [8]
     proc = rlsuite("eval", out, "--episodes", "2")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert len(json.loads(proc.stdout)["eval_return_per_seed"]) == 2
+    assert (
+        len(json.loads((out / "eval_greedy_2_seed0.json").read_text())["eval_return_per_seed"]) == 2
+    )
     proc = rlsuite("train", "--resume", out)  # finished: nothing to resume, files untouched
     assert proc.returncode == 2 and "nothing to resume" in proc.stderr
 
@@ -315,7 +319,8 @@ def test_dataset_collect_then_offline_train_eval_and_guards(tmp_path):
     assert record["dataset"] == str(data) and len(record["dataset_sha256"]) == 64
     proc = rlsuite("eval", out, "--episodes", "1")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert len(json.loads(proc.stdout)["normalized_score_per_seed"]) == 2  # as final.json has
+    evaluated = json.loads((out / "eval_greedy_1_seed0.json").read_text())
+    assert len(evaluated["normalized_score_per_seed"]) == 2  # as final.json has
     # --config of the run trains it again, from the dataset its record names: the same run.
     again = tmp_path / "bc-again"
     proc = rlsuite("train", "--config", out / "config.json", "--out", again, "--no-progress")

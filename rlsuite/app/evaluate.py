@@ -3,15 +3,23 @@ or population), with the summary its environment gives (episodes, goal success, 
 within trials, held-out levels).
 
     rlsuite eval runs/demo --episodes 100
+    rlsuite eval runs/demo --episodes 100 --stochastic   # sampled actions, not the policy's mode
+
+It prints a table first: what was evaluated (seeds, env steps, episodes, greedy or sampled
+actions), each seed's results and their mean with its 95% percentile bootstrap interval across
+seeds (none for one seed); then what the environment's evaluation adds (the adaptation curve of
+trials, held-out levels' solve rates). It saves the whole result beside the run, as
+`eval_<greedy|sampled>_<episodes>_seed<seed>.json` (strict JSON; the same settings give the same
+file), which `rlsuite plot --adaptation` draws in preference to `final.json`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import pathlib
 
 import jax
+import numpy as np
 import tyro
 
 from rlsuite.app import runs
@@ -31,13 +39,19 @@ class EvalArgs:
 
 
 def main(argv: list[str]) -> dict:
+    from rlsuite.loop.divergence import Divergence
     from rlsuite.loop.evaluator import eval_summary, evaluate_policies
+    from rlsuite.loop.files import write_json
+    from rlsuite.loop.runner import check_new_file
 
     args = tyro.cli(EvalArgs, args=argv, prog="rlsuite eval")
     if args.episodes < 1:
         raise UsageError("--episodes must be >= 1")
     out = pathlib.Path(args.run)
     record = runs.read_record(out)
+    mode = "sampled" if args.stochastic else "greedy"
+    saved = out / f"{runs.EVALUATIONS}{mode}_{args.episodes}_seed{args.seed}.json"
+    check_new_file(saved, overwrite=True)  # (the same settings compute the same result)
     built = runs.build(record)
     states, meta = runs.restore(out, record, built)
     seeds = None if record.batch is None else record.batch.seeds_per_config
@@ -48,11 +62,61 @@ def main(argv: list[str]) -> dict:
         "run": str(out),
         "env_steps": meta["env_steps"],
         "episodes": args.episodes,
+        "actions": mode,
+        "seed": args.seed,
         **eval_summary(returns, runs.reference_returns(built.data)),
         **trials,
     }
-    print(json.dumps(summary, indent=2))
+    # A run that diverged in training plays parameters that are not numbers: no result.
+    summary = Divergence.start(record.num_seeds, meta.get("diverged"), 1).summarize(summary)
+    print(table(summary, record.runs_word))
     text = built.agent.env.evaluation.describe(trials)  # what the environment's evaluation adds
     if text is not None:
         print(text)
+    write_json(saved, summary)
+    print(f"wrote {saved}")
     return summary
+
+
+def table(summary: dict, runs_word: str = "seeds") -> str:
+    """The readable form of an evaluation's `summary`: a line saying what was evaluated, then a
+    markdown table with a row per seed of every `*_per_seed` result and a row of their means
+    with 95% percentile bootstrap intervals across seeds (a point, and said so, for one)."""
+    from rlsuite.ops.bootstrap import bootstrap_ci
+
+    results = {
+        k.removesuffix("_per_seed"): np.asarray([np.nan if x is None else x for x in v], float)
+        for k, v in summary.items()
+        if k.endswith("_per_seed") and isinstance(v, list) and v and np.ndim(v) == 1
+    }
+    count = len(next(iter(results.values())))
+    gone = summary.get("diverged_seeds") or []
+    left = count - len(gone)
+    how = "greedy (the policy's mode)" if summary["actions"] == "greedy" else "sampled"
+    word = runs_word.removesuffix("s")
+    lines = [
+        f"evaluation of {summary['run']} at {summary['env_steps']:,} env steps: {count} "
+        f"{runs_word}, {summary['episodes']} episodes each, actions {how}",
+        "",
+        f"| {word} | " + " | ".join(results) + " |",
+        "|---|" + "---:|" * len(results),
+    ]
+    for seed in range(count):
+        cells = ["diverged" if seed in gone else f"{v[seed]:.4g}" for v in results.values()]
+        lines.append(f"| {seed} | " + " | ".join(cells) + " |")
+    cells = []
+    for values in results.values():
+        low, high = bootstrap_ci(values[:, None])  # (the diverged left out: NaN)
+        interval = "" if left < 2 else f" [{low[0]:.4g}, {high[0]:.4g}]"
+        cells.append("-" if left == 0 else f"{np.nanmean(values):.4g}{interval}")
+    lines.append("| mean | " + " | ".join(cells) + " |")
+    if left == 0:
+        basis = f"every {word} diverged in training: no result"
+    elif left == 1:
+        basis = f"one {word}: no interval across {word}s"
+    else:
+        basis = f"95% percentile bootstrap interval of the mean across the {left} {word}s"
+    if gone and left:
+        basis += f"; {len(gone)} that diverged in training left out"
+    lines += ["", basis]
+    return "\n".join(lines)

@@ -108,6 +108,18 @@ def _plot_adaptation(run_dirs: list[str], out: pathlib.Path) -> dict:
         if not final.exists():
             raise UsageError(f"{run} holds no final.json (a finished run writes it)")
         summary = json.loads(final.read_text())
+        # The newest evaluation `rlsuite eval` saved, where it has a curve; else final.json's.
+        for saved in reversed(runs.saved_evaluations(pathlib.Path(run))):
+            evaluated = json.loads(saved.read_text())
+            if "adaptation" in evaluated:
+                trials = f"{evaluated['episodes']} trials per seed, {evaluated['actions']}"
+                print(
+                    f"rlsuite plot: {run}: the adaptation curve of {saved.name} ({trials}), as "
+                    "rlsuite eval saved it",
+                    file=sys.stderr,
+                )
+                summary = {**summary, "adaptation": evaluated["adaptation"]}
+                break
         if "adaptation" not in summary:
             raise UsageError(
                 f"{run} has no adaptation curve: its environment ({summary.get('env')}) is not a "

@@ -249,6 +249,14 @@ def restore(out: pathlib.Path, record: RunRecord, built: Built):
     return checkpoint.restore(pathlib.Path(out) / "checkpoints", target, expect=expect)
 
 
+EVALUATIONS = "eval_"  # the files `rlsuite eval` saves in a run directory start so
+
+
+def saved_evaluations(run: pathlib.Path) -> list[pathlib.Path]:
+    """The evaluations `rlsuite eval` saved in `run`, newest last."""
+    return sorted(run.glob(f"{EVALUATIONS}*.json"), key=lambda p: p.stat().st_mtime)
+
+
 def check_out(out: pathlib.Path) -> None:
     """Refuse an `--out` that cannot hold a new run, before anything is written there."""
     from rlsuite.loop.runner import file_in_the_way
