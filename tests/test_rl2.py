@@ -135,6 +135,8 @@ def test_train_eval_and_plot_the_adaptation_curve_from_the_cli(tmp_path):
     proc = rlsuite("plot", out, "--adaptation", "--out", image)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert image.stat().st_size > 10_000
+    # It draws what rlsuite eval just computed (30 trials per seed), not final.json's curve.
+    assert "the adaptation curve of eval_greedy_30_seed0.json (30 trials per seed" in proc.stderr
     proc = rlsuite("plot", out, "--adaptation", "--out", image)
     assert proc.returncode == 2 and "exists" in proc.stderr  # never overwritten
 
