@@ -73,11 +73,9 @@ def test_without_memory_across_pulls_the_same_agent_earns_chance(duan):
 
 @pytest.mark.slow
 def test_maze_later_episodes_of_a_trial_return_more():
-    env, params = envs.make("meta/maze")
-    config = rl2.RL2Config(num_envs=64, num_steps=60, update_epochs=4, num_minibatches=4,
-                           hidden_sizes=(64,), total_timesteps=120 * 64 * 60)  # fmt: skip
-    agent = rl2.make(config, env, params)
-    state, _ = _train(agent, ppo.PPOHparams(learning_rate=1e-3, ent_coef=0.01))
+    agent, hparams = _tuned_agent("meta/maze")  # what rlsuite train rl2 --env meta/maze runs
+    assert agent.config.num_updates == 120 and agent.config.hidden_sizes == (64,)
+    state, _ = _train(agent, hparams)
     policy = agent_lib.policy(agent, state, False)
     result = evaluate_trials(agent.env, agent.env_params, policy, jax.random.key(3), 2000)
     returns = np.asarray(result.episode_returns)  # [trials, 3]
@@ -137,6 +135,12 @@ def test_train_eval_and_plot_the_adaptation_curve_from_the_cli(tmp_path):
     assert image.stat().st_size > 10_000
     # It draws what rlsuite eval just computed (30 trials per seed), not final.json's curve.
     assert "the adaptation curve of eval_greedy_30_seed0.json (30 trials per seed" in proc.stderr
+    # The report shows final.json's adaptation curve, a line per pull of the trial.
+    proc = rlsuite("report", out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = (out / "report.md").read_text()
+    block = page[page.index("```text\nadaptation: mean return per episode of a trial") :]
+    assert block[: block.index("\n```")].count("\n  episode ") == 10
     proc = rlsuite("plot", out, "--adaptation", "--out", image)
     assert proc.returncode == 2 and "exists" in proc.stderr  # never overwritten
 

@@ -256,6 +256,12 @@ def test_train_eval_and_plot_the_levels_from_the_cli(tmp_path):
     assert width == 800 and height in (750, 1000)
     proc = rlsuite("plot", out, "--levels", "--out", image)
     assert proc.returncode == 2 and "exists" in proc.stderr  # never overwritten
+    # The report shows the held-out mazes' solve rates of final.json, as the evaluation says.
+    proc = rlsuite("report", out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    page = (out / "report.md").read_text()
+    table = page[page.index("| level | solve rate | mean return | attempts |") :]
+    assert [row.split(" | ")[0][2:] for row in table.splitlines()[2:11]] == [*HELD_OUT, "mean"]
 
 
 def test_paired_is_its_own_algorithm_with_a_state_of_its_own():

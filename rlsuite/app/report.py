@@ -64,9 +64,20 @@ def write_report(
 
     plot_runs([(run.name, rows)], figure, metric, None)
     why_not = first_frame(record, frame)
-    text = render(record, final, figure.name, metric, frame.name, why_not)
+    text = render(record, final, figure.name, metric, frame.name, why_not, described(record, final))
     write_text(page, text)
     return {"page": str(page), "figure": str(figure), "frame": None if why_not else str(frame)}
+
+
+def described(record: dict, final: dict | None) -> str | None:
+    """What the environment's evaluation adds to `final.json`'s results, as it says it (the
+    adaptation curve of trials, the solve rates of held-out levels; None: nothing)."""
+    if final is None:
+        return None
+    from rlsuite import envs
+
+    env, _ = envs.make(record["env"])
+    return env.evaluation.describe(final)
 
 
 def first_frame(record: dict, path: pathlib.Path) -> str | None:
@@ -97,10 +108,12 @@ def render(
     metric: str,
     frame: str | None = None,
     why_not: str | None = None,
+    added: str | None = None,
 ) -> str:
     """The page's markdown from a run's `config.json` record and `final.json` summary (None:
     not finished), with the learning curve's image named `figure` and the first frame's named
-    `frame` (None: no section), or, instead of that image, `why_not` it could not be drawn."""
+    `frame` (None: no section), or, instead of that image, `why_not` it could not be drawn;
+    `added` is what the environment's evaluation says besides the per-seed results."""
     algo, env = record.get("algo", "?"), record.get("env", "?")
     devices = record.get("devices") or {}
     lines = [
@@ -130,7 +143,10 @@ def render(
     if final is None:
         lines += ["The run has not finished: it has no final.json yet.", ""]
     else:
-        lines += [_evaluation(final), "", "## Speed", "", _speed(final), ""]
+        lines += [_evaluation(final), ""]
+        if added is not None:  # an adaptation curve's lines, or a markdown table of levels
+            lines += [added if added.startswith("|") else f"```text\n{added}\n```", ""]
+        lines += ["## Speed", "", _speed(final), ""]
     if frame is not None:
         lines += ["## First frame", "", _frame(frame, env, why_not), ""]
     lines += ["## Configuration", "", _fields(record.get("config", {})), ""]
