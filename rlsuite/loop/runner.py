@@ -20,7 +20,6 @@ steps no environment: its keys are `gradient_steps`, `gradient_steps_this_call` 
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import pathlib
 import signal
@@ -354,9 +353,12 @@ def train_chunks(run: Prepared, callbacks: Callbacks) -> Trained:
     total, done = num_updates * steps_per_update, start * steps_per_update
     with _Progress(output.progress and is_main(), total, done, num_seeds) as bar:
         try:
-            while loop.update < num_updates:
-                n = min(chunk_updates, num_updates - loop.update)
-                states = loop.chunk(compiled[n], states, n, bar)
+            with _StopRequest() as stop:
+                while loop.update < num_updates:
+                    n = min(chunk_updates, num_updates - loop.update)
+                    states = loop.chunk(compiled[n], states, n, bar)
+                    if stop.requested and loop.update < num_updates:
+                        raise KeyboardInterrupt
         except KeyboardInterrupt:  # Ctrl-C: said in one line by whoever started the run
             raise Interrupted(loop.where()) from None
         except WriteError as error:  # a full disk: the same, with the cause
@@ -419,8 +421,7 @@ class _Loop:
             saved = {**run.metadata, "update": update, "env_steps": update * steps_per_update}
             if self.divergence.any:
                 saved["diverged"] = list(self.divergence.at)
-            with _checkpoint_first():
-                checkpoint.save(run.ckpt_dir, update, states, saved)
+            checkpoint.save(run.ckpt_dir, update, states, saved)
         # The divergence column starts with the first run that diverged: none before.
         earlier = [np.zeros_like(v) for v in next(iter(self.collected.values()), [])]
         for name, value in metrics.items():
@@ -438,28 +439,35 @@ class _Loop:
         return Where(self.update, self.run.schedule.num_updates, latest, out_dir)
 
 
-@contextlib.contextmanager
-def _checkpoint_first():
-    """Ctrl-C (SIGINT) while a checkpoint is written takes effect once it is complete, so that
-    an interrupted run keeps the checkpoint it was saving; a second Ctrl-C stops it at once (the
-    save cut short, which a resume passes over). Only the main thread can catch signals."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    caught = []
+class _StopRequest:
+    """Ctrl-C (SIGINT) during the chunks, as a request: the first stops the run once the chunk
+    it is in has been saved (so an interrupted run keeps its last chunk, and a KeyboardInterrupt
+    is never raised, and lost, inside a callback of the interpreter's), a second stops it at
+    once. Only the main thread can catch signals; elsewhere Ctrl-C is Python's own."""
 
-    def defer(signum, frame):
-        if caught:
+    def __init__(self):
+        self.requested = False
+
+    def __enter__(self):
+        self.previous = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.requested:
             raise KeyboardInterrupt
-        caught.append(signum)
+        self.requested = True
+        print(
+            "\nrlsuite: stopping once this chunk is saved (Ctrl-C again to stop at once)",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    previous = signal.signal(signal.SIGINT, defer)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-    if caught:
-        raise KeyboardInterrupt
+    def __exit__(self, *exc):
+        if self.previous is not None:
+            signal.signal(signal.SIGINT, self.previous)
+        return False
 
 
 def finish(run: Prepared, trained: Trained, final: Final) -> FitResult:
