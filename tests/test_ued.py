@@ -392,3 +392,21 @@ def test_a_curriculum_is_registered_only_under_a_new_name_with_functions():
         ued.UEDConfig(curriculum="toy")
     with pytest.raises(ValueError, match="no registered curriculum 'plr'"):
         ued.unregister_curriculum("plr")
+
+
+@pytest.mark.slow
+def test_plot_levels_of_a_paired_run_draws_the_levels_its_adversary_built(tmp_path):
+    from PIL import Image
+
+    from tests.test_cli import rlsuite
+
+    out = tmp_path / "run"
+    tiny = ["--curriculum", "paired", "--env", "maze", "--total-timesteps", "2048"]
+    tiny += ["--num-envs", "4", "--num-steps", "64", "--recurrent-size", "8", "--hidden-sizes", "8"]
+    proc = rlsuite("train", "ued", *tiny, "--eval-episodes", "1", "--no-progress", "--out", out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    image = tmp_path / "levels.png"
+    proc = rlsuite("plot", out, "--levels", "--out", image)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    # The 8 held-out mazes, then the 4 levels (num_envs) seed 0's adversary built last: 3 rows.
+    assert Image.open(image).size == (800, 750)

@@ -163,8 +163,13 @@ def _plot_levels(run_dirs: list[str], out: pathlib.Path) -> dict:
             for i in range(k):
                 images.append(levels.render(jax.tree.map(lambda x, i=i: np.asarray(x[i]), top)))
                 titles.append(f"buffer #{i + 1}\nscore {float(scores[i]):.3f}")
+    elif getattr(states, "levels", None) is not None:  # PAIRED: the levels its adversary built
+        last = jax.tree.map(lambda x: np.asarray(x[0]), states.levels)  # seed 0's
+        for i in range(min(TOP_LEVELS, jax.tree.leaves(last)[0].shape[0])):
+            images.append(levels.render(jax.tree.map(lambda x, i=i: x[i], last)))
+            titles.append(f"built last #{i + 1}\n(seed 0)")
     if not images:
-        raise UsageError(f"{run} has no held-out results in final.json and no level buffer")
+        raise UsageError(f"{run} has no held-out results in final.json and no levels to draw")
     plot_levels(images, titles, out)
     print(f"wrote {out}")
     return {"out": str(out), "panels": len(images)}
