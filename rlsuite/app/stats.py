@@ -35,6 +35,10 @@ from rlsuite.loop.files import unwritable, write_json, write_text
 
 EXTRA = "pip install 'rlsuite[stats]'"
 METRIC_NAMES = ("IQM", "Mean", "Median", "Optimality Gap")
+NO_GAP = (
+    "the optimality gap compares scores with 1, which means something for normalised scores only "
+    "(--normalize minmax or reference); here it is not a gap to any optimum"
+)
 NORMALIZE = ("none", "minmax", "reference")
 FILES = ("stats.md", "stats.json", "intervals.png", "profiles.png")  # what `write` puts in --out
 PER_SEED = "_per_seed"
@@ -520,12 +524,8 @@ def report(
         "clipped at 1." + "".join(f"\n\nDiverged: {note}." for note in diverged)
     )
     if how == "none":  # a gap to a score of 1 means something for normalised scores only
-        gap = (
-            "the optimality gap compares scores with 1, which means something for normalised "
-            "scores only (--normalize minmax or reference); here it is not a gap to any optimum"
-        )
-        print(f"rlsuite stats: warning: {gap}", file=sys.stderr)
-        header += f"\n\nWarning: {gap}."
+        print(f"rlsuite stats: warning: {NO_GAP}", file=sys.stderr)
+        header += f"\n\nWarning: {NO_GAP}."
     text = markdown(points, intervals, pairs, header=header)
     summary = {
         "runs": [str(r.path) for r in runs],

@@ -288,21 +288,8 @@ def save(
         line; the earlier checkpoints are complete (the new one stays in its staging folder).
       TypeError: ``metadata`` is not JSON-serialisable.
     """
-    directory = pathlib.Path(directory).absolute()
-    step = int(step)
-    if step < 0:
-        raise ValueError(f"step must be >= 0, got {step}.")
-    if max_to_keep is not None and max_to_keep < 1:
-        raise ValueError(f"max_to_keep must be >= 1 or None, got {max_to_keep}.")
-    if not isinstance(metadata, dict):
-        raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}.")
-    try:
-        metadata = json.loads(json.dumps(metadata))
-    except (TypeError, ValueError) as e:
-        raise TypeError(f"checkpoint metadata must be JSON-serialisable: {e}") from e
-    if directory.exists() and not directory.is_dir():
-        raise CheckpointError(f"checkpoint directory {directory} is not a directory.")
-
+    directory, step = pathlib.Path(directory).absolute(), int(step)
+    metadata = _checked_save(directory, step, metadata, max_to_keep)
     latest = latest_step(directory)
     if latest is not None and step <= latest:
         what = "already exists" if step in _step_dirs(directory) else "is older than"
@@ -335,14 +322,8 @@ def save(
             os.replace(staged, step_dir)  # the commit: <step> appears whole, or not at all
             sync_dir(directory)
     except Exception as e:
-        cause = os_error_in(e)  # a full disk, a folder that cannot be written: said as such
-        if cause is not None:  # (orbax's threads logged the same, with their tracebacks)
-            raise WriteError(step_dir, cause, f"checkpoint {step} in {directory}") from e
-        for record in held:  # another fault: what orbax's threads said may explain it
-            logging.getLogger(record.name).handle(record)
-        raise CheckpointError(f"saving step {step} to {directory} failed: {_brief(e)}") from e
-    for record in held:
-        logging.getLogger(record.name).handle(record)
+        raise _save_failed(e, step, directory, held) from e
+    _pass_on(held)
     if max_to_keep is not None and main:
         for old in sorted(_step_dirs(directory))[:-max_to_keep]:
             _delete_step(directory, old)
@@ -362,6 +343,39 @@ def _write_items(path: pathlib.Path, leaves: dict, metadata: dict, manifest: dic
     )
     with ocp.Checkpointer(ocp.CompositeCheckpointHandler()) as checkpointer:
         checkpointer.save(path, args=args)
+
+
+def _checked_save(directory: pathlib.Path, step: int, metadata, max_to_keep) -> dict:
+    """`metadata` as JSON reads it back, after the checks of `save`'s arguments."""
+    if step < 0:
+        raise ValueError(f"step must be >= 0, got {step}.")
+    if max_to_keep is not None and max_to_keep < 1:
+        raise ValueError(f"max_to_keep must be >= 1 or None, got {max_to_keep}.")
+    if not isinstance(metadata, dict):
+        raise TypeError(f"metadata must be a dict, got {type(metadata).__name__}.")
+    try:
+        metadata = json.loads(json.dumps(metadata))
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"checkpoint metadata must be JSON-serialisable: {e}") from e
+    if directory.exists() and not directory.is_dir():
+        raise CheckpointError(f"checkpoint directory {directory} is not a directory.")
+    return metadata
+
+
+def _save_failed(error: Exception, step: int, directory: pathlib.Path, held: list) -> Exception:
+    """What a failed save raises: a `WriteError` for a fault of the file system (a full disk:
+    orbax's threads logged the same, with their tracebacks, which are dropped), else a
+    `CheckpointError`, after what orbax's threads logged (it may explain the fault)."""
+    cause = os_error_in(error)
+    if cause is not None:
+        return WriteError(directory / str(step), cause, f"checkpoint {step} in {directory}")
+    _pass_on(held)
+    return CheckpointError(f"saving step {step} to {directory} failed: {_brief(error)}")
+
+
+def _pass_on(held: list) -> None:
+    for record in held:
+        logging.getLogger(record.name).handle(record)
 
 
 @contextlib.contextmanager
