@@ -66,3 +66,13 @@ def test_a_run_on_untuned_defaults_says_so_before_it_starts(capsys):
     assert "note: no tuned defaults for ppo on acrobot" in capsys.readouterr().err
     train._parse(["ppo", "--env", "cartpole"], "train")
     assert capsys.readouterr().err == ""
+
+
+def test_listing_returns_what_it_prints():
+    from rlsuite.app import listing
+
+    shown = listing.environments("pendulum")["envs"]
+    assert shown == {"pendulum": {"observation": "Box(3,)", "action": "Box(1,)",
+                                  "algos": ["ppo", "sac", "td3"]}}  # fmt: skip
+    assert listing.algos()["algos"] == registry.names()
+    assert len(listing.tuned()["tuned"]) == len(TUNED)
