@@ -69,7 +69,7 @@ def parse_spec(token: str) -> Spec:
 
     def number(value: str) -> float:
         try:
-            return float32_value(float(value))  # the value a run trains with (float32)
+            return float(np.float32(float(value)))  # the value a run trains with (float32)
         except ValueError:
             raise ValueError(f"--grid {field}: {value!r} is not a number") from None
 
@@ -86,7 +86,9 @@ def parse_spec(token: str) -> Spec:
         if log and low <= 0:
             raise ValueError(f"--grid {field}: a log range needs LOW > 0, got {low:g}")
         return Spec(field, low=low, high=high, log=log)
-    values = tuple(number(v) for v in text.split(",") if v != "")
+    # A listed value is written as its float32's shortest decimal; a range's ends keep their
+    # float32 value exactly, for the draws between them are computed from them.
+    values = tuple(float32_value(number(v)) for v in text.split(",") if v != "")
     if not values:
         raise ValueError(f"--grid {field}=: give at least one value")
     if len(set(values)) != len(values):

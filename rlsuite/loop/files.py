@@ -82,7 +82,9 @@ def float32_value(value) -> float:
     """`value` as the float32 a run computes with, as the shortest decimal that is that float32:
     0.001, not 0.0010000000474974513 (what `float(np.float32(0.001))` prints); reading it back
     as a float32 gives the same bits."""
-    return float(str(np.float32(value)))
+    exact = np.float32(value)
+    shortest = float(str(exact))
+    return shortest if np.float32(shortest) == exact else float(exact)  # (read through float64)
 
 
 def json_text(value: Any, indent: int | None = 2) -> str:
