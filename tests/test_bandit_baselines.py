@@ -247,6 +247,68 @@ def test_k5_n100_thompson():
     assert abs(_estimate("thompson", 5, 100) - 74.97) <= 0.2
 
 
+# --- references (what `rlsuite eval` lists beside an RL^2 run) ------------------------------
+
+
+@pytest.mark.parametrize(("num_arms", "num_pulls"), [(1, 3), (2, 1), (2, 20), (3, 15), (5, 10)])
+def test_state_count_is_the_size_of_the_solved_table(num_arms, num_pulls):
+    expected = len(bb.bayes_optimal_table(num_arms, num_pulls).arms)
+    assert bb.state_count(num_arms, num_pulls) == expected
+    # One arm: its (s, f) with s + f < n, (n + 1) n / 2 of them.
+    assert bb.state_count(1, 7) == 28
+
+
+def _named(refs):
+    return {r.name.split(",")[0].split(" (")[0]: r for r in refs}
+
+
+def test_references_of_uniform_arms_are_exact_where_known():
+    from rlsuite.envs.tasks import bandits
+
+    params = bandits.BernoulliBandit(5).default_params
+    refs = _named(bb.references(bandits.sample_uniform, params, 10, jax.random.key(0), 4000, True))
+    assert list(refs) == ["random", "UCB1", "Thompson sampling", "Bayes-optimal", "oracle"]
+    best = 25 / 3  # n k / (k + 1)
+    assert (refs["random"].total, refs["random"].regret, refs["random"].stderr) == (
+        5,
+        best - 5,
+        None,
+    )
+    value = 6041941 / 907200
+    assert refs["Bayes-optimal"].total == pytest.approx(value, abs=1e-12)
+    assert refs["Bayes-optimal"].regret == pytest.approx(best - value, abs=1e-12)
+    assert (refs["oracle"].total, refs["oracle"].regret) == (pytest.approx(best), 0.0)
+    # The simulated ones within 4 standard errors of their exact values (test_k5_n10_exact_*),
+    # and a total and its regret sum to the oracle's n E[max p] on each trial's draw.
+    for name, exact in (("UCB1", 88231 / 15552), ("Thompson sampling", 5.8333)):
+        ref = refs[name]
+        assert 0 < ref.stderr < 0.05 and abs(ref.total - exact) <= 4 * ref.stderr, ref
+        assert abs(ref.total + ref.regret - best) <= 4 * (ref.stderr + ref.regret_stderr), ref
+        assert ref.basis == "simulated, 4,000 trials"
+
+
+def test_references_of_other_tasks_are_simulated_and_skip_bayes_optimal():
+    from rlsuite.envs.tasks import bandits
+
+    # Arms {0.1, 0.9} in either order, 20 pulls: random earns 10 and regrets 0.8 * 20 / 2 = 8;
+    # the oracle earns 0.9 * 20 = 18. The Beta(1, 1) Bayes-optimal policy is not this prior's.
+    params = bandits.BernoulliBandit(2).default_params
+    refs = _named(bb.references(bandits.sample_paired, params, 20, jax.random.key(1), 4000))
+    assert list(refs) == ["random", "UCB1", "Thompson sampling", "oracle"]
+    for name, total, regret in (("random", 10.0, 8.0), ("oracle", 18.0, 0.0)):
+        ref = refs[name]
+        assert abs(ref.total - total) <= 4 * ref.stderr, ref
+        assert ref.regret == regret if name == "oracle" else abs(ref.regret - regret) < 0.1
+    # Uniform arms whose Bayes-optimal table is too large to solve here: listed without it.
+    five = bandits.BernoulliBandit(5).default_params
+    many = bb.references(bandits.sample_uniform, five, 20, jax.random.key(2), 100, uniform=True)
+    assert bb.state_count(5, 20) > bb.REFERENCE_STATES
+    assert [r.name for r in many][-2:] == [
+        "Thompson sampling, Beta(1, 1) priors",
+        "oracle (knows the arms)",
+    ]
+
+
 # --- bad input -------------------------------------------------------------------------------
 
 

@@ -10,6 +10,8 @@ Thresholds measured on the CI machine (2 cores, no accelerator):
   4.5 for p = 0.1, 0.25, 0.4.
 """
 
+import json
+
 import jax
 import numpy as np
 import pytest
@@ -129,6 +131,12 @@ def test_train_eval_and_plot_the_adaptation_curve_from_the_cli(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "adaptation: mean return per episode of a trial" in proc.stdout
     assert proc.stdout.count("  episode ") == 10  # one line per pull of the trial
+    # Then the known policies on the same tasks, exact where they can be (5 arms, 10 pulls).
+    assert "references: known policies on the same task distribution" in proc.stdout
+    assert "| random | 5 | 3.333 | exact, U[0, 1] arms |" in proc.stdout
+    assert "| Bayes-optimal | 6.66 | 1.673 | exact, U[0, 1] arms |" in proc.stdout
+    saved = json.loads((out / "eval_greedy_30_seed0.json").read_text())
+    assert [r["name"] for r in saved["references"]][3] == "Bayes-optimal"
     image = tmp_path / "adaptation.png"
     proc = rlsuite("plot", out, "--adaptation", "--out", image)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -114,6 +114,27 @@ def test_tabular_mdp_step_by_hand():
     assert float(reward) == 0.0 and bool(truncated) and not bool(terminated)
 
 
+def test_tabular_mdp_episode_values_and_references_by_hand():
+    # Two states, two actions: action 0 moves to state 1, action 1 stays; R = [[1, 0], [0, 3]].
+    # Horizon 2 from state 0. Last step: V(0), V(1) = 1, 3 (optimal), 0.5, 1.5 (random).
+    # First step: optimal max(1 + V(1), 0 + V(0)) = max(4, 1) = 4;
+    #             random mean(1 + 1.5, 0 + 0.5) = 1.5.
+    to_one = jnp.array([0.0, 1.0])
+    transitions = jnp.stack(
+        [jnp.stack([to_one, jnp.array([1.0, 0.0])]), jnp.stack([to_one, to_one])]
+    )
+    params = tabular_mdp.TabularMDPParams(transitions, jnp.array([[1.0, 0.0], [0.0, 3.0]]))
+    random, optimal = tabular_mdp.episode_values(params, 2)
+    assert (float(random), float(optimal)) == (1.5, 4.0)
+    # A trial of 3 episodes of that one task (a sampler that keeps it): exact, no spread.
+    env = TabularMDP(num_states=2, num_actions=2, horizon=2)
+    refs = env.trial_references(lambda key, p: p, params, 3, jax.random.key(0), trials=5)
+    assert [(r.name, r.total, r.stderr, r.regret) for r in refs] == [
+        ("random", 4.5, 0.0, None),
+        ("optimal (knows the MDP)", 12.0, 0.0, None),
+    ]
+
+
 def test_tabular_mdp_transition_frequencies():
     env = TabularMDP(num_states=3, num_actions=1)
     transitions = jnp.tile(jnp.array([0.2, 0.8, 0.0]), (3, 1, 1))

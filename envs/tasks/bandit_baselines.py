@@ -10,6 +10,7 @@ stand apart from the bandit environment they check.
 | `oracle`                | always the arm with the highest probability                         |
 | `bayes_optimal`         | the Bayes-optimal policy under independent Beta(1, 1) priors        |
 | `bayes_optimal_value`   | its exact expected total reward, by dynamic programming (Fraction)  |
+| `references`            | what they earn on a sampler's tasks, as `rlsuite eval` lists them    |
 
 A trial function takes `(key, probs, num_pulls)` with `probs` of shape `[k]` and a static Python
 `num_pulls`, and returns a `TrialResult`; it jits and vmaps over keys and problems.
@@ -27,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rlsuite.environment.evaluations import Reference
 from rlsuite.ops.validators import check_field
 
 # select(key, successes [k] int32, failures [k] int32, probs [k]) -> arm (int32 scalar); only
@@ -246,3 +248,77 @@ def bayes_optimal(key: jax.Array, probs: jax.Array, num_pulls: int) -> TrialResu
         return jnp.argmax(codes == best).astype(jnp.int32)
 
     return run_trial(select, key, probs, num_pulls)
+
+
+# The largest Bayes-optimal table `references` solves: about 2 s of exact dynamic programming
+# (its cost is near 40 us a state; k=5 arms and n=10 pulls hold 1,951 states, k=5 and n=20
+# 237,995).
+REFERENCE_STATES = 50_000
+
+
+def state_count(num_arms: int, num_pulls: int) -> int:
+    """The number of posterior states `bayes_optimal_table(num_arms, num_pulls)` holds, counted
+    without solving it: the multisets of `num_arms` arm counts (s, f) whose pulls sum to less
+    than `num_pulls`. Each kind of count with w = s + f pulls (there are w + 1 such kinds) may
+    repeat; `ways[j][t]` counts the multisets of j counts with t pulls over the kinds so far."""
+    num_arms = _check_count("num_arms", num_arms, 1)
+    num_pulls = _check_count("num_pulls", num_pulls, 1)
+    ways = [[0] * num_pulls for _ in range(num_arms + 1)]
+    ways[0][0] = 1
+    for w in range(num_pulls):
+        for _ in range(w + 1):  # each kind: multiply by 1 / (1 - x y^w), j ascending
+            for j in range(1, num_arms + 1):
+                for t in range(w, num_pulls):
+                    ways[j][t] += ways[j - 1][t - w]
+    return sum(ways[num_arms])
+
+
+def references(
+    sample_task: Callable,
+    params,
+    num_pulls: int,
+    key: jax.Array,
+    trials: int = 10_000,
+    uniform: bool = False,
+) -> list[Reference]:
+    """What the reference policies earn per trial of `num_pulls` pulls on tasks drawn by
+    `sample_task(key, params)` (a `params` with `probs` [k]): random, UCB1, Thompson sampling and
+    the oracle, each simulated on `trials` tasks (mean ± standard error). `uniform` says the
+    tasks are U[0, 1]^k (Beta(1, 1) priors): then random (n / 2), the oracle (`oracle_value`)
+    and the Bayes-optimal policy (`bayes_optimal_value`, where its table has at most
+    `REFERENCE_STATES` states) are exact, with regrets n k / (k + 1) less their totals."""
+    num_pulls = _check_count("num_pulls", num_pulls, 1)
+    task_key, play_key = jax.random.split(key)
+    task_keys = jax.random.split(task_key, trials)
+    probs = jax.vmap(sample_task, (0, None))(task_keys, params).probs
+    num_arms = int(jnp.shape(probs)[-1])
+    play_keys = jax.random.split(play_key, trials)
+
+    def simulated(name, policy):
+        play = jax.jit(jax.vmap(functools.partial(policy, num_pulls=num_pulls)))
+        result = play(play_keys, probs)
+        total, regret = np.asarray(result.total_reward, np.float64), np.asarray(result.regret)
+        se = np.sqrt(trials)
+        basis = f"simulated, {trials:,} trials"
+        return Reference(
+            name, total.mean(), total.std() / se, regret.mean(), regret.std() / se, basis
+        )
+
+    best = float(oracle_value(num_arms, num_pulls)) if uniform else None
+    exact = "exact, U[0, 1] arms"
+    out = []
+    if uniform:
+        out.append(Reference("random", num_pulls / 2, None, best - num_pulls / 2, None, exact))
+    else:
+        out.append(simulated("random", random_policy))
+    out.append(simulated("UCB1", ucb1))
+    out.append(simulated("Thompson sampling, Beta(1, 1) priors", thompson))
+    if uniform and state_count(num_arms, num_pulls) <= REFERENCE_STATES:
+        value = float(bayes_optimal_value(num_arms, num_pulls))
+        out.append(Reference("Bayes-optimal", value, None, best - value, None, exact))
+    if uniform:
+        out.append(Reference("oracle (knows the arms)", best, None, 0.0, None, exact))
+    else:
+        oracle_result = simulated("oracle (knows the arms)", oracle)
+        out.append(oracle_result._replace(regret=0.0, regret_stderr=None))
+    return out

@@ -73,6 +73,18 @@ class BernoulliBandit(Environment):
     def action_space(self, params: BanditParams) -> Discrete:
         return Discrete(self.num_arms)
 
+    def trial_references(self, sample_task, params, episodes_per_trial, key) -> list:
+        """Reference policies on trials of `episodes_per_trial` pulls of `sample_task`'s tasks
+        (`bandit_baselines.references`; exact figures for `sample_uniform`'s)."""
+        from rlsuite.envs.tasks import bandit_baselines
+
+        if episodes_per_trial is None:
+            return []
+        uniform = sample_task is sample_uniform
+        return bandit_baselines.references(
+            sample_task, params, episodes_per_trial, key, uniform=uniform
+        )
+
     def __repr__(self) -> str:
         return f"BernoulliBandit(num_arms={self.num_arms})"
 

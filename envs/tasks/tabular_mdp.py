@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import struct
 from rlsuite.envs.tasks import check_leaf_shape
 
@@ -101,11 +102,46 @@ class TabularMDP(Environment):
     def action_space(self, params: TabularMDPParams) -> Discrete:
         return Discrete(self.num_actions)
 
+    def trial_references(self, sample_task, params, episodes_per_trial, key, trials=10_000):
+        """The uniformly random policy and the optimal one that knows the MDP, on trials of
+        `episodes_per_trial` episodes of `sample_task`'s MDPs: each task's expected return is
+        exact (`episode_values`), their mean over `trials` drawn tasks is simulated."""
+        from rlsuite.environment.evaluations import Reference
+
+        if episodes_per_trial is None:
+            return []
+        tasks = jax.vmap(sample_task, (0, None))(jax.random.split(key, trials), params)
+        values = jax.jit(jax.vmap(lambda t: episode_values(t, self.max_episode_steps)))(tasks)
+        basis = f"exact per task, mean over {trials:,} drawn tasks"
+        out = []
+        for name, value in zip(("random", "optimal (knows the MDP)"), values, strict=True):
+            total = episodes_per_trial * np.asarray(value, np.float64)
+            stderr = total.std() / np.sqrt(trials)
+            out.append(Reference(name, total.mean(), stderr, None, None, basis))
+        return out
+
     def __repr__(self) -> str:
         return (
             f"TabularMDP(num_states={self.num_states}, num_actions={self.num_actions}, "
             f"horizon={self.max_episode_steps})"
         )
+
+
+def episode_values(params: TabularMDPParams, horizon: int) -> tuple[jax.Array, jax.Array]:
+    """The expected return of one episode of `horizon` steps from state 0, `(random, optimal)`:
+    the uniformly random policy's and the optimal policy's that knows `params`, by backward
+    induction: Q_h(s, a) = R(s, a) + sum_s' P(s' | s, a) V_{h+1}(s'), with V the mean over
+    actions (random) or the max (optimal), and V_{horizon + 1} = 0."""
+
+    def backup(values, _):
+        random, optimal = values
+        q_random = params.reward_means + params.transitions @ random
+        q_optimal = params.reward_means + params.transitions @ optimal
+        return (q_random.mean(-1), q_optimal.max(-1)), None
+
+    zeros = jnp.zeros(jnp.shape(params.reward_means)[-2], jnp.float32)
+    (random, optimal), _ = jax.lax.scan(backup, (zeros, zeros), None, length=horizon)
+    return random[0], optimal[0]
 
 
 def sample_task(key: jax.Array, params: TabularMDPParams) -> TabularMDPParams:

@@ -8,7 +8,10 @@ within trials, held-out levels).
 It prints a table first: what was evaluated (seeds, env steps, episodes, greedy or sampled
 actions), each seed's results and their mean with its 95% percentile bootstrap interval across
 seeds (none for one seed); then what the environment's evaluation adds (the adaptation curve of
-trials, held-out levels' solve rates). It saves the whole result beside the run, as
+trials, held-out levels' solve rates) and, where the task family names them, what known
+policies earn on the same tasks (random, UCB1, Thompson sampling, Bayes-optimal for a bandit;
+random and the optimal policy that knows the MDP for tabular MDPs). It saves the whole result
+beside the run, as
 `eval_<greedy|sampled>_<episodes>_seed<seed>.json` (strict JSON; the same settings give the same
 file), which `rlsuite plot --adaptation` draws in preference to `final.json`'s.
 """
@@ -39,6 +42,7 @@ class EvalArgs:
 
 
 def main(argv: list[str]) -> dict:
+    from rlsuite.environment.evaluations import reference_table
     from rlsuite.loop.divergence import Divergence
     from rlsuite.loop.evaluator import eval_summary, evaluate_policies
     from rlsuite.loop.files import write_json
@@ -70,9 +74,14 @@ def main(argv: list[str]) -> dict:
     # A run that diverged in training plays parameters that are not numbers: no result.
     summary = Divergence.start(record.num_seeds, meta.get("diverged"), 1).summarize(summary)
     print(table(summary, record.runs_word))
-    text = built.agent.env.evaluation.describe(trials)  # what the environment's evaluation adds
+    evaluation = built.agent.env.evaluation
+    text = evaluation.describe(trials)  # what the environment's evaluation adds
     if text is not None:
-        print(text)
+        print(f"\n{text}")
+    references = evaluation.references(built.agent.env_params, jax.random.key(args.seed))
+    if references:
+        summary["references"] = [r._asdict() for r in references]
+        print(f"\n{reference_table(references, summary, record.runs_word)}")
     write_json(saved, summary)
     print(f"wrote {saved}")
     return summary

@@ -11,6 +11,10 @@ whose entries `final.json` and `rlsuite eval` add to the returns' summary, and `
 those entries into the lines `rlsuite eval` prints. A new kind of evaluation is a subclass
 declared by its environment; nothing in the loop or the command line names the kinds.
 
+An evaluation may also name `references`: what known policies earn on the same task
+distribution (random, Thompson sampling, Bayes-optimal for a bandit), which `rlsuite eval`
+prints beside the run's own result and saves with it.
+
     class MyEnv(Environment):
         @property
         def evaluation(self):
@@ -22,6 +26,20 @@ from __future__ import annotations
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
+
+
+class Reference(NamedTuple):
+    """What a known policy earns per trial (per episode outside trials) on the distribution the
+    run is evaluated on: `total` its expected total reward, `stderr` the standard error of a
+    simulated mean (None where `total` is exact), `regret` its expected regret where the task
+    reports one (with `regret_stderr`), `basis` how the figure was obtained, in words."""
+
+    name: str
+    total: float
+    stderr: float | None
+    regret: float | None
+    regret_stderr: float | None
+    basis: str
 
 
 class EpisodesResult(NamedTuple):
@@ -65,6 +83,10 @@ class Evaluation:
         """What `rlsuite eval` prints of `entries` besides the summary (None: nothing)."""
         return None
 
+    def references(self, env_params: Any, key: Any) -> list[Reference]:
+        """Known policies' results on the distribution evaluated (none by default)."""
+        return []
+
 
 class GoalSuccess(Evaluation):
     """Goal environments (`rlsuite.environment.goal`): the share of episodes that reached the
@@ -80,8 +102,12 @@ class Trials(Evaluation):
     adaptation curve across the trial's episodes, and each of `sums` (info keys the family
     reports, where it does) summed per trial."""
 
-    def __init__(self, sums: tuple[str, ...] = ("regret",)):
+    def __init__(self, sums: tuple[str, ...] = ("regret",), references=None):
         self.sums = tuple(sums)
+        self._references = references  # (env_params, key) -> list[Reference], or None
+
+    def references(self, env_params: Any, key: Any) -> list[Reference]:
+        return [] if self._references is None else self._references(env_params, key)
 
     def __call__(self, ev: Evaluator) -> tuple[np.ndarray, dict]:
         reported = ev.info_keys()
@@ -113,6 +139,9 @@ class HeldOutLevels(Evaluation):
             lines.append(solve_rate_table(held_out["names"], held_out["returns"]))
         lines = [line for line in lines if line is not None]
         return "\n".join(lines) if lines else None
+
+    def references(self, env_params: Any, key: Any) -> list[Reference]:
+        return self.base.references(env_params, key)
 
 
 def with_held_out(levels: Any, base: Evaluation | None = None) -> Evaluation:
@@ -173,6 +202,42 @@ def adaptation_table(adaptation: dict) -> str:
     )
     for i, (mean, low, high) in enumerate(rows, start=1):
         lines.append(f"  episode {i:>3}: {mean:9.3f}  [{low:.3f}, {high:.3f}]")
+    return "\n".join(lines)
+
+
+def reference_table(references: list[Reference], summary: dict, runs_word: str = "seeds") -> str:
+    """A markdown table of `references` below a row of the run's own mean result (`summary`'s
+    `eval_return_mean` and, where it has one, `eval_regret_mean`), with how each was obtained."""
+    regret = "eval_regret_mean" in summary or any(r.regret is not None for r in references)
+
+    def figure(value, stderr):
+        if value is None:
+            return "-"
+        return f"{value:.4g}" if stderr is None else f"{value:.4g} ± {stderr:.2g}"
+
+    def row(name, total, stderr, regret_value, regret_stderr, basis):
+        cells = [name, figure(total, stderr)]
+        if regret:
+            cells.append(figure(regret_value, regret_stderr))
+        return "| " + " | ".join([*cells, basis]) + " |"
+
+    head = ["policy", "total reward per trial", *(["regret per trial"] if regret else []), "basis"]
+    own = summary.get("eval_return_mean")
+    lines = [
+        "references: known policies on the same task distribution (± one standard error)",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|---|" + "---:|" * (len(head) - 2) + "---|",
+        row(
+            "this run",
+            own,
+            None,
+            summary.get("eval_regret_mean"),
+            None,
+            f"mean over {runs_word} of {summary['episodes']} trials each",
+        ),
+    ]
+    lines += [row(*r) for r in references]
     return "\n".join(lines)
 
 

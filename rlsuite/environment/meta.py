@@ -225,8 +225,16 @@ class RL2(Wrapper):
     @property
     def evaluation(self) -> Trials:
         """Each evaluation episode a trial: the adaptation curve across its inner episodes, and
-        the regret summed per trial where the task family reports one."""
-        return Trials(("regret",))
+        the regret summed per trial where the task family reports one; as references, what
+        known policies earn on the same tasks where the family names them (its
+        `trial_references(sample_task, params, episodes_per_trial, key)`)."""
+        return Trials(("regret",), references=self._references)
+
+    def _references(self, params: Any, key: jax.Array) -> list:
+        find = getattr(self.env, "trial_references", None)
+        if find is None or self.sample_task is None:
+            return []
+        return find(self.sample_task, params, self.episodes_per_trial, key)
 
     def __repr__(self) -> str:
         length = (
