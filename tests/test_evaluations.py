@@ -69,7 +69,7 @@ def test_a_new_kind_of_evaluation_is_one_object_declared_by_its_environment(
 def test_each_kind_of_environment_declares_its_evaluation():
     kinds = {
         "cartpole": evaluations.Evaluation,
-        "maze/small": evaluations.Evaluation,  # 7 x 7: no held-out mazes
+        "maze/small": evaluations.SolveRates,  # 7 x 7: no held-out mazes
         "maze": evaluations.HeldOutLevels,
         "goal/point_reach": evaluations.GoalSuccess,
         "point_mass": evaluations.GoalSuccess,
@@ -79,7 +79,7 @@ def test_each_kind_of_environment_declares_its_evaluation():
         env, _ = envs.make(name)
         assert type(env.evaluation) is kind, name
     maze, _ = envs.make("maze")
-    assert type(maze.evaluation.base) is evaluations.Evaluation
+    assert type(maze.evaluation.base) is evaluations.SolveRates
 
 
 class FakeEvaluator:
@@ -87,16 +87,21 @@ class FakeEvaluator:
 
     env, env_params = None, None
 
-    def __init__(self, keys=("regret",)):
-        self.keys, self.asked = set(keys), []
+    def __init__(self, keys=("regret",), deterministic=True):
+        self.keys, self.asked, self.deterministic = set(keys), [], deterministic
 
     def info_keys(self):
         return self.keys
 
-    def episodes(self, sums=()):
-        self.asked.append(("episodes", sums))
+    def episodes(self, sums=(), deterministic=None):
+        mode = self.deterministic if deterministic is None else deterministic
+        self.asked.append(("episodes", sums) if mode else ("sampled episodes", sums))
         success = np.array([[0.0, 3.0, 1.0, 0.0], [2.0, 2.0, 0.0, 0.0]])
-        return evaluations.EpisodesResult(np.ones((2, 4)), {"success": success})
+        if not mode:  # sampled: run 0 solves 3 of its 4 episodes, run 1 one
+            returns = np.array([[1.0, 0.5, 0.0, 2.0], [0, 0, 0, 0.1]])
+        else:  # greedy: run 0 solves 1, run 1 none
+            returns = np.array([[0.0, 0.0, 0.0, 1.0], [0, 0, 0, 0]])
+        return evaluations.EpisodesResult(returns, {"success": success})
 
     def trials(self, sums=()):
         self.asked.append(("trials", sums))
@@ -106,8 +111,11 @@ class FakeEvaluator:
             np.ones((2, 3)), episode_returns, {k: np.full((2, 3), 0.25) for k in sums}, curve
         )
 
-    def levels(self, level_params):
-        self.asked.append(("levels", level_params))
+    def levels(self, level_params, deterministic=None):
+        mode = self.deterministic if deterministic is None else deterministic
+        self.asked.append(("levels", level_params) if mode else ("sampled levels", level_params))
+        if not mode:
+            return np.array([[[1.0, 1.0]], [[1.0, 0.0]]])
         return np.array([[[1.0, 0.0]], [[0.0, 0.0]]])  # [2 runs, 1 level, 2 attempts]
 
 
@@ -133,9 +141,44 @@ def test_the_kinds_summarise_by_hand_derived_values():
     ev = FakeEvaluator()
     held = evaluations.with_held_out(Levels(), evaluations.GoalSuccess())
     _, entries = held(ev)
-    assert ev.asked == [("episodes", ("success",)), ("levels", "params of levels")]
+    assert ev.asked == [
+        ("episodes", ("success",)),
+        ("levels", "params of levels"),
+        ("sampled levels", "params of levels"),
+    ]
     assert list(entries) == ["held_out", *goal]  # the held-out levels first, as final.json had
-    assert entries["held_out"] == {"names": ["corridor"], "returns": [[[1.0, 0.0]], [[0.0, 0.0]]]}
-    assert "| corridor | 0.25 | 0.250 | 4 |" in held.describe(entries)
+    assert entries["held_out"] == {
+        "names": ["corridor"],
+        "actions": "greedy",
+        "returns": [[[1.0, 0.0]], [[0.0, 0.0]]],
+        "returns_sampled": [[[1.0, 1.0]], [[1.0, 0.0]]],
+    }
+    text = held.describe(entries)
+    # Greedy: 1 of 4 attempts solved; sampled: 3 of 4, mean return 0.75.
+    greedy = "held-out levels, greedy actions:\n| level | solve rate | mean return | attempts |"
+    assert greedy in text and "| corridor | 0.25 | 0.250 | 4 |" in text
+    assert "held-out levels, sampled actions:" in text and "| corridor | 0.75 | 0.750 | 4 |" in text
+    # An evaluation asked for sampled actions keeps them as `returns`, the greedy ones apart.
+    _, entries = held(FakeEvaluator(deterministic=False))
+    assert entries["held_out"]["actions"] == "sampled"
+    assert entries["held_out"]["returns"] == [[[1.0, 1.0]], [[1.0, 0.0]]]
+    assert entries["held_out"]["returns_greedy"] == [[[1.0, 0.0]], [[0.0, 0.0]]]
+    # A final.json written before both were kept: its returns, greedy.
+    old = {"held_out": {"names": ["corridor"], "returns": [[[1.0, 0.0]], [[0.0, 0.0]]]}}
+    assert held.describe(old).count("held-out levels") == 1
+    # Solve rates both ways on the environment's own levels (a return above 0 solves):
+    # greedy, run 0 solves 1 of 4 and run 1 none; sampled, run 0 solves 3 of 4 and run 1 one.
+    ev = FakeEvaluator()
+    returns, rates = evaluations.SolveRates()(ev)
+    assert ev.asked == [("episodes", ()), ("sampled episodes", ())]
+    assert returns.tolist() == [[0.0, 0.0, 0.0, 1.0], [0, 0, 0, 0]]  # the actions asked for
+    assert rates == {
+        "eval_solve_rate_greedy_per_seed": [0.25, 0.0],
+        "eval_solve_rate_greedy_mean": 0.125,
+        "eval_solve_rate_sampled_per_seed": [0.75, 0.25],
+        "eval_solve_rate_sampled_mean": 0.5,
+    }
+    returns, same = evaluations.SolveRates()(FakeEvaluator(deterministic=False))
+    assert same == rates and returns.tolist()[0] == [1.0, 0.5, 0.0, 2.0]
     assert evaluations.with_held_out(None) is not None
     assert type(evaluations.with_held_out(None)) is evaluations.Evaluation

@@ -241,12 +241,20 @@ def test_train_eval_and_plot_the_levels_from_the_cli(tmp_path):
     held_out = final["held_out"]
     assert held_out["names"] == list(HELD_OUT)
     assert np.shape(held_out["returns"]) == (2, 8, 2)  # seeds x mazes x attempts
+    assert held_out["actions"] == "greedy" and np.shape(held_out["returns_sampled"]) == (2, 8, 2)
+    assert len(final["eval_solve_rate_greedy_per_seed"]) == 2  # on random levels, both ways
+    assert 0 <= final["eval_solve_rate_sampled_mean"] <= 1
     proc = rlsuite("eval", out, "--episodes", "3")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = [line for line in proc.stdout.splitlines() if line.startswith("| ")]
-    rows = rows[rows.index("| level | solve rate | mean return | attempts |") :]  # (after seeds')
-    assert [row.split(" | ")[0][2:] for row in rows[1:]] == [*HELD_OUT, "mean"]
-    assert all(row.endswith(" | 6 |") for row in rows[1:-1])  # 3 attempts x 2 seeds
+    columns = "| seed | eval_return | eval_solve_rate_greedy | eval_solve_rate_sampled |"
+    assert columns in proc.stdout
+    lines = proc.stdout.splitlines()
+    for mode in ("greedy", "sampled"):  # a table of the held-out mazes for each
+        at = lines.index(f"held-out levels, {mode} actions:")
+        assert lines[at + 1] == "| level | solve rate | mean return | attempts |"
+        rows = lines[at + 3 : at + 12]
+        assert [row.split(" | ")[0][2:] for row in rows] == [*HELD_OUT, "mean"]
+        assert all(row.endswith(" | 6 |") for row in rows[:-1])  # 3 attempts x 2 seeds
     image = tmp_path / "levels.png"
     proc = rlsuite("plot", out, "--levels", "--out", image)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -44,6 +44,32 @@ def test_episode_statistics_counts_terminated_and_truncated_episodes():
     assert [float(o[3]["episode_return"]) for o in out] == [1.0, 1.0, 1.0]
 
 
+def test_episode_metrics_by_hand_with_and_without_goal_success():
+    from rlsuite.environment.wrappers import episode_metrics
+
+    # Two envs x three steps. Env 0 ends an episode at step 1 (return 2, length 4) at the goal;
+    # env 1 ends one at step 2 (return 5, length 6) away from it. At the goal: env 0 at steps 0
+    # and 1, env 1 at step 1: 3 of the 6 steps.
+    done = jnp.array([[False, True, False], [False, False, True]]).T
+    info = {
+        "episode_done": done,
+        "episode_return": jnp.array([[1.0, 2.0, 0.0], [3.0, 4.0, 5.0]]).T,
+        "episode_length": jnp.array([[3, 4, 1], [4, 5, 6]]).T,
+    }
+    plain = episode_metrics(info)
+    assert set(plain) == {"charts/episodic_return", "charts/episodic_length", "charts/episodes"}
+    assert (float(plain["charts/episodic_return"]), float(plain["charts/episodic_length"])) == (
+        3.5,  # (2 + 5) / 2
+        5.0,  # (4 + 6) / 2
+    )
+    success = jnp.array([[1.0, 1.0, 0.0], [0.0, 1.0, 0.0]]).T
+    goal = episode_metrics({**info, "success": success})
+    assert float(goal["charts/success_at_end"]) == 0.5  # 1 of the 2 episodes ended at the goal
+    assert float(goal["charts/time_at_goal"]) == 0.5  # 3 of 6 steps
+    none_ended = {**info, "episode_done": jnp.zeros_like(done), "success": success}
+    assert np.isnan(float(episode_metrics(none_ended)["charts/success_at_end"]))
+
+
 def test_wrappers_do_not_mutate_inner_info():
     seen = []
 

@@ -45,7 +45,7 @@ from rlsuite.envs.maze.mutator import mutate
 from rlsuite.envs.maze.render import fit, render
 
 from rlsuite.environment import Environment
-from rlsuite.environment.evaluations import Evaluation, with_held_out
+from rlsuite.environment.evaluations import Evaluation, SolveRates, with_held_out
 from rlsuite.environment.levels import Levels
 from rlsuite.environment.spaces import Box, Discrete
 from rlsuite.ops.validators import check_field
@@ -140,9 +140,12 @@ class Maze(Environment):
 
     @property
     def evaluation(self) -> Evaluation:
-        """Episodes, and where the maze is 13 x 13 with a generator, attempts on the eight named
-        held-out mazes with their solve rates."""
-        return Evaluation() if self.generator is None else with_held_out(self.levels())
+        """Episodes; with a generator, their solve rates with greedy and with sampled actions
+        (`SolveRates`) and, where the maze is 13 x 13, attempts on the eight named held-out
+        mazes with their solve rates both ways."""
+        if self.generator is None:
+            return Evaluation()
+        return with_held_out(self.levels(), SolveRates())
 
     def levels(self) -> Levels:
         """What a curriculum (`rlsuite.agents.ued`) needs: the generator, ACCEL's `mutate` and

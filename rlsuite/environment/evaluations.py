@@ -59,17 +59,23 @@ class Evaluator(Protocol):
 
     env: Any
     env_params: Any
+    deterministic: bool  # the actions asked for: the policy's mode (True) or sampled
 
     def info_keys(self) -> set[str]:
         """The keys of the `info` dict the environment's `step` returns."""
         ...
 
-    def episodes(self, sums: tuple[str, ...] = ()) -> EpisodesResult: ...
+    def episodes(
+        self, sums: tuple[str, ...] = (), deterministic: bool | None = None
+    ) -> EpisodesResult:
+        """Each run's episodes, with the actions asked for (or `deterministic`'s)."""
+        ...
 
     def trials(self, sums: tuple[str, ...] = ()) -> TrialsResult: ...
 
-    def levels(self, level_params: Any) -> np.ndarray:
-        """Returns `[num_runs, num_levels, attempts]` on the levels of `level_params` [N]."""
+    def levels(self, level_params: Any, deterministic: bool | None = None) -> np.ndarray:
+        """Returns `[num_runs, num_levels, attempts]` on the levels of `level_params` [N], with
+        the actions asked for (or `deterministic`'s)."""
         ...
 
 
@@ -118,9 +124,35 @@ class Trials(Evaluation):
         return adaptation_table(entries["adaptation"]) if "adaptation" in entries else None
 
 
+def actions_word(deterministic: bool) -> str:
+    return "greedy" if deterministic else "sampled"
+
+
+class SolveRates(Evaluation):
+    """A levelled environment's episodes on its own random levels (a maze with a generator):
+    the returns with the actions asked for, and the solve rate (the share of episodes with a
+    return above 0) with greedy and with sampled actions both, since a young student often
+    solves with sampled actions what its mode never does: `eval_solve_rate_greedy_*` and
+    `eval_solve_rate_sampled_*`."""
+
+    def __call__(self, ev: Evaluator) -> tuple[np.ndarray, dict]:
+        returns = ev.episodes().returns
+        other = ev.episodes(deterministic=not ev.deterministic).returns
+        by_mode = {ev.deterministic: returns, not ev.deterministic: other}
+        entries = {}
+        for mode in (True, False):
+            per_seed = (np.asarray(by_mode[mode]) > 0).mean(axis=1)
+            name = f"eval_solve_rate_{actions_word(mode)}"
+            entries[f"{name}_per_seed"] = per_seed.tolist()
+            entries[f"{name}_mean"] = float(per_seed.mean())
+        return returns, entries
+
+
 class HeldOutLevels(Evaluation):
     """An environment with named held-out levels (`Levels.held_out`, the maze's eight): `base`'s
-    evaluation, then as many attempts as its episodes on each held-out level."""
+    evaluation, then as many attempts as its episodes on each held-out level, with the actions
+    asked for (`returns`, their kind in `actions`) and with the other kind
+    (`returns_greedy` or `returns_sampled`)."""
 
     def __init__(self, base: Evaluation, levels: Any):
         self.base, self.levels = base, levels
@@ -128,15 +160,28 @@ class HeldOutLevels(Evaluation):
     def __call__(self, ev: Evaluator) -> tuple[np.ndarray, dict]:
         returns, entries = self.base(ev)
         names, levels = self.levels.held_out()
-        level_returns = ev.levels(self.levels.params_for(ev.env_params, levels))
-        held_out = {"names": list(names), "returns": np.asarray(level_returns).tolist()}
+        params = self.levels.params_for(ev.env_params, levels)
+        other = not ev.deterministic
+        held_out = {
+            "names": list(names),
+            "actions": actions_word(ev.deterministic),
+            "returns": np.asarray(ev.levels(params)).tolist(),
+            f"returns_{actions_word(other)}": np.asarray(ev.levels(params, other)).tolist(),
+        }
         return returns, {"held_out": held_out, **entries}
 
     def describe(self, entries: dict) -> str | None:
         lines = [self.base.describe(entries)]
         if "held_out" in entries:
             held_out = entries["held_out"]
-            lines.append(solve_rate_table(held_out["names"], held_out["returns"]))
+            asked = held_out.get("actions")
+            for mode in ("greedy", "sampled"):
+                returns = held_out["returns"] if mode == asked else held_out.get(f"returns_{mode}")
+                if asked is None and mode == "greedy":  # written before both were kept
+                    returns = held_out["returns"]
+                if returns is not None:
+                    lines.append(f"held-out levels, {mode} actions:")
+                    lines.append(solve_rate_table(held_out["names"], returns))
         lines = [line for line in lines if line is not None]
         return "\n".join(lines) if lines else None
 

@@ -150,17 +150,29 @@ class EpisodeStatistics(Wrapper):
 
 def episode_metrics(info: dict) -> dict:
     """Mean return and length of the episodes that ended in a batch of `EpisodeStatistics`
-    infos (any leading axes), NaN when none ended, and their count."""
+    infos (any leading axes), NaN when none ended, and their count.
+
+    Where the info holds the goal contract's `success` (the step reached a state within the
+    goal's threshold, `rlsuite.environment.goal`), the training curve of success as well:
+    `charts/success_at_end`, the share of the episodes that ended at the goal (NaN when none
+    ended), and `charts/time_at_goal`, the share of all the batch's steps spent there (the
+    evaluation's `time_near_goal` per step)."""
     done = info["episode_done"]
     episodes = done.sum()
     count = jnp.maximum(episodes, 1)
     mean_return = (info["episode_return"] * done).sum() / count
     mean_length = (info["episode_length"] * done).sum() / count
-    return {
+    metrics = {
         "charts/episodic_return": jnp.where(episodes > 0, mean_return, jnp.nan),
         "charts/episodic_length": jnp.where(episodes > 0, mean_length, jnp.nan),
         "charts/episodes": episodes,
     }
+    if "success" in info:
+        at_goal = info["success"] > 0
+        ended_there = (at_goal & done).sum() / count
+        metrics["charts/success_at_end"] = jnp.where(episodes > 0, ended_there, jnp.nan)
+        metrics["charts/time_at_goal"] = at_goal.mean()
+    return metrics
 
 
 def _box_action_space(env: Environment, params: Any, wrapper: str) -> Box:

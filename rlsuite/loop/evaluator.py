@@ -39,12 +39,17 @@ class Evaluator:
     def _keys(self, key: jax.Array) -> jax.Array:
         return driver.run_keys(key, self.num_runs, self.seeds)
 
-    def episodes(self, sums: tuple[str, ...] = ()) -> EpisodesResult:
+    def _actions(self, deterministic: bool | None) -> bool:
+        return self.deterministic if deterministic is None else bool(deterministic)
+
+    def episodes(
+        self, sums: tuple[str, ...] = (), deterministic: bool | None = None
+    ) -> EpisodesResult:
         evaluation = jax.jit(driver.evaluate_batch, static_argnums=(0, 3, 4, 5, 6))
         result = to_host(
             evaluation(
                 self.agent, self.states, self._keys(self.key), self.episodes_per_run,
-                self.deterministic, None, sums,
+                self._actions(deterministic), None, sums,
             )
         )  # fmt: skip
         return EpisodesResult(np.asarray(result.returns), dict(result.sums))
@@ -61,13 +66,13 @@ class Evaluator:
         curve = adaptation_curve(episode_returns) if episode_returns.shape[-1] > 0 else None
         return TrialsResult(np.asarray(result.returns), episode_returns, dict(result.sums), curve)
 
-    def levels(self, level_params: Any) -> np.ndarray:
+    def levels(self, level_params: Any, deterministic: bool | None = None) -> np.ndarray:
         evaluation = jax.jit(driver.evaluate_levels_batch, static_argnums=(0, 4, 5))
         keys = self._keys(jax.random.fold_in(self.key, 1))
         result = to_host(
             evaluation(
                 self.agent, self.states, keys, level_params, self.episodes_per_run,
-                self.deterministic,
+                self._actions(deterministic),
             )
         )  # fmt: skip
         return np.asarray(result.returns)
