@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from rlsuite.agents import registry
 from rlsuite.loop import checkpoint
 from rlsuite.loop.loggers import read_metrics
 from tests.test_cli import rlsuite
@@ -41,6 +42,9 @@ AGENTS = {
     "crl": ["--env", "goal/point_reach", *OFF_POLICY, "--buffer-size", "200", "--width", "8"]
     + ["--repr-dim", "4"],
     "sac_her": ["--env", "goal/point_reach", *OFF_POLICY, "--buffer-size", "200"],
+    # Discrete actions in the replay buffer and the n-step window, the target network and the
+    # count of gradient steps.
+    "dqn": ["--env", "cartpole", *OFF_POLICY, "--n-step", "2", "--target-update-period", "3"],
     # ACCEL: the level buffer, the last levels and branch resume with the student.
     "ued": ["--env", "maze/small", "--curriculum", "accel", "--total-timesteps", "1536"]
     + ["--num-envs", "4", "--num-steps", "64", "--chunks", "3", *SMALL, "--recurrent-size", "8"]
@@ -91,7 +95,7 @@ def test_env_split_runs_resume_bitwise_on_a_two_by_two_mesh(algo, dataset, tmp_p
 
 def _resumes_bitwise(algo, dataset, tmp_path, flags):
     args = list(AGENTS[algo])
-    if algo not in ("ppo", "sac", "td3", "rl2", "ued", "crl", "sac_her"):
+    if registry.get(algo).offline:
         args += ["--dataset", dataset]
     full = tmp_path / "full"
     proc = rlsuite("train", algo, *args, *flags, "--out", full)

@@ -27,28 +27,35 @@ class Learner(NamedTuple):
     """An off-policy algorithm's networks and learning rule, as pure functions.
 
     init: `(key, hparams) -> learner state`.
-    explore: `(learner, obs [E, o], key) -> action [E, a]` in `[-1, 1]`, the behaviour policy.
+    explore: `(learner, obs [E, o], key) -> action [E, ...]`, the behaviour policy (in
+      `[-1, 1]^a` for continuous actions); with `scheduled`, `(learner, obs, key, env_steps)`,
+      where `env_steps` (`[]` int32, or None outside a loop that steps environments) is the
+      environment steps taken so far, all envs together (DQN's epsilon follows them).
     greedy: `(learner, obs [..., o]) -> action`, the deterministic policy for evaluation.
     learn: `(learner, batch, key, hparams) -> (learner, metrics)`, one gradient step on a batch
       `{"obs", "action", "reward", "discount", "next_obs"}` (observations already normalised).
       With `period > 1` it also takes the keyword `phase`, the step's position in the cycle,
       `0 .. period - 1`, a static Python int.
     period: gradient steps in the learner's fixed cycle (1: none).
+    scheduled: whether `explore` takes the environment steps (above).
     """
 
     init: Callable[[jax.Array, Any], Any]
-    explore: Callable[[Any, jax.Array, jax.Array], jax.Array]
+    explore: Callable[..., jax.Array]
     greedy: Callable[[Any, jax.Array], jax.Array]
     learn: Callable[..., tuple[Any, dict]]
     period: int = 1
+    scheduled: bool = False
 
 
-def bind(nets: Any, init, explore, greedy, learn, period: int = 1) -> Learner:
+def bind(
+    nets: Any, init, explore, greedy, learn, period: int = 1, scheduled: bool = False
+) -> Learner:
     """The `Learner` of an algorithm written as module-level functions over its networks: each
     takes `nets` (what they share, fixed when the learner is built) as its first argument, which
     this binds. Every learner is built through this."""
     stages = (functools.partial(f, nets) for f in (init, explore, greedy, learn))
-    return Learner(*stages, period=period)
+    return Learner(*stages, period=period, scheduled=scheduled)
 
 
 def sample_actor(nets: Any, learner_state, obs, key):
@@ -62,13 +69,22 @@ def squashed_greedy(nets: Any, learner_state, obs):
     return squashed_mode(nets.actor.apply(learner_state.actor, obs))
 
 
-def learner_act(learner: Learner, learner_state, obs, key, deterministic: bool):
-    """`learner`'s action for one observation `[o]` or a batch `[B, o]` (already normalised)."""
+def learner_explore(learner: Learner, learner_state, obs, key, env_steps=None):
+    """`learner.explore` on a batch of observations, given the environment steps where it is
+    `scheduled` (see `Learner`)."""
+    if learner.scheduled:
+        return learner.explore(learner_state, obs, key, env_steps)
+    return learner.explore(learner_state, obs, key)
+
+
+def learner_act(learner: Learner, learner_state, obs, key, deterministic: bool, env_steps=None):
+    """`learner`'s action for one observation `[o]` or a batch `[B, o]` (already normalised);
+    `env_steps` as `learner_explore` takes them."""
     if deterministic:
         return learner.greedy(learner_state, obs)
     if obs.ndim == 1:
-        return learner.explore(learner_state, obs[None], key)[0]
-    return learner.explore(learner_state, obs, key)
+        return learner_explore(learner, learner_state, obs[None], key, env_steps)[0]
+    return learner_explore(learner, learner_state, obs, key, env_steps)
 
 
 def gradient_steps(learner: Learner, learner_state, sample: Callable, keys: jax.Array, hp):

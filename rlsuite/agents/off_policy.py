@@ -13,8 +13,13 @@ replay buffer and returns an `Agent`. One `update` reads top-down:
 where `collections_per_update` is 1 unless the learner has a cycle (below).
 
 Choices, written down:
-- Actions live in `[-1, 1]^d`: the environment is wrapped in `RescaleAction`, so the networks and
-  the warm-up never see the environment's own bounds.
+- A family's actions are what it declares (`Actions`, `make_agent`'s `actions`). Continuous
+  ones (`box_actions`, the default: SAC, TD3, CRL) live in `[-1, 1]^d`: the environment is
+  wrapped in `RescaleAction`, so the networks and the warm-up never see the environment's own
+  bounds. Discrete ones (`discrete_actions`: DQN) are int32 indices of a `Discrete(n)` space,
+  stored as they are; the warm-up draws them uniformly.
+- A `scheduled` learner's `explore` is given the environment steps taken so far (all envs
+  together), so that its exploration may follow a schedule (DQN's epsilon).
 - The buffer is passed in (`make_agent`'s `buffer`, any `rlsuite.data.buffers.ReplayBuffer`-shaped
   tuple of pure functions; by default the uniform one of `buffer_size` items), and so is an
   optional `relabel` of each sampled batch; the n-step window stays in the loop.
@@ -63,7 +68,13 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from rlsuite.agents.learner import Learner, action_dim, gradient_steps, learner_act
+from rlsuite.agents.learner import (
+    Learner,
+    action_dim,
+    gradient_steps,
+    learner_act,
+    learner_explore,
+)
 from rlsuite.data.buffers import ReplayBuffer, replay_buffer
 from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Discrete
@@ -160,6 +171,44 @@ class OffPolicyConfig(ReplayConfig):
     def __post_init__(self):
         super().__post_init__()
         check_positive_ints(self, ("n_step",))
+
+
+class Actions(NamedTuple):
+    """How the loop handles a family's actions (`make_agent`'s `actions`).
+
+    example: one action, zeros: `[a]` float32 in `[-1, 1]` (`box_actions`) or a `[]` int32
+        index (`discrete_actions`); the replay items and the pending steps hold actions so.
+    random: `(key, shape) -> actions` of that full shape, uniformly random (the warm-up's).
+    wrap: `env -> env`, the environment as the learner acts in it.
+    """
+
+    example: Any
+    random: Callable
+    wrap: Callable
+
+
+def _uniform_box(key, shape):
+    return jax.random.uniform(key, shape, minval=-1.0, maxval=1.0)
+
+
+def box_actions(env: Environment, env_params, name: str) -> Actions:
+    """Continuous actions of a bounded 1-D Box, rescaled to `[-1, 1]^d` (a `TypeError` for
+    another space, naming it)."""
+    dim = action_dim(env, env_params, name)
+    return Actions(jnp.zeros((dim,)), _uniform_box, RescaleAction)
+
+
+def discrete_actions(env: Environment, env_params, name: str) -> Actions:
+    """The int32 indices of a `Discrete(n)` action space (a `TypeError` for another space)."""
+    space = env.action_space(env_params)
+    if not isinstance(space, Discrete):
+        raise TypeError(f"{name} handles Discrete action spaces; {env.name} has {space!r}")
+    n = int(space.n)
+
+    def uniform(key, shape):
+        return jax.random.randint(key, shape, 0, n)
+
+    return Actions(jnp.zeros((), jnp.int32), uniform, lambda env: env)
 
 
 def _hp_gamma(hp):
@@ -267,6 +316,7 @@ def make_agent(
     buffer: ReplayBuffer | None = None,
     relabel: Callable | None = None,
     items: Items | None = None,
+    actions: Actions | None = None,
 ) -> Agent:
     """Bind `learner` to `env` as an `Agent` running the shared off-policy loop above: the
     stages below (`init`, `collect`, `store`, `collect_and_store`, `learn`, `update`, `act`) over
@@ -291,21 +341,24 @@ def make_agent(
     `relabel(key, batch) -> batch`, if given, rewrites every sampled batch (raw observations and
     rewards, e.g. new goals and the rewards they give) before the reward scale, the observation
     normalisation and the learner; it gets its own key, split from the sampling key.
+
+    `actions` (default: `box_actions(env, env_params, name)`) says what the actions are: see
+    `Actions`, `box_actions` and `discrete_actions`.
     """
-    act_dim = action_dim(env, env_params, name)
-    env = EpisodeStatistics(RescaleAction(env))
+    actions = box_actions(env, env_params, name) if actions is None else actions
+    env = EpisodeStatistics(actions.wrap(env))
     obs_space = env.observation_space(env_params)
     if isinstance(obs_space, Discrete):
         raise TypeError(f"{name} needs Box observations (vectors or images); got {obs_space!r}")
     obs_shape = tuple(obs_space.shape)
-    buffer = replay(name, config, replay_item(obs_shape, act_dim), buffer, relabel)
+    buffer = replay(name, config, replay_item(obs_shape, actions.example), buffer, relabel)
     if learner.period != config.learn_period:
         raise ValueError(
             f"{name}: the learner's period ({learner.period}) differs from the config's "
             f"learn_period ({config.learn_period})"
         )
     items = td_items(config) if items is None else items
-    setup = Setup(config, env, env_params, learner, buffer, relabel, obs_shape, act_dim, items)
+    setup = Setup(config, env, env_params, learner, buffer, relabel, obs_shape, actions, items)
     return bind(
         setup,
         init=init,
@@ -332,21 +385,22 @@ class Setup(NamedTuple):
     """What the stages of one off-policy agent share, fixed when it is made (`make_agent`)."""
 
     config: ReplayConfig
-    env: Environment  # wrapped: actions in [-1, 1], episode statistics in `info`
+    env: Environment  # wrapped: `actions.wrap`'s, episode statistics in `info`
     env_params: Any
     learner: Learner
     buffer: ReplayBuffer
     relabel: Callable | None
     obs_shape: tuple[int, ...]
-    act_dim: int
+    actions: Actions
     items: Items
 
 
-def replay_item(obs_shape: tuple[int, ...], act_dim: int) -> dict:
-    """The example replay item the buffer is initialised with (see `make_agent`)."""
+def replay_item(obs_shape: tuple[int, ...], action) -> dict:
+    """The example replay item the buffer is initialised with (see `make_agent`), with
+    `action` one action (`Actions.example`)."""
     return {
         "obs": jnp.zeros(obs_shape),
-        "action": jnp.zeros((act_dim,)),
+        "action": jnp.zeros_like(action),
         "reward": jnp.zeros(()),
         "discount": jnp.zeros(()),
         "next_obs": jnp.zeros(obs_shape),
@@ -364,11 +418,11 @@ def normalize(setup: Setup, obs_stats, obs):
 
 def init(setup: Setup, key, hp) -> OffPolicyState:
     window, num_envs = setup.items.n_step - 1, setup.config.num_envs
-    obs_shape, act_dim = setup.obs_shape, setup.act_dim
+    obs_shape, action = setup.obs_shape, setup.actions.example
     key, key_learner, key_env = jax.random.split(key, 3)
     pending = {
         "obs": jnp.zeros((window, num_envs, *obs_shape)),
-        "action": jnp.zeros((window, num_envs, act_dim)),
+        "action": jnp.zeros((window, num_envs, *action.shape), action.dtype),
         "reward": jnp.zeros((window, num_envs)),
         "terminated": jnp.zeros((window, num_envs), bool),
         "truncated": jnp.zeros((window, num_envs), bool),
@@ -376,7 +430,7 @@ def init(setup: Setup, key, hp) -> OffPolicyState:
     }
     return OffPolicyState(
         learner=setup.learner.init(key_learner, hp),
-        buffer=setup.buffer.init(replay_item(obs_shape, act_dim)),
+        buffer=setup.buffer.init(replay_item(obs_shape, action)),
         pending=pending,
         obs_stats=running_stats.init(obs_shape),
         env=reset_batch(setup.env, setup.env_params, key_env, num_envs),
@@ -389,13 +443,14 @@ def collect(setup: Setup, state: OffPolicyState, key):
     """Step every env once: uniformly random actions during the warm-up, the learner's
     exploration after it."""
     config = setup.config
-    warm = state.collect_step * config.num_envs < config.learning_starts
+    env_steps = state.collect_step * config.num_envs
+    warm = env_steps < config.learning_starts
 
     def policy(key, obs):
         key_explore, key_random = jax.random.split(key)
         obs = normalize(setup, state.obs_stats, obs)
-        action = setup.learner.explore(state.learner, obs, key_explore)
-        random = jax.random.uniform(key_random, action.shape, minval=-1.0, maxval=1.0)
+        action = learner_explore(setup.learner, state.learner, obs, key_explore, env_steps)
+        random = setup.actions.random(key_random, action.shape)
         return jnp.where(warm, random, action), {}
 
     env, params = setup.env, setup.env_params
@@ -504,4 +559,5 @@ def update(setup: Setup, state: OffPolicyState, hp):
 
 def act(setup: Setup, state: OffPolicyState, obs, key, deterministic: bool = False):
     obs = normalize(setup, state.obs_stats, obs)
-    return learner_act(setup.learner, state.learner, obs, key, deterministic)
+    env_steps = state.collect_step * setup.config.num_envs
+    return learner_act(setup.learner, state.learner, obs, key, deterministic, env_steps)

@@ -24,7 +24,20 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, NamedTuple
 
-BUILT_IN = ("ppo", "sac", "td3", "bc", "td3_bc", "iql", "cql", "rl2", "ued", "crl", "sac_her")
+BUILT_IN = (
+    "ppo",
+    "sac",
+    "td3",
+    "bc",
+    "td3_bc",
+    "iql",
+    "cql",
+    "rl2",
+    "ued",
+    "crl",
+    "sac_her",
+    "dqn",
+)
 ENTRY_POINT_GROUP = "rlsuite.algorithms"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")
 MEMORY_FIELDS = ("recurrent", "recurrent_size")  # what a family with memory is configured by

@@ -86,6 +86,11 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
             "reward_scale": 30.0,
         },
     },
+    # DQN on CartPole: DQNConfig's and DQNHparams' defaults are CleanRL's dqn_jax.py settings
+    # (500,000 env steps, buffer 10,000, batch 128, 120-84 relu, lr 2.5e-4, epsilon 1 -> 0.05
+    # over half the run, a target copy every 500 env steps), with double-Q targets. 4 seeds on
+    # the CI machine: evaluation 500, 500, 500 and 449 in 65 s (tests/test_dqn.py, slow).
+    ("dqn", "cartpole"): {"config": {"total_timesteps": 500_000}, "hparams": {}},
     # RL^2 on Duan et al.'s bandits (k = 5, n = 10) with A2C (RL2Config's defaults: one epoch of
     # one minibatch, LSTM-64), 256 trials of 10 pulls per update, Adam 1e-3, 3,000 updates.
     # tests/test_rl2.py asserts an evaluation total reward >= 5.84 (Thompson sampling's).

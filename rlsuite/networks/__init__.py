@@ -2,6 +2,7 @@
 
 On-policy: `ActorCritic`. Off-policy (SAC, TD3): `SquashedGaussianActor`, `DeterministicActor` and
 `QEnsemble`; their actions live in `[-1, 1]^d` (the agents rescale the environment's bounds).
+Value-based (DQN): `QNetwork`, a value per discrete action, plain or dueling (`dueling`).
 
 Initialisation follows the PPO implementation details (Huang et al., 2022): orthogonal weights with
 gain sqrt(2) in hidden layers, 0.01 on the policy output and 1.0 on the value output, zero biases.
@@ -313,3 +314,29 @@ class QEnsemble(nn.Module):
                 x = jnp.concatenate([features, action], axis=-1)
                 members.append(MLP(self.hidden_sizes, 1, self.activation)(x))
         return jnp.stack([q[..., 0] for q in members])
+
+
+def dueling(value: jnp.ndarray, advantages: jnp.ndarray) -> jnp.ndarray:
+    """The dueling aggregation (Wang et al. 2016, arXiv:1511.06581, eq. 9):
+    `Q(s, a) = V(s) + A(s, a) - mean_a' A(s, a')`, `value [..., 1]`, `advantages [..., A]`."""
+    return value + advantages - advantages.mean(axis=-1, keepdims=True)
+
+
+class QNetwork(nn.Module):
+    """A value per discrete action: `obs [..., o] -> q [..., num_actions]`, an MLP of
+    `hidden_sizes` after the `encoder` (images) or, with `dueling`, two such streams, a value and
+    the advantages, combined by `dueling`."""
+
+    hidden_sizes: Sequence[int]
+    num_actions: int
+    activation: str = "relu"
+    dueling: bool = False
+    encoder: Encoder | None = None
+
+    @nn.compact
+    def __call__(self, obs: jnp.ndarray) -> jnp.ndarray:
+        x = _encode(self.encoder, obs)
+        if not self.dueling:
+            return MLP(self.hidden_sizes, self.num_actions, self.activation)(x)
+        value = MLP(self.hidden_sizes, 1, self.activation)(x)
+        return dueling(value, MLP(self.hidden_sizes, self.num_actions, self.activation)(x))

@@ -114,6 +114,43 @@ def deterministic_actor_loss(q):
     return -q[0].mean()
 
 
+# ------------------------------------------------------------------------- value-based (DQN)
+def q_learning_target(reward, discount, next_q_target, next_q_online=None):
+    """The Q-learning target `y = r + discount * Q_target(s', a*)`, with `a*` the argmax of
+    `next_q_online` (double Q-learning, van Hasselt et al. 2016, arXiv:1509.06461) or, where it
+    is None, of `next_q_target` (DQN's max, Mnih et al. 2015). `next_q_*` are `[B, A]`;
+    `discount` is the replay item's `gamma^m (1 - terminated)`, so a terminal step has `y = r`.
+    Ties in the argmax go to the lowest action index."""
+    selector = next_q_target if next_q_online is None else next_q_online
+    if jnp.shape(selector) != jnp.shape(next_q_target) or jnp.ndim(next_q_target) < 1:
+        raise ValueError(
+            f"q_learning_target: next_q_target {jnp.shape(next_q_target)} and next_q_online "
+            f"{jnp.shape(selector)} must both be [B, A]"
+        )
+    _same("q_learning_target", **{"next_q[..., 0]": tuple(jnp.shape(next_q_target)[:-1])},
+          reward=reward, discount=discount)  # fmt: skip
+    best = jnp.argmax(selector, axis=-1)
+    value = jnp.take_along_axis(next_q_target, best[..., None], axis=-1)[..., 0]
+    return jax.lax.stop_gradient(reward + discount * value)
+
+
+TD_LOSSES = ("huber", "mse")
+
+
+def td_loss(q, targets, kind: str = "huber"):
+    """The TD regression loss of `q [B]` (the values of the actions taken) against `targets [B]`:
+    `huber`, the mean Huber loss with delta 1 (quadratic within 1, linear beyond: the Nature
+    DQN's clipped error), or `mse`, half the mean squared error."""
+    _same("td_loss", q=q, targets=targets)
+    diff = q - jax.lax.stop_gradient(targets)
+    if kind == "huber":
+        abs_diff = jnp.abs(diff)
+        return jnp.where(abs_diff <= 1.0, 0.5 * diff**2, abs_diff - 0.5).mean()
+    if kind == "mse":
+        return 0.5 * jnp.square(diff).mean()
+    raise ValueError(f"td_loss: kind={kind!r} is not one of: {', '.join(TD_LOSSES)}")
+
+
 # ------------------------------------------------------------------------------------- offline
 def behavior_cloning_loss(policy_action, data_action):
     """Mean squared error between the policy's and the dataset's actions, over batch and dims."""

@@ -1,0 +1,276 @@
+"""Deep Q-learning (Mnih et al. 2015) for discrete actions, with the extensions researchers
+expect of it: double-Q targets (van Hasselt et al. 2016, arXiv:1509.06461), dueling heads (Wang
+et al. 2016, arXiv:1511.06581), n-step returns, a Huber or squared TD loss, gradient clipping by
+global norm, and a target network copied every `target_update_period` gradient steps (`tau` = 1)
+or moved towards the online network by Polyak steps there (`tau` < 1).
+
+    agent = dqn.make(DQNConfig(), env, env_params)           # env: a Discrete action space
+    state = agent.init(key, agent.default_hparams)
+    state, metrics = agent.update(state, agent.default_hparams)
+
+The environment loop, the replay buffer in the learner state, the uniform warm-up of
+`learning_starts` steps, n-step replay items (a terminated step cuts the bootstrap; a truncated
+one bootstraps from its true last observation) and observation normalisation are the shared
+off-policy loop's (`rlsuite.agents.off_policy`, with `discrete_actions`). Exploration is
+epsilon-greedy, epsilon falling linearly from `start_e` to `end_e` over the first
+`exploration_fraction` of `total_timesteps` environment steps (`epsilon`), counted from the
+run's first step as CleanRL's `dqn_jax.py` counts them. Defaults are that script's CartPole
+settings (10 envs and one gradient step per collection stand for its one gradient step every
+10 env steps; its target copy every 500 env steps is every 50 gradient steps here), with
+double-Q targets on.
+
+Research variants are functions passed in, never flags: `make(..., target=fn)` replaces the
+Q-learning target (`rlsuite.ops.losses.q_learning_target`'s signature) and
+`make(..., epsilon=fn)` the exploration schedule (`epsilon`'s).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from rlsuite.agents import registry
+from rlsuite.agents.learner import Learner, adam_init, adam_step, bind, obs_encoder
+from rlsuite.agents.off_policy import OffPolicyConfig, discrete_actions, make_agent
+from rlsuite.data.buffers import ReplayBuffer
+from rlsuite.environment import Environment
+from rlsuite.loop.agent import Agent
+from rlsuite.networks import QNetwork
+from rlsuite.ops import losses
+from rlsuite.ops.validators import check_field, check_positive, check_positive_ints
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNConfig(OffPolicyConfig):
+    """Static configuration of DQN (the shared off-policy fields, CleanRL's CartPole values)."""
+
+    num_envs: int = 10
+    """parallel environments; one gradient step per collection of all of them"""
+    buffer_size: int = 10_000
+    """replay capacity in transitions (all envs together)"""
+    batch_size: int = 128
+    """transitions per gradient step"""
+    learning_starts: int = 10_000
+    """environment steps (all envs together) of uniformly random actions before learning"""
+    total_timesteps: int = 500_000
+    """environment steps of the whole run (all envs together)"""
+    hidden_sizes: tuple[int, ...] = (120, 84)
+    """hidden layer sizes of the Q network (of each stream, with dueling)"""
+    double: bool = True
+    """double Q-learning: the online network picks the next action, the target values it"""
+    dueling: bool = False
+    """dueling heads: a value and advantages, Q = V + A - mean(A)"""
+    loss: str = "mse"
+    """TD loss: huber (delta 1) or mse (half the squared error)"""
+    target_update_period: int = 50
+    """gradient steps between target updates (each a Polyak step of tau; tau 1 copies)"""
+
+    def __post_init__(self):
+        super().__post_init__()
+        check_positive_ints(self, ("target_update_period",))
+        if self.loss not in losses.TD_LOSSES:
+            raise ValueError(
+                f"DQNConfig.loss={self.loss!r} is not one of: {', '.join(losses.TD_LOSSES)}"
+            )
+
+
+@struct.dataclass
+class DQNHparams:
+    """Numeric hyperparameters: traced, so a batch of them is a `vmap` axis."""
+
+    learning_rate: float = 2.5e-4
+    """Adam step size of the Q network"""
+    gamma: float = 0.99
+    """discount factor"""
+    tau: float = 1.0
+    """target update step every target_update_period gradient steps (1: a copy)"""
+    start_e: float = 1.0
+    """exploration epsilon at the first environment step (read once, by init)"""
+    end_e: float = 0.05
+    """exploration epsilon from exploration_fraction of the run on (read once, by init)"""
+    exploration_fraction: float = 0.5
+    """share of total_timesteps over which epsilon falls linearly from start_e to end_e (read
+    once, by init)"""
+    max_grad_norm: float = 10.0
+    """gradients are scaled down to this global norm where theirs is larger"""
+    reward_scale: float = 1.0
+    """constant factor on the rewards learned from, applied to every sampled batch"""
+
+
+@struct.dataclass
+class DQNLearner:
+    """The online and target networks, Adam's state, the gradient steps taken (int32 []) and
+    the exploration schedule's hyperparameters (float32 [], from `init`'s; acting has no
+    hyperparameters of its own, as SAC's initial temperature lives in its state)."""
+
+    q: dict
+    target_q: dict
+    opt: optax.OptState
+    steps: jax.Array
+    start_e: jax.Array
+    end_e: jax.Array
+    exploration_fraction: jax.Array
+
+
+def check_hparams(hp: DQNHparams) -> None:
+    """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
+    if not isinstance(hp, DQNHparams):
+        raise TypeError(f"dqn: hparams must be a DQNHparams, got {type(hp).__name__}")
+    check_positive(
+        hp, "learning_rate", "max_grad_norm", "reward_scale", owner="dqn", kind="hparams"
+    )
+    for field in ("gamma", "start_e", "end_e", "exploration_fraction"):
+        check_field(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "dqn", "hparams")
+    check_field(hp, "tau", lambda v: (v > 0) & (v <= 1), "a value in (0, 1]", "dqn", "hparams")
+
+
+def epsilon(env_steps, hp, total_timesteps: int):
+    """CleanRL's linear schedule, on `hp`'s `start_e`, `end_e` and `exploration_fraction` (a
+    `DQNHparams` or the `DQNLearner` that holds them): `start_e` at step 0, falling linearly to
+    `end_e` at `exploration_fraction * total_timesteps` environment steps, and `end_e` from
+    there on (both ends exact; a fraction of 0 gives `end_e` throughout). `env_steps` None (no
+    environment loop, e.g. an offline evaluation) gives `end_e`."""
+    end = jnp.asarray(hp.end_e, jnp.float32)
+    if env_steps is None:
+        return end
+    start = jnp.asarray(hp.start_e, jnp.float32)
+    duration = jnp.asarray(hp.exploration_fraction, jnp.float32) * total_timesteps
+    steps = jnp.asarray(env_steps, jnp.float32)
+    progress = jnp.where(duration > 0, steps / jnp.maximum(duration, 1e-12), jnp.inf)
+    falling = start + jnp.minimum(progress, 1.0) * (end - start)
+    return jnp.where(progress >= 1.0, end, falling)
+
+
+def make(
+    config: DQNConfig,
+    env: Environment,
+    env_params=None,
+    target: Callable = losses.q_learning_target,
+    epsilon: Callable = epsilon,
+    *,
+    buffer: ReplayBuffer | None = None,
+) -> Agent:
+    """Bind DQN to `env` (a `Discrete` action space; another is a `TypeError` naming it).
+
+    `target(reward, discount, next_q_target [B, A], next_q_online [B, A] or None) -> y [B]`
+    (the online values only with `config.double`) and `epsilon(env_steps, hparams,
+    total_timesteps) -> []` may be replaced by research variants; so may the replay `buffer`."""
+    if not isinstance(config, DQNConfig):
+        raise TypeError(f"dqn.make needs a DQNConfig, got {type(config).__name__}")
+    env_params = env.check_params(env_params)
+    actions = discrete_actions(env, env_params, "dqn")
+    num_actions = int(env.action_space(env_params).n)
+    obs_shape = tuple(env.observation_space(env_params).shape)
+    algo = learner(config, obs_shape, num_actions, target, epsilon)
+    return make_agent(
+        "dqn", config, env, env_params, algo, DQNHparams(), check_hparams, buffer,
+        actions=actions,
+    )  # fmt: skip
+
+
+def learner(
+    config: DQNConfig,
+    obs_shape: tuple[int, ...],
+    num_actions: int,
+    target: Callable = losses.q_learning_target,
+    epsilon: Callable = epsilon,
+) -> Learner:
+    """DQN's network and update rule for `obs_shape` observations and `num_actions` actions:
+    the functions below over the `Nets` this builds."""
+    network = QNetwork(
+        config.hidden_sizes,
+        num_actions,
+        config.activation,
+        config.dueling,
+        obs_encoder(config, obs_shape),
+    )
+    nets = Nets(config, obs_shape, num_actions, network, target, epsilon)
+    return bind(nets, init, explore, greedy, learn, scheduled=True)
+
+
+class Nets(NamedTuple):
+    """What DQN's learning functions share, fixed when its learner is built (`learner`)."""
+
+    config: DQNConfig
+    obs_shape: tuple[int, ...]
+    num_actions: int
+    q: QNetwork
+    target: Callable
+    epsilon: Callable
+
+
+def init(nets: Nets, key, hp: DQNHparams) -> DQNLearner:
+    params = nets.q.init(key, jnp.zeros((1, *nets.obs_shape)))
+    schedule = (jnp.asarray(getattr(hp, f), jnp.float32) for f in _SCHEDULE)
+    return DQNLearner(params, params, adam_init(params), jnp.zeros((), jnp.int32), *schedule)
+
+
+_SCHEDULE = ("start_e", "end_e", "exploration_fraction")
+
+
+def greedy(nets: Nets, learner: DQNLearner, obs):
+    """The action of the highest value (the lowest index among ties), int32."""
+    return jnp.argmax(nets.q.apply(learner.q, obs), axis=-1).astype(jnp.int32)
+
+
+def explore(nets: Nets, learner: DQNLearner, obs, key, env_steps=None):
+    """Epsilon-greedy: a uniformly random action with probability `epsilon(env_steps)`, else
+    the greedy one (every leading axis of `obs` an observation of its own)."""
+    eps = nets.epsilon(env_steps, learner, nets.config.total_timesteps)
+    best = greedy(nets, learner, obs)
+    key_coin, key_action = jax.random.split(key)
+    random = jax.random.randint(key_action, best.shape, 0, nets.num_actions)
+    return jnp.where(jax.random.uniform(key_coin, best.shape) < eps, random, best)
+
+
+def clip_by_global_norm(grads, max_norm):
+    """`grads` scaled by `max_norm / ||grads||` where their global norm exceeds `max_norm`
+    (optax.clip_by_global_norm's rule, with a traced bound)."""
+    norm = optax.global_norm(grads)
+    scale = jnp.where(norm < max_norm, 1.0, max_norm / jnp.maximum(norm, 1e-12))
+    return jax.tree.map(lambda g: g * scale, grads), norm
+
+
+def learn(nets: Nets, learner: DQNLearner, batch, key, hp: DQNHparams):
+    """One gradient step on the TD loss against `nets.target`, then, every
+    `target_update_period` steps, a Polyak step of `tau` of the target network."""
+    del key  # deterministic given the batch
+    config = nets.config
+    next_target = nets.q.apply(learner.target_q, batch["next_obs"])
+    next_online = nets.q.apply(learner.q, batch["next_obs"]) if config.double else None
+    y = nets.target(batch["reward"], batch["discount"], next_target, next_online)
+
+    def loss_fn(params):
+        q = nets.q.apply(params, batch["obs"])
+        taken = jnp.take_along_axis(q, batch["action"][..., None].astype(jnp.int32), -1)[..., 0]
+        return losses.td_loss(taken, y, config.loss), taken
+
+    (loss, taken), grads = jax.value_and_grad(loss_fn, has_aux=True)(learner.q)
+    grads, grad_norm = clip_by_global_norm(grads, hp.max_grad_norm)
+    params, opt = adam_step(learner.q, grads, learner.opt, hp.learning_rate)
+    steps = learner.steps + 1
+    moved = optax.incremental_update(params, learner.target_q, hp.tau)
+    due = steps % config.target_update_period == 0
+    target_q = jax.tree.map(lambda new, old: jnp.where(due, new, old), moved, learner.target_q)
+    learner = learner.replace(q=params, target_q=target_q, opt=opt, steps=steps)
+    metrics = {"q_loss": loss, "q_mean": taken.mean(), "grad_norm": grad_norm}
+    return learner, metrics
+
+
+# This family in the algorithm registry (`rlsuite train dqn`).
+ALGORITHM = registry.register(
+    registry.Algorithm(
+        name="dqn",
+        make=make,
+        config_cls=DQNConfig,
+        hparams_cls=DQNHparams,
+        offline=False,
+        default_env="cartpole",
+    )
+)
