@@ -50,6 +50,7 @@ def test_random_rollout_smoke():
         ("td3.py", ["--tau", "2"], r"td3: invalid hparams.tau=2.0; allowed: a value in \[0, 1\]"),
         ("random_rollout.py", ["--num-envs", "0"], "num_envs and num_steps must be >= 1"),
         ("ued.py", ["--updates", "0"], "--updates must be >= 1, got 0"),
+        ("dqn.py", ["--env", "pendulum"], "dqn handles Discrete action spaces; Pendulum has Box"),
     ],
 )
 def test_scripts_report_bad_input_in_one_line(script, args, message, tmp_path):
@@ -425,3 +426,38 @@ def test_crl_script_passes_its_ideas_to_the_agent(monkeypatch):
     jax.eval_shape(agent.update, state, args.hparams)  # traces a gradient step
     # The energy of phi [8, 5] against psi, the loss of the [8, 8] logits.
     assert ("l1", (8, 5)) in calls and ("smooth", (8, 8)) in calls, calls
+
+
+@pytest.mark.timeout(180)
+def test_dqn_script_smoke_with_both_ideas_passed_in(tmp_path):
+    args = ["--num-seeds", "2", "--total-timesteps", "400", "--num-envs", "4"]
+    args += ["--learning-starts", "80", "--batch-size", "16", "--buffer-size", "200"]
+    args += ["--hidden-sizes", "8", "--eval-episodes", "2", "--out", str(tmp_path / "run")]
+    args += ["--target-idea", "expected-sarsa", "--exploration-idea", "exponential"]
+    proc = run_script("dqn.py", *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = r"^dqn \(expected-sarsa, exponential exploration\) on cartpole: 2 seeds x 400 steps"
+    assert re.search(line, proc.stdout, re.M), proc.stdout
+    final = json.loads((tmp_path / "run" / "final.json").read_text())
+    assert len(final["eval_return_per_seed"]) == 2
+
+
+def test_dqn_script_ideas_by_hand():
+    module = load_script("dqn.py")
+    # Expected SARSA at epsilon 0.05: item 0 greedy value 3 (of the target's [1, 3]), mean 2:
+    # 0.95 * 3 + 0.05 * 2 = 2.95 -> y = 1 + 0.5 * 2.95; item 1 terminated: y = r.
+    y = module.expected_sarsa_target(
+        jnp.array([1.0, 2.0]), jnp.array([0.5, 0.0]), jnp.array([[1.0, 3.0], [4.0, 0.0]])
+    )
+    np.testing.assert_allclose(y, [1.0 + 0.5 * 2.95, 2.0], rtol=1e-6)
+    # With an online selector that prefers action 0: 0.95 * 1 + 0.05 * 2 = 1.05.
+    y = module.expected_sarsa_target(
+        jnp.array([0.0]), jnp.array([1.0]), jnp.array([[1.0, 3.0]]), jnp.array([[9.0, 0.0]])
+    )
+    np.testing.assert_allclose(y, [1.05], rtol=1e-6)
+    # The exponential schedule: start at 0, end + (start - end) e^-5 at the duration.
+    hp = types.SimpleNamespace(start_e=1.0, end_e=0.1, exploration_fraction=0.5)
+    assert float(module.exponential_epsilon(0, hp, 1000)) == pytest.approx(1.0)
+    expected = 0.1 + 0.9 * np.exp(-5.0)
+    assert float(module.exponential_epsilon(500, hp, 1000)) == pytest.approx(expected, rel=1e-6)
+    assert float(module.exponential_epsilon(None, hp, 1000)) == pytest.approx(0.1)
