@@ -14,6 +14,7 @@ from rlsuite.agents import (
     dqn,
     iql,
     ppo,
+    pqn,
     registry,
     rl2,
     sac,
@@ -42,6 +43,7 @@ BUILT_IN = {
     "crl": (crl, crl.CRLConfig, crl.CRLHparams, False, "goal/point_reach"),
     "sac_her": (sac_her, sac_her.SACHERConfig, sac.SACHparams, False, "goal/point_reach"),
     "dqn": (dqn, dqn.DQNConfig, dqn.DQNHparams, False, "cartpole"),
+    "pqn": (pqn, pqn.PQNConfig, pqn.PQNHparams, False, "cartpole"),
 }
 WITH_MEMORY = ("ppo", "rl2", "ued")
 
@@ -58,7 +60,17 @@ def toy():
 
 def test_every_built_in_family_is_registered_with_its_record():
     assert registry.names() == list(BUILT_IN)
-    assert registry.online() == ["ppo", "sac", "td3", "rl2", "ued", "crl", "sac_her", "dqn"]
+    assert registry.online() == [
+        "ppo",
+        "sac",
+        "td3",
+        "rl2",
+        "ued",
+        "crl",
+        "sac_her",
+        "dqn",
+        "pqn",
+    ]
     assert registry.offline() == ["bc", "td3_bc", "iql", "cql"]
     assert registry.with_memory() == list(WITH_MEMORY)
     for name, (module, config_cls, hparams_cls, offline, default_env) in BUILT_IN.items():
@@ -74,7 +86,7 @@ def test_every_built_in_family_is_registered_with_its_record():
         assert registry.get(name) == expected, name
         assert registry.ALGORITHMS[name] is registry.get(name) is module.ALGORITHM
         assert tuned.default_env(name) == default_env
-    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 12
+    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 13
 
 
 def test_the_tuned_table_names_registered_algorithms():
@@ -89,6 +101,7 @@ def test_the_tuned_table_names_registered_algorithms():
         "crl",
         "sac_her",
         "dqn",
+        "pqn",
     }
 
 
@@ -130,7 +143,7 @@ def test_a_registered_toy_family_trains_and_evaluates_with_no_cli_change(toy, tm
 def test_an_unknown_algorithm_is_refused_with_the_registered_names(capsys):
     assert cli.main(["train", "nosuch"]) == 2
     err = capsys.readouterr().err
-    allowed = "(allowed: ppo, sac, td3, bc, td3_bc, iql, cql, rl2, ued, crl, sac_her, dqn)"
+    allowed = "(allowed: ppo, sac, td3, bc, td3_bc, iql, cql, rl2, ued, crl, sac_her, dqn, pqn)"
     assert err == f"rlsuite train: error: unknown algorithm 'nosuch' {allowed}\n"
     with pytest.raises(ValueError, match="unknown algorithm 'nosuch'; registered: ppo, sac, td3"):
         registry.get("nosuch")

@@ -52,8 +52,8 @@ def test_list_envs_with_a_pattern_gives_spaces_and_the_algorithms_that_take_them
     # done and time flags (RL^2's inputs, 5 + 3); the probe's a one-element zero, 2 actions.
     assert lines == [
         "pendulum: observation Box(3,), action Box(1,); ppo, sac, td3",
-        "probe/action_reward: observation Box(1,), action Discrete(2); ppo, dqn",
-        "meta/bandit: observation Box(8,), action Discrete(5); ppo, rl2, dqn",
+        "probe/action_reward: observation Box(1,), action Discrete(2); ppo, dqn, pqn",
+        "meta/bandit: observation Box(8,), action Discrete(5); ppo, rl2, dqn, pqn",
     ]
     assert cli.main(["list", "envs", "nothing/*"]) == 2
     assert "no environment name matches nothing/*" in capsys.readouterr().err

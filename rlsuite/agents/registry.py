@@ -37,6 +37,7 @@ BUILT_IN = (
     "crl",
     "sac_her",
     "dqn",
+    "pqn",
 )
 ENTRY_POINT_GROUP = "rlsuite.algorithms"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")

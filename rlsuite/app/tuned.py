@@ -91,6 +91,12 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # over half the run, a target copy every 500 env steps), with double-Q targets. 4 seeds on
     # the CI machine: evaluation 500, 500, 500 and 449 in 65 s (tests/test_dqn.py, slow).
     ("dqn", "cartpole"): {"config": {"total_timesteps": 500_000}, "hparams": {}},
+    # PQN on CartPole: PQNConfig's and PQNHparams' defaults are purejaxql's pqn_cartpole.yaml
+    # (32 envs x 64 steps, 4 epochs of 16 minibatches, 2 x 256 relu with LayerNorm, lr 1e-4
+    # decayed linearly, epsilon 1 -> 0.2 over 20% of the run, reward scale 0.1, lambda 0.95,
+    # 500,000 env steps). 4 seeds on the CI machine: evaluation 500 on each, at 200,000 env
+    # steps as at 500,000 (tests/test_pqn.py).
+    ("pqn", "cartpole"): {"config": {"total_timesteps": 500_000}, "hparams": {}},
     # RL^2 on Duan et al.'s bandits (k = 5, n = 10) with A2C (RL2Config's defaults: one epoch of
     # one minibatch, LSTM-64), 256 trials of 10 pulls per update, Adam 1e-3, 3,000 updates.
     # tests/test_rl2.py asserts an evaluation total reward >= 5.84 (Thompson sampling's).

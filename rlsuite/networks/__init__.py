@@ -13,6 +13,7 @@ over the seed keys (see `rlsuite.loop.driver.init_batch`), never under `vmap`.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import distrax
@@ -38,18 +39,21 @@ def activation_fn(name: str):
 
 
 class MLP(nn.Module):
-    """Dense layers with an activation between them; the last is linear with gain `out_gain`."""
+    """Dense layers with an activation between them (with `layer_norm`, a LayerNorm before each
+    activation); the last is linear with gain `out_gain`."""
 
     hidden_sizes: Sequence[int]
     out_size: int
     activation: str = "tanh"
     out_gain: float = 1.0
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
         act = activation_fn(self.activation)
         for size in self.hidden_sizes:
-            x = act(nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
+            x = nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x)
+            x = act(nn.LayerNorm()(x) if self.layer_norm else x)
         return nn.Dense(self.out_size, kernel_init=nn.initializers.orthogonal(self.out_gain))(x)
 
 
@@ -325,18 +329,20 @@ def dueling(value: jnp.ndarray, advantages: jnp.ndarray) -> jnp.ndarray:
 class QNetwork(nn.Module):
     """A value per discrete action: `obs [..., o] -> q [..., num_actions]`, an MLP of
     `hidden_sizes` after the `encoder` (images) or, with `dueling`, two such streams, a value and
-    the advantages, combined by `dueling`."""
+    the advantages, combined by `dueling`; `layer_norm` normalises every hidden layer (PQN)."""
 
     hidden_sizes: Sequence[int]
     num_actions: int
     activation: str = "relu"
     dueling: bool = False
     encoder: Encoder | None = None
+    layer_norm: bool = False
 
     @nn.compact
     def __call__(self, obs: jnp.ndarray) -> jnp.ndarray:
         x = _encode(self.encoder, obs)
+        mlp = functools.partial(MLP, activation=self.activation, layer_norm=self.layer_norm)
         if not self.dueling:
-            return MLP(self.hidden_sizes, self.num_actions, self.activation)(x)
-        value = MLP(self.hidden_sizes, 1, self.activation)(x)
-        return dueling(value, MLP(self.hidden_sizes, self.num_actions, self.activation)(x))
+            return mlp(self.hidden_sizes, self.num_actions)(x)
+        value = mlp(self.hidden_sizes, 1)(x)
+        return dueling(value, mlp(self.hidden_sizes, self.num_actions)(x))

@@ -1,0 +1,379 @@
+"""PQN (Gallici et al. 2024, "Simplifying Deep Temporal Difference Learning", arXiv:2407.04811):
+online Q(lambda) over many vectorised environments, with LayerNorm in the Q-network, and no
+replay buffer and no target network.
+
+    agent = pqn.make(PQNConfig(), env, env_params)            # env: a Discrete action space
+    state = agent.init(key, agent.default_hparams)
+    state, metrics = agent.update(state, agent.default_hparams)
+
+One update has PPO's shape, read top-down:
+
+    collect `num_envs x num_steps` steps, epsilon-greedy on the current network (`collect`)
+    -> Q(lambda) targets, computed backwards over the rollout (`targets`)
+    -> `update_epochs` epochs of `num_minibatches` shuffled minibatches of the squared TD error
+       (`learn`), with gradients clipped by global norm and Adam's step size decayed linearly
+       to 0 over the run.
+
+The targets are Peng's Q(lambda) (`rlsuite.ops.returns.td_lambda` on `max_a Q(s'_t, a)`):
+`G_t = r_t + gamma (1 - terminated_t) [(1 - lambda) max_a Q(s'_t, a) + lambda G_{t+1}]`, the
+trace cut where an episode ended (a truncated step bootstraps fully from its true last
+observation `s'_t`; a terminated one not at all) and at the rollout's last step. The values are
+the network's at the start of the update, as the rollout's own are. Exploration is epsilon-greedy
+with DQN's linear schedule (`rlsuite.agents.dqn.epsilon`, on the environment steps at the start
+of each rollout). Defaults are purejaxql's CartPole configuration (`pqn_cartpole.yaml`).
+
+Research variants are functions passed in: `make(..., targets=fn)` replaces the target
+computation (`q_lambda_targets`' signature) and `make(..., epsilon=fn)` the schedule.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import struct
+
+from rlsuite.agents import dqn, registry
+from rlsuite.agents.learner import obs_encoder
+from rlsuite.environment import Environment
+from rlsuite.environment.spaces import Discrete
+from rlsuite.environment.wrappers import EpisodeStatistics, episode_metrics
+from rlsuite.loop.agent import Agent, bind
+from rlsuite.loop.mesh import Split, field_splits
+from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
+from rlsuite.networks import TORSOS, QNetwork, activation_fn
+from rlsuite.networks.memory import shuffled_steps
+from rlsuite.ops.returns import td_lambda
+from rlsuite.ops.sharding import split_envs
+from rlsuite.ops.validators import (
+    check_field,
+    check_hidden_sizes,
+    check_positive,
+    check_positive_ints,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class PQNConfig:
+    """Static configuration of PQN (purejaxql's CartPole values)."""
+
+    num_envs: int = 32
+    """parallel environments"""
+    num_steps: int = 64
+    """steps per environment in each rollout"""
+    num_minibatches: int = 16
+    """minibatches per epoch"""
+    update_epochs: int = 4
+    """passes over each rollout"""
+    total_timesteps: int = 500_000
+    """environment steps of the whole run (all envs together)"""
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    """hidden layer sizes of the Q network"""
+    activation: str = "relu"
+    """hidden activation: tanh, relu, elu, gelu or silu (swish)"""
+    layer_norm: bool = True
+    """LayerNorm after every hidden layer (the paper's stabiliser without a target network)"""
+    anneal_lr: bool = True
+    """decay the learning rate linearly to 0 over the run"""
+    torso: str = "auto"
+    """what reads the observations before the hidden layers: auto (mlp for vectors, minatar
+    for images below 36x36, nature above), mlp, minatar or nature"""
+    reset_slots: int | None = None
+    """reset the environments that finished this many at a time (None: the whole batch)"""
+
+    def __post_init__(self):
+        name = type(self).__name__
+        check_positive_ints(
+            self, ("num_envs", "num_steps", "num_minibatches", "update_epochs", "total_timesteps")
+        )
+        if self.reset_slots is not None:
+            check_positive_ints(self, ("reset_slots",))
+        if self.torso not in TORSOS:
+            raise ValueError(f"{name}.torso={self.torso!r} is not one of: {', '.join(TORSOS)}")
+        check_hidden_sizes(self)
+        activation_fn(self.activation)
+        if (self.num_envs * self.num_steps) % self.num_minibatches:
+            raise ValueError(
+                f"{name}.num_minibatches={self.num_minibatches} must divide the rollout's "
+                f"num_envs * num_steps = {self.num_envs * self.num_steps} steps"
+            )
+
+    @property
+    def num_updates(self) -> int:
+        """Updates in the whole run: `total_timesteps // (num_envs * num_steps)` (at least 1)."""
+        return max(1, self.total_timesteps // (self.num_envs * self.num_steps))
+
+
+@struct.dataclass
+class PQNHparams:
+    """Numeric hyperparameters: traced, so a batch of them is a `vmap` axis."""
+
+    learning_rate: float = 1e-4
+    """Adam step size (decayed linearly to 0 with anneal_lr)"""
+    gamma: float = 0.99
+    """discount factor"""
+    q_lambda: float = 0.95
+    """trace of the Q(lambda) targets (0: one-step Q-learning)"""
+    start_e: float = 1.0
+    """exploration epsilon at the first environment step (read once, by init)"""
+    end_e: float = 0.2
+    """exploration epsilon from exploration_fraction of the run on (read once, by init)"""
+    exploration_fraction: float = 0.2
+    """share of total_timesteps over which epsilon falls linearly (read once, by init)"""
+    max_grad_norm: float = 10.0
+    """gradients are scaled down to this global norm where theirs is larger"""
+    reward_scale: float = 0.1
+    """constant factor on the rewards learned from"""
+
+
+@struct.dataclass
+class PQNState:
+    """The network, Adam's state, the environments, the key, the updates taken (int32 []) and
+    the exploration schedule's hyperparameters (float32 [], from `init`'s, as DQN keeps them)."""
+
+    params: Any
+    opt_state: optax.OptState
+    env: EnvBatch
+    key: jax.Array
+    update_step: jax.Array
+    start_e: jax.Array
+    end_e: jax.Array
+    exploration_fraction: jax.Array
+
+
+class PQNSetup(NamedTuple):
+    """What PQN's stages share, fixed when it is made (`make`)."""
+
+    config: PQNConfig
+    env: Environment  # wrapped: episode statistics in `info`
+    env_params: Any
+    network: QNetwork
+    num_actions: int
+    targets: Callable
+    epsilon: Callable
+
+
+def check_hparams(hp: PQNHparams) -> None:
+    """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
+    if not isinstance(hp, PQNHparams):
+        raise TypeError(f"pqn: hparams must be a PQNHparams, got {type(hp).__name__}")
+    check_positive(
+        hp, "learning_rate", "max_grad_norm", "reward_scale", owner="pqn", kind="hparams"
+    )
+    for field in ("gamma", "q_lambda", "start_e", "end_e", "exploration_fraction"):
+        check_field(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "pqn", "hparams")
+
+
+def q_lambda_targets(reward, terminated, truncated, next_q, gamma, q_lambda):
+    """Peng's Q(lambda) targets `[T, E]` of a time-major rollout: `td_lambda` of the rewards on
+    `max_a next_q` (`next_q [T, E, A]`, the values at each step's true next observation)."""
+    return td_lambda(reward, next_q.max(axis=-1), terminated, truncated, gamma, q_lambda)
+
+
+_SCHEDULE = ("start_e", "end_e", "exploration_fraction")
+
+
+def init(setup: PQNSetup, key, hp: PQNHparams) -> PQNState:
+    config = setup.config
+    key, key_net, key_env = jax.random.split(key, 3)
+    obs_shape = setup.env.observation_space(setup.env_params).shape
+    params = setup.network.init(key_net, jnp.zeros((1, *obs_shape)))
+    schedule = {f: jnp.asarray(getattr(hp, f), jnp.float32) for f in _SCHEDULE}
+    return PQNState(
+        params=params,
+        opt_state=optimizer(hp).init(params),
+        env=reset_batch(setup.env, setup.env_params, key_env, config.num_envs),
+        key=key,
+        update_step=jnp.zeros((), jnp.int32),
+        **schedule,
+    )
+
+
+def optimizer(hp: PQNHparams) -> optax.GradientTransformation:
+    """Clipping and Adam without the step size (applied separately, decayed), as PPO's."""
+    return optax.chain(optax.clip_by_global_norm(hp.max_grad_norm), optax.scale_by_adam())
+
+
+def env_steps(setup: PQNSetup, state: PQNState):
+    """The environment steps taken before this update (all envs together)."""
+    return state.update_step * setup.config.num_envs * setup.config.num_steps
+
+
+def epsilon_greedy(setup: PQNSetup, params, obs, key, eps):
+    """A uniformly random action with probability `eps`, else the greedy one (int32)."""
+    greedy = jnp.argmax(setup.network.apply(params, obs), axis=-1).astype(jnp.int32)
+    key_coin, key_action = jax.random.split(key)
+    random = jax.random.randint(key_action, greedy.shape, 0, setup.num_actions)
+    return jnp.where(jax.random.uniform(key_coin, greedy.shape) < eps, random, greedy)
+
+
+def collect(setup: PQNSetup, state: PQNState, key):
+    """A rollout of `num_steps` steps of every environment, epsilon-greedy at this update's
+    epsilon."""
+    eps = setup.epsilon(env_steps(setup, state), state, setup.config.total_timesteps)
+
+    def policy(key, obs):
+        return epsilon_greedy(setup, state.params, obs, key, eps), {}
+
+    config = setup.config
+    env_batch, tr = rollout(
+        setup.env, setup.env_params, policy, key, state.env, config.num_steps,
+        reset_slots=config.reset_slots,
+    )  # fmt: skip
+    return env_batch, tr, eps
+
+
+def targets(setup: PQNSetup, state: PQNState, tr, hp: PQNHparams):
+    """The rollout's regression targets `[num_steps, num_envs]` (`setup.targets`, Q(lambda) by
+    default) from the network's values at every step's true next observation."""
+    next_q = setup.network.apply(state.params, tr.next_obs)
+    reward = tr.reward * hp.reward_scale
+    return setup.targets(reward, tr.terminated, tr.truncated, next_q, hp.gamma, hp.q_lambda)
+
+
+def loss(setup: PQNSetup, params, minibatch: dict):
+    """Half the mean squared error between the values of the actions taken and their targets."""
+    q = setup.network.apply(params, minibatch["obs"])
+    taken = jnp.take_along_axis(q, minibatch["action"][..., None], axis=-1)[..., 0]
+    error = taken - jax.lax.stop_gradient(minibatch["targets"])
+    return 0.5 * jnp.square(error).mean(), taken.mean()
+
+
+def learning_rate(setup: PQNSetup, state: PQNState, hp: PQNHparams):
+    """This update's step size: decayed linearly to 0 over the run with `anneal_lr`."""
+    if not setup.config.anneal_lr:
+        return jnp.asarray(hp.learning_rate, jnp.float32)
+    progress = state.update_step / setup.config.num_updates
+    return hp.learning_rate * jnp.maximum(1.0 - progress, 0.0)
+
+
+def learn(setup: PQNSetup, state: PQNState, batch: dict, key, lr, hp: PQNHparams):
+    """`update_epochs` epochs over `batch` (`[num_steps, num_envs, ...]` leaves), each a scan
+    of gradient steps over shuffled minibatches: `(params, opt_state, metrics)`."""
+    config, tx = setup.config, optimizer(hp)
+
+    def minibatch_step(carry, minibatch):
+        params, opt_state = carry
+        minibatch = split_envs(minibatch)  # its samples over a mesh's envs devices
+        (value, q_mean), grads = jax.value_and_grad(functools.partial(loss, setup), has_aux=True)(
+            params, minibatch
+        )
+        grad_norm = optax.global_norm(grads)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
+        return (params, opt_state), {"q_loss": value, "q_mean": q_mean, "grad_norm": grad_norm}
+
+    def epoch(carry, key):
+        minibatches = shuffled_steps(key, batch, config.num_minibatches)
+        return jax.lax.scan(minibatch_step, carry, minibatches)
+
+    keys = jax.random.split(key, config.update_epochs)
+    (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
+    return params, opt_state, jax.tree.map(jnp.mean, metrics)
+
+
+def update(setup: PQNSetup, state: PQNState, hp: PQNHparams):
+    """One PQN iteration: collect -> Q(lambda) targets -> epochs of minibatches."""
+    key, key_collect, key_learn = jax.random.split(state.key, 3)
+    env_batch, tr, eps = collect(setup, state, key_collect)
+    batch = {"obs": tr.obs, "action": tr.action, "targets": targets(setup, state, tr, hp)}
+    lr = learning_rate(setup, state, hp)
+    params, opt_state, learned = learn(setup, state, batch, key_learn, lr, hp)
+    state = state.replace(
+        params=params,
+        opt_state=opt_state,
+        env=env_batch,
+        key=key,
+        update_step=state.update_step + 1,
+    )
+    metrics = {f"losses/{k}": v for k, v in learned.items()}
+    metrics.update(episode_metrics(tr.info))
+    metrics["charts/epsilon"] = eps
+    metrics["charts/learning_rate"] = lr
+    return state, metrics
+
+
+def act(setup: PQNSetup, state: PQNState, obs, key, deterministic: bool = False):
+    """The greedy action, or epsilon-greedy at the epsilon of the environment steps taken."""
+    if deterministic:
+        return jnp.argmax(setup.network.apply(state.params, obs), axis=-1).astype(jnp.int32)
+    eps = setup.epsilon(env_steps(setup, state), state, setup.config.total_timesteps)
+    return epsilon_greedy(setup, state.params, obs, key, eps)
+
+
+def make(
+    config: PQNConfig,
+    env: Environment,
+    env_params=None,
+    targets: Callable = q_lambda_targets,
+    epsilon: Callable = dqn.epsilon,
+) -> Agent:
+    """Bind PQN to `env` (a `Discrete` action space; another is a `TypeError` naming it).
+
+    `targets(reward, terminated, truncated, next_q [T, E, A], gamma, q_lambda) -> [T, E]` and
+    `epsilon(env_steps, schedule, total_timesteps) -> []` (`dqn.epsilon`'s) may be replaced by
+    research variants."""
+    if not isinstance(config, PQNConfig):
+        raise TypeError(f"pqn.make needs a PQNConfig, got {type(config).__name__}")
+    env_params = env.check_params(env_params)
+    space = env.action_space(env_params)
+    if not isinstance(space, Discrete):
+        raise TypeError(f"pqn handles Discrete action spaces; {env.name} has {space!r}")
+    obs_space = env.observation_space(env_params)
+    if isinstance(obs_space, Discrete):
+        raise TypeError(f"pqn needs Box observations (vectors or images); got {obs_space!r}")
+    obs_shape = tuple(obs_space.shape)
+    network = QNetwork(
+        config.hidden_sizes,
+        int(space.n),
+        config.activation,
+        encoder=obs_encoder(config, obs_shape),
+        layer_norm=config.layer_norm,
+    )
+    setup = PQNSetup(
+        config, EpisodeStatistics(env), env_params, network, int(space.n), targets, epsilon
+    )
+    minibatch = config.num_envs * config.num_steps // config.num_minibatches
+    owner = f"PQNConfig.num_minibatches={config.num_minibatches}"
+    advice = "choose num_minibatches so that each minibatch is a multiple of it"
+    return bind(
+        setup,
+        init=init,
+        update=update,
+        act=act,
+        name="pqn",
+        config=config,
+        env=setup.env,
+        env_params=env_params,
+        default_hparams=PQNHparams(),
+        check_hparams=check_hparams,
+        env_steps_per_update=config.num_envs * config.num_steps,
+        env_split=(
+            *field_splits(config, "num_envs"),
+            Split(minibatch, f"the minibatch of {minibatch} ({owner})", advice),
+        ),
+        trainable=trainable,
+    )
+
+
+def trainable(state: PQNState):
+    """What a diverging update makes non-finite: the network and the optimiser's state."""
+    return state.params, state.opt_state
+
+
+# This family in the algorithm registry (`rlsuite train pqn`).
+ALGORITHM = registry.register(
+    registry.Algorithm(
+        name="pqn",
+        make=make,
+        config_cls=PQNConfig,
+        hparams_cls=PQNHparams,
+        offline=False,
+        default_env="cartpole",
+    )
+)
