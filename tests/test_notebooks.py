@@ -155,3 +155,30 @@ def test_crl_ablation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
             assert 0.0 <= low <= mean <= high <= top, rows
     assert len(_images(nb)) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.timeout(300)
+def test_value_based_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
+    monkeypatch.setenv("RLSUITE_NOTEBOOK_TIMESTEPS", "4096")  # PQN: 2 rollouts of 32 x 64
+    monkeypatch.setenv("RLSUITE_NOTEBOOK_SEEDS", "2")
+    nb = nbformat.read(NOTEBOOKS / "value_based.ipynb", as_version=4)
+    client = nbclient.NotebookClient(
+        nb, kernel_name="python3", timeout=240, resources={"metadata": {"path": str(tmp_path)}}
+    )
+    client.execute()
+    text = _stream_text(nb)
+    assert "4,096 env steps per run, 2 seeds" in text
+    trained = re.findall(r"^(DQN, double on|DQN, double off|PQN): (\d) runs in", text, re.M)
+    assert trained == [("DQN, double on", "2"), ("DQN, double off", "2"), ("PQN", "4")], text
+    row = r"^\s*(DQN, double on|DQN, double off|PQN, lambda 0\.0|PQN, lambda 0\.95)"
+    rows = re.findall(rf"{row}\s+(\S+) \[[^\]]*\]\s+(\S+) \[[^\]]*\]$", text, re.M)
+    assert [label for label, *_ in rows] == [
+        "DQN, double on",
+        "DQN, double off",
+        "PQN, lambda 0.0",
+        "PQN, lambda 0.95",
+    ], text
+    for _, train_return, eval_return in rows:  # CartPole returns lie in [1, 500]
+        assert 1.0 <= float(train_return) <= 500.0 and 1.0 <= float(eval_return) <= 500.0, rows
+    assert len(_images(nb)) == 1
+    assert list(tmp_path.iterdir()) == []
