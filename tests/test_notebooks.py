@@ -157,6 +157,7 @@ def test_crl_ablation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_value_based_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     monkeypatch.setenv("RLSUITE_NOTEBOOK_TIMESTEPS", "4096")  # PQN: 2 rollouts of 32 x 64

@@ -169,6 +169,7 @@ def _cartpole_returns(targets=pqn.q_lambda_targets, seeds=2, steps=200_000):
     return np.asarray(evaluate(agent, states, keys, 10, True).returns).mean(axis=1)
 
 
+@pytest.mark.slow
 def test_cartpole_learns_and_targets_of_the_wrong_steps_do_not():
     # Calibrated on the CI machine (2 cores): with the defaults at 200,000 env steps, 4 seeds
     # evaluated 500, 500, 500 and 500 (10 greedy episodes each; 500,000: the same) -> asserted

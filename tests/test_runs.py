@@ -104,8 +104,8 @@ def test_a_directory_that_is_not_a_run_is_refused_by_name(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"algo": "ppo", "env": "cartpole"}))
     with pytest.raises(UsageError, match="lacks num_seeds, config, hparams"):
         runs.read_record(tmp_path)
-    (tmp_path / "config.json").write_text(json.dumps({**RECORD, "algo": "ppq"}))
-    with pytest.raises(UsageError, match="unknown algorithm 'ppq'; did you mean 'ppo'"):
+    (tmp_path / "config.json").write_text(json.dumps({**RECORD, "algo": "ppoo"}))
+    with pytest.raises(UsageError, match="unknown algorithm 'ppoo'; did you mean 'ppo'"):
         runs.read_record(tmp_path)
 
 

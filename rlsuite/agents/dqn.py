@@ -223,9 +223,15 @@ def explore(nets: Nets, learner: DQNLearner, obs, key, env_steps=None):
     """Epsilon-greedy: a uniformly random action with probability `epsilon(env_steps)`, else
     the greedy one (every leading axis of `obs` an observation of its own)."""
     eps = nets.epsilon(env_steps, learner, nets.config.total_timesteps)
-    best = greedy(nets, learner, obs)
+    return epsilon_greedy(nets.q.apply(learner.q, obs), key, eps)
+
+
+def epsilon_greedy(q, key, eps):
+    """A uniformly random action with probability `eps`, else the argmax of `q [..., A]`
+    (the lowest index among ties), int32 `[...]` (DQN's and PQN's exploration)."""
+    best = jnp.argmax(q, axis=-1).astype(jnp.int32)
     key_coin, key_action = jax.random.split(key)
-    random = jax.random.randint(key_action, best.shape, 0, nets.num_actions)
+    random = jax.random.randint(key_action, best.shape, 0, q.shape[-1])
     return jnp.where(jax.random.uniform(key_coin, best.shape) < eps, random, best)
 
 

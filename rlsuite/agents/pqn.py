@@ -153,7 +153,6 @@ class PQNSetup(NamedTuple):
     env: Environment  # wrapped: episode statistics in `info`
     env_params: Any
     network: QNetwork
-    num_actions: int
     targets: Callable
     epsilon: Callable
 
@@ -205,11 +204,8 @@ def env_steps(setup: PQNSetup, state: PQNState):
 
 
 def epsilon_greedy(setup: PQNSetup, params, obs, key, eps):
-    """A uniformly random action with probability `eps`, else the greedy one (int32)."""
-    greedy = jnp.argmax(setup.network.apply(params, obs), axis=-1).astype(jnp.int32)
-    key_coin, key_action = jax.random.split(key)
-    random = jax.random.randint(key_action, greedy.shape, 0, setup.num_actions)
-    return jnp.where(jax.random.uniform(key_coin, greedy.shape) < eps, random, greedy)
+    """`dqn.epsilon_greedy` on the network's values of `obs`."""
+    return dqn.epsilon_greedy(setup.network.apply(params, obs), key, eps)
 
 
 def collect(setup: PQNSetup, state: PQNState, key):
@@ -335,9 +331,7 @@ def make(
         encoder=obs_encoder(config, obs_shape),
         layer_norm=config.layer_norm,
     )
-    setup = PQNSetup(
-        config, EpisodeStatistics(env), env_params, network, int(space.n), targets, epsilon
-    )
+    setup = PQNSetup(config, EpisodeStatistics(env), env_params, network, targets, epsilon)
     minibatch = config.num_envs * config.num_steps // config.num_minibatches
     owner = f"PQNConfig.num_minibatches={config.num_minibatches}"
     advice = "choose num_minibatches so that each minibatch is a multiple of it"
