@@ -149,6 +149,7 @@ def test_train_eval_and_plot_the_adaptation_curve_from_the_cli(tmp_path):
     assert "references: known policies on the same task distribution" in proc.stdout
     assert "| random | 5 | 3.333 | exact, U[0, 1] arms |" in proc.stdout
     assert "| Bayes-optimal | 6.66 | 1.673 | exact, U[0, 1] arms |" in proc.stdout
+    assert " | mean over 2 seeds of 30 trials each |" in proc.stdout  # the run's own row
     saved = json.loads((out / "eval_greedy_30_seed0.json").read_text())
     assert [r["name"] for r in saved["references"]][3] == "Bayes-optimal"
     image = tmp_path / "adaptation.png"
