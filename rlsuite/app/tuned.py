@@ -97,6 +97,70 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # 500,000 env steps). 4 seeds on the CI machine: evaluation 500 on each, at 200,000 env
     # steps as at 500,000 (tests/test_pqn.py).
     ("pqn", "cartpole"): {"config": {"total_timesteps": 500_000}, "hparams": {}},
+    # DQN and PQN on Acrobot: rejax's gymnax Acrobot configurations mapped onto ours. DQN:
+    # dueling, double, swish, 10 envs, buffer 10,000 after 1,000 random steps, batch 100, 5
+    # gradient steps per collection, lr 1e-3, a target copy every 100 gradient steps (200 env
+    # steps), epsilon 1 -> 0.05 over half the run, 100,000 env steps. PQN: 16 envs x 128 steps,
+    # 5 epochs of 16 minibatches, lr 3e-4, epsilon 1 -> 0.05 over half the run, lambda 0.9,
+    # rewards unscaled, 524,288 env steps. `rlsuite train dqn|pqn --env acrobot --num-seeds 2`
+    # on the CI machine: DQN -77.0 and -92.9 (20 s), PQN -76.6 and -85.9 (35 s); random -500.
+    ("dqn", "acrobot"): {
+        "config": {
+            "num_envs": 10,
+            "buffer_size": 10_000,
+            "learning_starts": 1_000,
+            "batch_size": 100,
+            "gradient_steps": 5,
+            "hidden_sizes": (64, 64),
+            "activation": "silu",
+            "dueling": True,
+            "target_update_period": 100,
+            "total_timesteps": 100_000,
+        },
+        "hparams": {"learning_rate": 1e-3, "end_e": 0.05, "exploration_fraction": 0.5},
+    },
+    ("pqn", "acrobot"): {
+        "config": {
+            "num_envs": 16,
+            "num_steps": 128,
+            "num_minibatches": 16,
+            "update_epochs": 5,
+            "total_timesteps": 524_288,
+        },
+        "hparams": {
+            "learning_rate": 3e-4,
+            "end_e": 0.05,
+            "exploration_fraction": 0.5,
+            "q_lambda": 0.9,
+            "reward_scale": 1.0,
+        },
+    },
+    # PQN on the five MinAtar games (gymnax): purejaxql's pqn_minatar.yaml, one configuration
+    # for all (128 envs x 32 steps, 2 epochs of 32 minibatches, lr 5e-4 decayed linearly,
+    # epsilon 1 -> 0.05 over 10% of the run, lambda 0.65, rewards unscaled; here the MinAtar
+    # torso and one hidden layer of 128 with LayerNorm) at a CPU's budget of 1,000,000 env
+    # steps (purejaxql's runs are 10,000,000: --total-timesteps 10000000 on a GPU). On the CI
+    # machine, 2 seeds at 500,000 steps: Breakout and Space Invaders in tests/test_pqn.py (slow).
+    **{
+        ("pqn", f"gymnax/{game}-MinAtar"): {
+            "config": {
+                "num_envs": 128,
+                "num_steps": 32,
+                "num_minibatches": 32,
+                "update_epochs": 2,
+                "hidden_sizes": (128,),
+                "total_timesteps": 1_000_000,
+            },
+            "hparams": {
+                "learning_rate": 5e-4,
+                "end_e": 0.05,
+                "exploration_fraction": 0.1,
+                "q_lambda": 0.65,
+                "reward_scale": 1.0,
+            },
+        }
+        for game in ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
+    },
     # RL^2 on Duan et al.'s bandits (k = 5, n = 10) with A2C (RL2Config's defaults: one epoch of
     # one minibatch, LSTM-64), 256 trials of 10 pulls per update, Adam 1e-3, 3,000 updates.
     # tests/test_rl2.py asserts an evaluation total reward >= 5.84 (Thompson sampling's).
