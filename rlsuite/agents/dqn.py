@@ -17,7 +17,8 @@ epsilon-greedy, epsilon falling linearly from `start_e` to `end_e` over the firs
 run's first step as CleanRL's `dqn_jax.py` counts them. Defaults are that script's CartPole
 settings (10 envs and one gradient step per collection stand for its one gradient step every
 10 env steps; its target copy every 500 env steps is every 50 gradient steps here), with
-double-Q targets on.
+double-Q targets on and gradients clipped at a global norm of 10 (CleanRL clips none; SB3's
+DQN clips at 10).
 
 Research variants are functions passed in, never flags: `make(..., target=fn)` replaces the
 Q-learning target (`rlsuite.ops.losses.q_learning_target`'s signature) and
