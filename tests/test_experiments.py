@@ -461,3 +461,36 @@ def test_dqn_script_ideas_by_hand():
     expected = 0.1 + 0.9 * np.exp(-5.0)
     assert float(module.exponential_epsilon(500, hp, 1000)) == pytest.approx(expected, rel=1e-6)
     assert float(module.exponential_epsilon(None, hp, 1000)) == pytest.approx(0.1)
+
+
+@pytest.mark.timeout(180)
+def test_pqn_script_smoke_with_a_target_passed_in(tmp_path):
+    args = ["--num-seeds", "2", "--total-timesteps", "256", "--num-envs", "4", "--num-steps", "16"]
+    args += ["--num-minibatches", "2", "--hidden-sizes", "8", "--eval-episodes", "2"]
+    args += ["--target-idea", "mellowmax", "--out", str(tmp_path / "run")]
+    proc = run_script("pqn.py", *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(r"^pqn \(mellowmax\) on cartpole: 2 seeds x 256 steps", proc.stdout, re.M)
+    final = json.loads((tmp_path / "run" / "final.json").read_text())
+    assert len(final["eval_return_per_seed"]) == 2
+
+
+def test_pqn_script_mellowmax_by_hand():
+    module = load_script("pqn.py")
+    # Equal values: their mellowmax is that value. [0, 1] at omega 5:
+    # (log((1 + e^5) / 2)) / 5 = 0.86270..., between the mean 0.5 and the max 1.
+    np.testing.assert_allclose(module.mellowmax(jnp.array([[2.0, 2.0]])), [2.0], rtol=1e-6)
+    expected = np.log((1 + np.exp(5.0)) / 2) / 5
+    np.testing.assert_allclose(module.mellowmax(jnp.array([0.0, 1.0])), expected, rtol=1e-6)
+    # One step, terminated: the target is the reward whatever the backup.
+    y = module.mellowmax_targets(
+        jnp.array([[1.0]]), jnp.array([[True]]), jnp.array([[False]]),
+        jnp.array([[[0.0, 1.0]]]), 0.9, 0.5,
+    )  # fmt: skip
+    np.testing.assert_allclose(y, [[1.0]])
+    # Not terminated, the rollout's last step: r + gamma * mellowmax.
+    y = module.mellowmax_targets(
+        jnp.array([[1.0]]), jnp.array([[False]]), jnp.array([[False]]),
+        jnp.array([[[0.0, 1.0]]]), 0.9, 0.5,
+    )  # fmt: skip
+    np.testing.assert_allclose(y, [[1.0 + 0.9 * expected]], rtol=1e-6)
