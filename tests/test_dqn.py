@@ -262,3 +262,28 @@ def test_the_cli_trains_evaluates_and_says_what_it_ran(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     proc = rlsuite("train", "dqn", "--env", "pendulum", "--out", tmp_path / "no")
     assert proc.returncode == 2 and "dqn handles Discrete action spaces" in proc.stderr
+
+
+def test_n_step_items_of_image_observations_point_at_the_right_next_observation():
+    # MinAtar Breakout (10 x 10 x 4 images) through the conv torso, 2-step items, no learning.
+    # The item of step t of env e holds next_obs of step t + 1, which is obs of step t + 2
+    # where no episode ended in between (discount gamma^2 and neither flag).
+    env, params = envs.make("gymnax/Breakout-MinAtar")
+    config = dqn.DQNConfig(
+        num_envs=2, buffer_size=200, batch_size=8, learning_starts=10_000, n_step=2,
+        hidden_sizes=(8,), total_timesteps=10_000,
+    )  # fmt: skip
+    agent = dqn.make(config, env, params)
+    hp = agent.default_hparams
+    state, _ = jax.jit(driver.train, static_argnums=(0, 3))(agent, jax.random.key(0), hp, 40)
+    data, size = state.buffer.data, int(state.buffer.size)
+    assert size == 2 * 39  # the first step waits for its window
+    obs, next_obs = np.asarray(data["obs"]), np.asarray(data["next_obs"])
+    assert obs.shape[1:] == (10, 10, 4)
+    discount = np.asarray(data["discount"])
+    checked = 0
+    for slot in range(size - 4):  # slot t * 2 + e; its pair two steps later is slot + 4
+        if np.isclose(discount[slot], 0.99**2):
+            np.testing.assert_array_equal(next_obs[slot], obs[slot + 4])
+            checked += 1
+    assert checked > 40  # most steps end no episode

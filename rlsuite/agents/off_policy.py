@@ -472,7 +472,9 @@ def store(setup: Setup, state: OffPolicyState, tr, hp):
     reward, discount, last = n_step_transitions(
         steps["reward"], steps["terminated"], steps["truncated"], setup.items.gamma(hp), n_step
     )
-    next_obs = jnp.take_along_axis(steps["next_obs"], last[..., None], axis=0)
+    # `last` [n, E] indexes the steps' axis of every observation's own axes (vectors, images).
+    obs_axes = steps["next_obs"].ndim - last.ndim
+    next_obs = jnp.take_along_axis(steps["next_obs"], last.reshape(*last.shape, *[1] * obs_axes), 0)
     items = {
         "obs": steps["obs"][0],
         "action": steps["action"][0],
