@@ -42,6 +42,13 @@
 #               random actions) and the share training keeps (goal >= 0.5). Sizes stop starting
 #               at RLSUITE_DEVICE_SCALING_SECONDS (default 480) from its start. Limit: the
 #               budget + 60 s.
+#   pqn-minatar benchmarks/value_based.py --algos pqn_minatar pqn_minatar_mlp: PQN on MinAtar
+#               Breakout at purejaxql's MinAtar configuration, ours beside purejaxql's
+#               pqn_minatar.py (convolutional) and beside rejax's PQN (an MLP on both sides),
+#               RLSUITE_DEVICE_PQN_SEEDS vmapped seeds (default "1 64") of
+#               RLSUITE_DEVICE_PQN_STEPS env steps each (default 2,000,000): env steps/s and the
+#               return reached (needs benchmarks/_anchors/purejaxql/, benchmarks/README.md,
+#               carried to the device, and rejax 0.1.3 as a wheel). Limit: 540 s.
 #
 # Each part runs under `timeout` (250 + 180 + 60 s), so the whole command, the install of the
 # wheels included, ends within about 8.5 minutes. Writes to $OUT (default
@@ -58,6 +65,7 @@
 #     RLSUITE_DEVICE_PARTS=ued-maze-jaxued bash benchmarks/device.sh  # (each under 10 minutes)
 #     RLSUITE_DEVICE_PARTS=crl-ant bash benchmarks/device.sh
 #     RLSUITE_DEVICE_PARTS=scaling-ant bash benchmarks/device.sh
+#     RLSUITE_DEVICE_PARTS=pqn-minatar bash benchmarks/device.sh
 #
 # Environment: OUT; PYTHON (default python3); RLSUITE_DEVICE_PARTS (default "ant hopper offline",
 # the parts to run); RLSUITE_DEVICE_ANT_SECONDS and RLSUITE_DEVICE_HOPPER_SECONDS (whole seconds
@@ -68,7 +76,9 @@
 # script, default 100); RLSUITE_DEVICE_CRL_SECONDS (the CRL part's budget from its start, default
 # 540); RLSUITE_DEVICE_SCALING_SECONDS (the time after which the scaling part starts no new
 # size, default 480) and RLSUITE_DEVICE_SCALING_ENVS (its env batches, default "1024 4096 16384
-# 65536": a second call for sizes the first skipped); RLSUITE_DEVICE_TINY=1 (tiny sizes and CPU-sized limits, to
+# 65536": a second call for sizes the first skipped); RLSUITE_DEVICE_PQN_SEEDS and
+# RLSUITE_DEVICE_PQN_STEPS (the PQN part's seed counts and env steps per seed);
+# RLSUITE_DEVICE_TINY=1 (tiny sizes and CPU-sized limits, to
 # check the orchestration). The wheels are installed only where PYTHON is CPython 3.12 (what they
 # are built for).
 set -uo pipefail
@@ -144,6 +154,8 @@ if [ "$TINY" = 1 ]; then
   SCALING_LIMIT=900
   SCALING=(--num-envs 8 16 --num-steps 4 --num-minibatches 2 --update-epochs 1
     --chunk-env-steps 64 --seconds-per-size 0 --raw-seconds 0 --budget-seconds 600)
+  PQN_LIMIT=900
+  PQN=(--seeds 1 2 --minatar-timesteps 8192 --eval-episodes 2)
 else
   # Each side stops at its first evaluation past its budget; a part's limit adds 60 s for the
   # process, imports, env set-up and those last chunks.
@@ -173,6 +185,9 @@ else
   SCALING_LIMIT=$((SCALING_SECONDS + 60))
   SCALING=(--budget-seconds "$SCALING_SECONDS"
     --num-envs ${RLSUITE_DEVICE_SCALING_ENVS:-1024 4096 16384 65536})
+  PQN_LIMIT=540
+  PQN=(--seeds ${RLSUITE_DEVICE_PQN_SEEDS:-1 64}
+    --minatar-timesteps "${RLSUITE_DEVICE_PQN_STEPS:-2000000}")
 fi
 
 # part NAME LIMIT COMMAND...: run COMMAND under `timeout LIMIT`, its output in $OUT/NAME.log.
@@ -210,6 +225,8 @@ part ued-maze-jaxued "$UED_JAXUED_LIMIT" "$PYTHON" benchmarks/ued_device.py "${U
 part crl-ant "$CRL_LIMIT" "$PYTHON" benchmarks/crl_device.py "${CRL[@]}" --out "$OUT/crl-ant.json"
 part scaling-ant "$SCALING_LIMIT" "$PYTHON" benchmarks/scaling_device.py "${SCALING[@]}" \
   --out "$OUT/scaling-ant.json"
+part pqn-minatar "$PQN_LIMIT" "$PYTHON" benchmarks/value_based.py --no-markdown \
+  --algos pqn_minatar pqn_minatar_mlp "${PQN[@]}" --out "$OUT/pqn-minatar.json"
 
 echo
 echo "=== summary ($((SECONDS - start)) s in all)"
@@ -251,6 +268,16 @@ for name in parts:
             data = module.merge(*(json.loads(f.read_text()) for f in found if f.exists()))
         for title, header, body in module.tables(data):
             print(f"**{title}**\n\n{markdown(header, body)}\n")
+        continue
+    if name == "pqn-minatar":
+        from side_by_side import comparison_table
+
+        for algo in ("pqn_minatar", "pqn_minatar_mlp"):
+            rows = data.get(algo) or []
+            for key in (k for k in (rows[0] if rows else {}) if k.startswith("ours_over_")):
+                anchor = key.removeprefix("ours_over_")
+                header, body = comparison_table(rows, anchor, anchor, None)
+                print(f"**{rows[0]['env']}: ours vs {anchor}**\n\n{markdown(header, body)}\n")
         continue
     if name.startswith("table-"):
         algos = data["args"]["algos"]

@@ -2,8 +2,8 @@
 # Fill .whl/ (ignored by git) with the wheels that benchmarks/device.sh installs on the GPU machine:
 # every package the benchmarks need there that its image lacks, for CPython 3.12 on manylinux
 # x86_64. The set is the dependency closure (Requires-Dist, extras ignored, markers evaluated for
-# Python 3.12 on Linux x86_64) of brax, mujoco, mujoco-mjx, distrax, gymnax, tyro and jaxued (the
-# UED part's anchor), less the
+# Python 3.12 on Linux x86_64) of brax, mujoco, mujoco-mjx, distrax, gymnax, tyro, jaxued (the
+# UED part's anchor) and rejax (the PQN part's), less the
 # packages the image already has (GPU_HAS below). Versions are pinned to those of the development
 # environment (PINS below), so the GPU runs the code that was tested here; one version of each.
 #
@@ -29,7 +29,7 @@ try:
 except ImportError:  # pip vendors it
     from pip._vendor.packaging.requirements import Requirement
 
-ROOTS = ["brax", "mujoco", "mujoco-mjx", "distrax", "gymnax", "tyro", "jaxued"]
+ROOTS = ["brax", "mujoco", "mujoco-mjx", "distrax", "gymnax", "tyro", "jaxued", "rejax"]
 PINS = {
     "blinker": "1.9.0",
     "brax": "0.14.2",
@@ -53,6 +53,7 @@ PINS = {
     "mujoco-mjx": "3.17.0",
     "mujoco-studio": "4.0.0",
     "pyopengl": "3.1.10",
+    "rejax": "0.1.3",
     "tensorboardx": "2.6.5",
     "tfp-nightly": "0.26.0.dev20261027",
     "trimesh": "5.2.0",

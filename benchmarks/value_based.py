@@ -1,4 +1,4 @@
-"""Value-based agents side by side: our DQN and PQN beside rejax's on CartPole, in one run.
+"""Value-based agents side by side: our DQN and PQN beside rejax's and purejaxql's, in one run.
 
 1. DQN: our `dqn` at its defaults (CleanRL's `dqn_jax.py` CartPole settings, double-Q) on our
    `cartpole`, beside rejax 0.1.3 `rejax.DQN` on gymnax's CartPole-v1 with the same geometry.
@@ -30,65 +30,180 @@ tables and JSON are `benchmarks/side_by_side.py`'s. Readings: benchmarks/RESULTS
     python benchmarks/value_based.py                       # defaults, on a CPU
     python benchmarks/value_based.py --seeds 1 8 64        # on a GPU
     python benchmarks/value_based.py --algos pqn --seeds 1 # PQN only
+    python benchmarks/value_based.py --algos pqn_minatar pqn_minatar_mlp dqn_minatar
 
-What this file does not measure yet: PQN beside purejaxql's and rejax's at purejaxql's MinAtar
-configuration, and DQN on MinAtar Breakout (the value-based issue's other parts).
+3. PQN on a MinAtar game (`--game`, Breakout) at purejaxql's MinAtar configuration, at equal env
+   steps (`--minatar-timesteps`; purejaxql's own runs are 10,000,000, a GPU's), in two parts
+   whose sides have the same network:
+   - `pqn_minatar`: ours beside purejaxql's `pqn_minatar.py` (its README's MinAtar command),
+     both convolutional: purejaxql's CNN is a 3 x 3 convolution of 16, LayerNorm, relu, a dense
+     128, LayerNorm, relu, its input divided by 255; ours the MinAtar torso (the same
+     convolution, without LayerNorm) and one hidden layer of 128 with LayerNorm (the tuned
+     entry's).
+   - `pqn_minatar_mlp`: ours beside rejax 0.1.3's PQN, which has no convolutional Q network:
+     both with purejaxql's network for flattened observations (`pqn_gymnax.py`: 2 x 128,
+     LayerNorm and relu after each layer).
+   Every number comes from purejaxql's `config/alg/pqn_minatar.yaml`, read from the fetched
+   copy: NUM_ENVS, NUM_STEPS, NUM_MINIBATCHES, NUM_EPOCHS -> update_epochs / num_epochs, LR,
+   LR_LINEAR_DECAY -> anneal_lr (rejax has no decay), GAMMA, LAMBDA -> q_lambda / td_lambda,
+   EPS_START / EPS_FINISH / EPS_DECAY -> start_e / end_e / exploration_fraction, MAX_GRAD_NORM;
+   TOTAL_TIMESTEPS and TOTAL_TIMESTEPS_DECAY are both the benchmark's budget (epsilon and the
+   learning rate decay over the run, as in purejaxql's full runs). Optimisers: purejaxql RAdam,
+   rejax and ours Adam; rejax clips gradients element-wise. purejaxql's and rejax's `done` ends
+   the bootstrap at MinAtar's time limit too. purejaxql's module is imported unmodified: hydra,
+   omegaconf and wandb are stub modules where not installed (only its `__main__` uses them), and
+   its `LogWrapper` name is replaced by gymnax's own LogWrapper behind the five-value step it was
+   written for (`PureJaxQLLog`), which adds each step's finished-episode return to `info` so that
+   its per-update curve means what ours and rejax's mean (the episodes that ended in the update).
+4. `dqn_minatar`: DQN on the same game, ours beside rejax's DQN with the same geometry
+   (`dqn_minatar_geometry`: the MinAtar paper's DQN scaled to a CPU's budget,
+   `--dqn-minatar-timesteps`), both with the 2 x 128 MLP of part 3 (rejax's only Q network).
+
+purejaxql is run from the git-ignored `benchmarks/_anchors/purejaxql` (benchmarks/README.md says
+how to fetch it; `--purejaxql-dir` points at another copy); the JSON records its files' SHA-256.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import importlib.metadata
+import importlib.util
+import sys
 import time
+import types
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import side_by_side
 import tyro
 from off_policy import RejaxEnv, episode_stats_callback, rejax_curve
+from ppo import _FiveValueStep
 from report import check_args
 
 from rlsuite import envs
 from rlsuite.loop.agent import config_dict
 
-ALGOS = ("dqn", "pqn")
+ALGOS = ("dqn", "pqn", "pqn_minatar", "pqn_minatar_mlp", "dqn_minatar")
+MINATAR_MLP = (128, 128)  # purejaxql's pqn_gymnax.py network for flattened observations
+GAMES = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
+PUREJAXQL_COMMIT = "47af6d7b35c89ddfe633aaf7341bdb8964cb7cce"
+PUREJAXQL_FILES = ("purejaxql/pqn_minatar.py", "purejaxql/config/alg/pqn_minatar.yaml")
 
 
 @dataclasses.dataclass
 class Args(side_by_side.SideBySideArgs):
     """Flags of the value-based benchmark."""
 
-    algos: list[str] = dataclasses.field(default_factory=lambda: ["dqn", "pqn"])
-    """Algorithms to compare with rejax (dqn, pqn)."""
+    algos: list[str] = dataclasses.field(default_factory=lambda: list(ALGOS))
+    """Parts to run: dqn and pqn (CartPole); pqn_minatar, pqn_minatar_mlp, dqn_minatar (--game)."""
     seeds: list[int] = dataclasses.field(default_factory=lambda: [1, 8])
-    """Numbers of vmapped seeds (both sides vmap them)."""
+    """Numbers of vmapped seeds (every side vmaps them)."""
     dqn_timesteps: int = 200_000
-    """DQN's env steps per seed (its schedule's fraction is of these)."""
+    """DQN's env steps per seed on CartPole (its schedule's fraction is of these)."""
     pqn_timesteps: int = 200_000
-    """PQN's env steps per seed."""
+    """PQN's env steps per seed on CartPole."""
     threshold: float = 475.0
     """CartPole return threshold for the time-to-threshold columns."""
+    game: str = "Breakout"
+    """MinAtar game of the MinAtar parts (gymnax's <game>-MinAtar)."""
+    minatar_timesteps: int = 500_000
+    """PQN's env steps per seed on MinAtar (purejaxql's own runs: 10,000,000)."""
+    dqn_minatar_timesteps: int = 200_000
+    """DQN's env steps per seed on MinAtar."""
+    purejaxql_dir: Path = side_by_side.ROOT / "benchmarks/_anchors/purejaxql"
+    """A copy of purejaxql's repository (benchmarks/README.md says how to fetch it)."""
     repeats: int = 1
     """Compile-free timed calls of each side after the first; the best is kept."""
     out: Path = Path("benchmarks/results/value_based.json")
     """Where the whole run's JSON goes."""
 
 
-def dqn_agents(args: Args):
-    """Ours (agent, hparams), rejax's DQN and the mapping, on CartPole."""
-    import gymnax
-    import rejax
+@dataclasses.dataclass
+class Anchor:
+    """One implementation beside ours: `train(raw_keys [N, 2] uint32) -> output`, `curve(output)
+    -> [N, U]` mean return of the training episodes that ended in each update (NaN: none),
+    `params(output)` the N trained parameter sets stacked, `act(params, key, obs_batch)` one
+    set's greedy action, and its version for the JSON."""
 
-    from rlsuite.agents import dqn
+    label: str
+    train: Callable
+    curve: Callable
+    params: Callable
+    act: Callable
+    version: str
 
-    env, env_params = envs.make("cartpole")
-    config = dqn.DQNConfig(total_timesteps=args.dqn_timesteps)
-    agent = dqn.make(config, env, env_params)
-    hp = agent.default_hparams
-    gym_env, gym_params = gymnax.make("CartPole-v1")
-    kwargs = dict(
+
+@dataclasses.dataclass
+class Part:
+    """Ours (agent, hparams) on `env`, the anchors beside it, the mapping of their settings, the
+    threshold of the time-to-threshold columns (None: none) and a title."""
+
+    name: str
+    env: Any
+    env_params: Any
+    agent: Any
+    hp: Any
+    anchors: dict[str, Anchor]
+    mapping: dict
+    threshold: float | None
+
+
+# ------------------------------------------------------------------------------------------- rejax
+def rejax_anchor(anchor, agent) -> Anchor:
+    """rejax's `algo.train` vmapped over raw keys, its curve from `episode_stats_callback` (a
+    point per rejax iteration, which must be one update of ours) and its Q network's greedy
+    action (rejax's MLP flattens all but axis 0)."""
+    if anchor.eval_freq != agent.env_steps_per_update:
+        raise ValueError(
+            f"rejax's iteration ({anchor.eval_freq} env steps) must be one update of ours "
+            f"({agent.env_steps_per_update})"
+        )
+
+    def act(params, key, obs):
+        q = anchor.agent.apply(params, obs.reshape(obs.shape[0], -1))
+        return jnp.argmax(q, axis=-1)
+
+    return Anchor(
+        label="rejax",
+        train=jax.jit(jax.vmap(anchor.train)),
+        curve=lambda out: rejax_curve(out[1], 1),
+        params=lambda out: out[0].q_ts.params,
+        act=act,
+        version=importlib.metadata.version("rejax"),
+    )
+
+
+def rejax_made(algo_class, gym_env, gym_params, kwargs: dict, hidden_sizes) -> Any:
+    """`algo_class.create(...)` on `gym_env` behind `RejaxEnv`, with its Q network's hidden
+    layers set by `module.clone` (rejax 0.1.3 fixes (64, 64) in `create_agent`) and the episode-
+    statistics callback."""
+    anchor = algo_class.create(env=RejaxEnv(gym_env), env_params=gym_params, **kwargs)
+    anchor = anchor.replace(
+        agent=anchor.agent.clone(hidden_layer_sizes=tuple(hidden_sizes)),
+        eval_callback=episode_stats_callback,
+    )
+    kwargs["hidden_layer_sizes (module.clone)"] = list(hidden_sizes)
+    return anchor
+
+
+def _mapping(config, hp, kwargs) -> dict:
+    return {
+        "ours_config": config_dict(config),
+        "ours_hparams": side_by_side.hparams_dict(hp),
+        "rejax_create_kwargs": kwargs,
+        "rejax_eval_callback": "episode statistics only (benchmark)",
+    }
+
+
+def dqn_rejax_kwargs(config, hp) -> dict:
+    """rejax DQN's `create` arguments for our DQN's geometry (module docstring, part 1)."""
+    return dict(
         num_envs=config.num_envs,
         buffer_size=config.buffer_size,
         fill_buffer=config.learning_starts,
@@ -108,28 +223,11 @@ def dqn_agents(args: Args):
         eval_freq=config.num_envs,
         skip_initial_evaluation=True,
     )
-    anchor = rejax.DQN.create(env=RejaxEnv(gym_env), env_params=gym_params, **kwargs)
-    anchor = anchor.replace(
-        agent=anchor.agent.clone(hidden_layer_sizes=config.hidden_sizes),
-        eval_callback=episode_stats_callback,
-    )
-    kwargs["hidden_layer_sizes (module.clone)"] = list(config.hidden_sizes)
-    return env, env_params, agent, hp, anchor, 1, _mapping(config, hp, kwargs)
 
 
-def pqn_agents(args: Args):
-    """Ours (agent, hparams), rejax's PQN and the mapping, on CartPole."""
-    import gymnax
-    import rejax
-
-    from rlsuite.agents import pqn
-
-    env, env_params = envs.make("cartpole")
-    config = pqn.PQNConfig(total_timesteps=args.pqn_timesteps, anneal_lr=False)
-    agent = pqn.make(config, env, env_params)
-    hp = agent.default_hparams.replace(reward_scale=1.0)
-    gym_env, gym_params = gymnax.make("CartPole-v1")
-    kwargs = dict(
+def pqn_rejax_kwargs(config, hp) -> dict:
+    """rejax PQN's `create` arguments for our PQN's geometry (module docstring, part 2)."""
+    return dict(
         num_envs=config.num_envs,
         num_steps=config.num_steps,
         num_minibatches=config.num_minibatches,
@@ -145,87 +243,345 @@ def pqn_agents(args: Args):
         eval_freq=config.num_envs * config.num_steps,
         skip_initial_evaluation=True,
     )
-    anchor = rejax.PQN.create(env=RejaxEnv(gym_env), env_params=gym_params, **kwargs)
-    anchor = anchor.replace(
-        agent=anchor.agent.clone(hidden_layer_sizes=config.hidden_sizes),
-        eval_callback=episode_stats_callback,
+
+
+# ---------------------------------------------------------------------------------------- CartPole
+def dqn_part(args: Args) -> Part:
+    """Ours and rejax's DQN on CartPole."""
+    import gymnax
+    import rejax
+
+    from rlsuite.agents import dqn
+
+    env, env_params = envs.make("cartpole")
+    config = dqn.DQNConfig(total_timesteps=args.dqn_timesteps)
+    agent = dqn.make(config, env, env_params)
+    hp = agent.default_hparams
+    kwargs = dqn_rejax_kwargs(config, hp)
+    anchor = rejax_made(rejax.DQN, *gymnax.make("CartPole-v1"), kwargs, config.hidden_sizes)
+    mapping = _mapping(config, hp, kwargs)
+    anchors = {"rejax": rejax_anchor(anchor, agent)}
+    return Part(
+        "cartpole / gymnax CartPole-v1, DQN",
+        env,
+        env_params,
+        agent,
+        hp,
+        anchors,
+        mapping,
+        args.threshold,
     )
-    kwargs["hidden_layer_sizes (module.clone)"] = list(config.hidden_sizes)
-    return env, env_params, agent, hp, anchor, 1, _mapping(config, hp, kwargs)
 
 
-def _mapping(config, hp, kwargs) -> dict:
-    return {
-        "ours_config": config_dict(config),
-        "ours_hparams": side_by_side.hparams_dict(hp),
-        "rejax_create_kwargs": kwargs,
-        "rejax_eval_callback": "episode statistics only (benchmark)",
+def pqn_part(args: Args) -> Part:
+    """Ours and rejax's PQN on CartPole."""
+    import gymnax
+    import rejax
+
+    from rlsuite.agents import pqn
+
+    env, env_params = envs.make("cartpole")
+    config = pqn.PQNConfig(total_timesteps=args.pqn_timesteps, anneal_lr=False)
+    agent = pqn.make(config, env, env_params)
+    hp = agent.default_hparams.replace(reward_scale=1.0)
+    kwargs = pqn_rejax_kwargs(config, hp)
+    anchor = rejax_made(rejax.PQN, *gymnax.make("CartPole-v1"), kwargs, config.hidden_sizes)
+    mapping = _mapping(config, hp, kwargs)
+    anchors = {"rejax": rejax_anchor(anchor, agent)}
+    return Part(
+        "cartpole / gymnax CartPole-v1, PQN",
+        env,
+        env_params,
+        agent,
+        hp,
+        anchors,
+        mapping,
+        args.threshold,
+    )
+
+
+# ----------------------------------------------------------------------------------------- MinAtar
+class PureJaxQLLog(_FiveValueStep):
+    """gymnax's `LogWrapper` behind the five-value `step` purejaxql was written for, with
+    `info["ended_return"]`: the return of the episode that ended at this step (0 elsewhere).
+    purejaxql averages every info key over the rollout, so `ended_return / returned_episode` of
+    its metrics is the mean return of the episodes that ended in the update."""
+
+    def __init__(self, env):
+        from gymnax.wrappers.purerl import LogWrapper
+
+        super().__init__(LogWrapper(env))
+
+    def step(self, key, state, action, params=None):
+        obs, state, reward, done, info = super().step(key, state, action, params)
+        ended = info["returned_episode"]
+        info["ended_return"] = jnp.where(ended, info["returned_episode_returns"], 0.0)
+        return obs, state, reward, done, info
+
+
+def _stub_module(name: str, **attributes) -> None:
+    """A module `name` with `attributes`, registered where the real one is not installed."""
+    if name in sys.modules or importlib.util.find_spec(name) is not None:
+        return
+    module = types.ModuleType(name)
+    module.__dict__.update(attributes)
+    sys.modules[name] = module
+
+
+def load_purejaxql(directory: Path) -> types.ModuleType:
+    """purejaxql's `pqn_minatar.py` from `directory`, unmodified (module docstring, part 3):
+    `hydra`, `omegaconf` and `wandb` are stub modules where they are not installed."""
+    missing = [f for f in PUREJAXQL_FILES if not (directory / f).exists()]
+    if missing:
+        raise FileNotFoundError(
+            f"purejaxql's {', '.join(missing)} not in {directory}; benchmarks/README.md says how "
+            "to fetch it (or pass --purejaxql-dir)"
+        )
+    _stub_module("hydra", main=lambda **_: lambda fn: fn)
+    _stub_module("omegaconf", OmegaConf=None)
+    _stub_module("wandb")
+    path = directory / PUREJAXQL_FILES[0]
+    spec = importlib.util.spec_from_file_location("purejaxql_pqn_minatar", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    module.LogWrapper = PureJaxQLLog
+    return module
+
+
+def purejaxql_config(args: Args) -> dict:
+    """purejaxql's MinAtar configuration (its yaml and top-level defaults) at the benchmark's
+    budget, without in-training tests or wandb."""
+    import yaml
+
+    config = yaml.safe_load((args.purejaxql_dir / PUREJAXQL_FILES[1]).read_text())
+    config.update(
+        TOTAL_TIMESTEPS=args.minatar_timesteps,
+        TOTAL_TIMESTEPS_DECAY=args.minatar_timesteps,
+        ENV_NAME=f"{args.game}-MinAtar",
+        TEST_DURING_TRAINING=False,
+        WANDB_MODE="disabled",
+        NUM_SEEDS=1,
+        SEED=0,
+        HYP_TUNE=False,
+        ENTITY="",
+        PROJECT="",
+        SAVE_PATH=None,
+    )
+    return config
+
+
+def purejaxql_anchor(args: Args, config: dict) -> Anchor:
+    """purejaxql's `make_train(config)` vmapped over raw keys, as its `single_run` does."""
+    module = load_purejaxql(args.purejaxql_dir)
+    env, env_params = envs.make(f"gymnax/{args.game}-MinAtar")
+    network = module.QNetwork(
+        action_dim=env.action_space(env_params).n,
+        norm_type=config["NORM_TYPE"],
+        norm_input=config.get("NORM_INPUT", False),
+    )
+
+    def curve(out):
+        metrics = out["metrics"]
+        ended = np.asarray(metrics["returned_episode"], np.float64)
+        total = np.asarray(metrics["ended_return"], np.float64)
+        return np.where(ended > 0, total / np.maximum(ended, 1e-12), np.nan)
+
+    def params(out):
+        state = out["runner_state"][0]
+        return {"params": state.params, "batch_stats": state.batch_stats}
+
+    def act(variables, key, obs):
+        return jnp.argmax(network.apply(variables, obs, train=False), axis=-1)
+
+    files = {
+        f: hashlib.sha256((args.purejaxql_dir / f).read_bytes()).hexdigest()
+        for f in PUREJAXQL_FILES
     }
+    return Anchor(
+        label="purejaxql",
+        train=jax.jit(jax.vmap(module.make_train(dict(config)))),
+        curve=curve,
+        params=params,
+        act=act,
+        version=f"{PUREJAXQL_COMMIT} (sha256 {files})",
+    )
 
 
-AGENTS = {"dqn": dqn_agents, "pqn": pqn_agents}
+def pqn_minatar_ours(args: Args, torso: str, hidden_sizes: tuple[int, ...]):
+    """Our PQN on `--game` at purejaxql's MinAtar configuration with the given network:
+    `(env, env_params, agent, hparams, purejaxql's config)`."""
+    from rlsuite.agents import pqn
+
+    pjq = purejaxql_config(args)
+    env, env_params = envs.make(f"gymnax/{args.game}-MinAtar")
+    config = pqn.PQNConfig(
+        num_envs=pjq["NUM_ENVS"],
+        num_steps=pjq["NUM_STEPS"],
+        num_minibatches=pjq["NUM_MINIBATCHES"],
+        update_epochs=pjq["NUM_EPOCHS"],
+        total_timesteps=args.minatar_timesteps,
+        hidden_sizes=hidden_sizes,
+        anneal_lr=bool(pjq["LR_LINEAR_DECAY"]),
+        torso=torso,
+    )
+    agent = pqn.make(config, env, env_params)
+    hp = agent.default_hparams.replace(
+        learning_rate=pjq["LR"],
+        gamma=pjq["GAMMA"],
+        q_lambda=pjq["LAMBDA"],
+        start_e=pjq["EPS_START"],
+        end_e=pjq["EPS_FINISH"],
+        exploration_fraction=pjq["EPS_DECAY"],
+        max_grad_norm=pjq["MAX_GRAD_NORM"],
+        reward_scale=pjq.get("REW_SCALE", 1.0),
+    )
+    return env, env_params, agent, hp, pjq
 
 
-def bench(args: Args, algo: str) -> list[dict]:
-    env, env_params, agent, hp, anchor, updates_per_point, mapping = AGENTS[algo](args)
+def pqn_minatar_part(args: Args) -> Part:
+    """Ours (the MinAtar torso) and purejaxql's PQN (its CNN) on `--game`."""
+    env, env_params, agent, hp, pjq = pqn_minatar_ours(args, "minatar", (128,))
+    mapping = {
+        "ours_config": config_dict(agent.config),
+        "ours_hparams": side_by_side.hparams_dict(hp),
+        "purejaxql_config": pjq,
+    }
+    anchors = {"purejaxql": purejaxql_anchor(args, pjq)}
+    name = f"gymnax/{args.game}-MinAtar, PQN (CNN)"
+    return Part(name, env, env_params, agent, hp, anchors, mapping, None)
+
+
+def pqn_minatar_mlp_part(args: Args) -> Part:
+    """Ours and rejax's PQN on `--game`, both with purejaxql's flat-input MLP of 2 x 128."""
+    import gymnax
+    import rejax
+
+    env, env_params, agent, hp, pjq = pqn_minatar_ours(args, "mlp", MINATAR_MLP)
+    kwargs = pqn_rejax_kwargs(agent.config, hp)
+    anchor = rejax_made(rejax.PQN, *gymnax.make(pjq["ENV_NAME"]), kwargs, MINATAR_MLP)
+    mapping = _mapping(agent.config, hp, kwargs)
+    anchors = {"rejax": rejax_anchor(anchor, agent)}
+    name = f"gymnax/{args.game}-MinAtar, PQN (MLP)"
+    return Part(name, env, env_params, agent, hp, anchors, mapping, None)
+
+
+def dqn_minatar_geometry(args: Args) -> tuple[dict, dict]:
+    """DQN's MinAtar settings (Young and Tian 2019's DQN: batch 32, target copy every 1,000
+    steps, epsilon 1 -> 0.1, lr 2.5e-4, 5,000 random steps) at the budget: 8 envs (one gradient
+    step of 32 per step of all 8, the paper's one per env step scaled by the envs), a replay of
+    100,000, epsilon over the first 10% of the run."""
+    config = dict(
+        num_envs=8,
+        buffer_size=100_000,
+        batch_size=32,
+        learning_starts=5_000,
+        total_timesteps=args.dqn_minatar_timesteps,
+        target_update_period=125,  # gradient steps: 1,000 env steps of 8 envs
+    )
+    hparams = dict(learning_rate=2.5e-4, end_e=0.1, exploration_fraction=0.1)
+    config.update(torso="mlp", hidden_sizes=MINATAR_MLP)
+    return config, hparams
+
+
+def dqn_minatar_part(args: Args) -> Part:
+    """Ours and rejax's DQN on `--game`."""
+    import gymnax
+    import rejax
+
+    from rlsuite.agents import dqn
+
+    env, env_params = envs.make(f"gymnax/{args.game}-MinAtar")
+    config_kwargs, hparams = dqn_minatar_geometry(args)
+    config = dqn.DQNConfig(**config_kwargs)
+    agent = dqn.make(config, env, env_params)
+    hp = agent.default_hparams.replace(**hparams)
+    kwargs = dqn_rejax_kwargs(config, hp)
+    gym = gymnax.make(f"{args.game}-MinAtar")
+    anchor = rejax_made(rejax.DQN, *gym, kwargs, MINATAR_MLP)
+    mapping = _mapping(config, hp, kwargs)
+    anchors = {"rejax": rejax_anchor(anchor, agent)}
+    return Part(
+        f"gymnax/{args.game}-MinAtar, DQN (MLP)", env, env_params, agent, hp, anchors, mapping, None
+    )
+
+
+PARTS = {
+    "dqn": dqn_part,
+    "pqn": pqn_part,
+    "pqn_minatar": pqn_minatar_part,
+    "pqn_minatar_mlp": pqn_minatar_mlp_part,
+    "dqn_minatar": dqn_minatar_part,
+}
+
+
+# ------------------------------------------------------------------------------------------- bench
+def bench(args: Args, part: Part) -> list[dict]:
+    agent, hp = part.agent, part.hp
     steps_per_update = agent.env_steps_per_update
     num_updates = agent.config.num_updates
-    if anchor.eval_freq != steps_per_update:
-        raise ValueError(f"{algo}: rejax's iteration must be one update of ours")
     train, returns = side_by_side.ours_vmapped(agent, hp, num_updates)
-    rejax_train = jax.jit(jax.vmap(anchor.train))
-
-    def greedy(params, key, obs):  # obs [..., 4]: rejax's network flattens all but axis 0
-        q = anchor.agent.apply(params, obs.reshape(-1, obs.shape[-1]))
-        return jnp.argmax(q, axis=-1).reshape(obs.shape[:-1])
-
     rows = []
     for n in args.seeds:
         keys, key_eval = side_by_side.keys_for(args.seed, n)
-        calls = {
-            "ours": functools.partial(train, keys),
-            "rejax": functools.partial(rejax_train, jax.random.key_data(keys)),
-        }
-        sides, outs = side_by_side.take_turns(calls, args.repeats, f"cartpole {algo} n={n}")
+        raw = jax.random.key_data(keys)
+        calls = {"ours": functools.partial(train, keys)}
+        calls |= {name: functools.partial(a.train, raw) for name, a in part.anchors.items()}
+        sides, outs = side_by_side.take_turns(calls, args.repeats, f"{part.name} n={n}")
         sides["ours"].update(returns(outs["ours"], key_eval, args.eval_episodes))
-        train_state, callback_out = outs["rejax"]
-        sides["rejax"]["train_returns"] = rejax_curve(callback_out, updates_per_point)
-        sides["rejax"]["eval_returns"] = side_by_side.evaluate_params(
-            env, env_params, greedy, train_state.q_ts.params, key_eval, args.eval_episodes
-        )
-        side_by_side.summarise_sides(sides, n, steps_per_update, num_updates, args.threshold)
+        for name, anchor in part.anchors.items():
+            out = outs[name]
+            sides[name]["train_returns"] = anchor.curve(out)
+            sides[name]["eval_returns"] = side_by_side.evaluate_params(
+                part.env,
+                part.env_params,
+                anchor.act,
+                anchor.params(out),
+                key_eval,
+                args.eval_episodes,
+            )
+        for side in sides.values():
+            side_by_side.summarise(side, n, steps_per_update, num_updates)
+            if part.threshold is not None:
+                side_by_side.time_to_threshold(side, part.threshold, steps_per_update, num_updates)
+        ratios = {
+            f"ours_over_{name}": side_by_side.ratios(sides["ours"], sides[name])
+            for name in part.anchors
+        }
         rows.append(
             {
-                "env": f"cartpole / gymnax CartPole-v1, {algo.upper()}",
-                "algo": algo,
+                "env": part.name,
                 "num_seeds": n,
                 "env_steps_per_seed": num_updates * steps_per_update,
                 "num_updates": num_updates,
-                "mapping": mapping,
+                "mapping": part.mapping,
                 **sides,
-                "ours_over_rejax": side_by_side.ratios(sides["ours"], sides["rejax"]),
+                **ratios,
             }
         )
+        side_by_side.save_partial(args, part.name, rows)
     return rows
 
 
 def main(args: Args) -> dict:
-    check_args(args, choices={"algos": ALGOS})
-    for algo in args.algos:  # each part's geometry, checked before the first part runs
-        AGENTS[algo](args)
+    check_args(args, choices={"algos": ALGOS, "game": GAMES})
+    parts = {algo: PARTS[algo](args) for algo in args.algos}  # checked before the first runs
     console, machine = side_by_side.set_up(args)
     start = time.perf_counter()
-    rows = {algo: bench(args, algo) for algo in args.algos}
-    anchors = {"rejax": importlib.metadata.version("rejax")}
+    rows = {algo: bench(args, part) for algo, part in parts.items()}
+    anchors = {
+        name: anchor.version for part in parts.values() for name, anchor in part.anchors.items()
+    }
     result = side_by_side.write_result(args, machine, anchors, start, rows)
     tables = []
-    for algo, part in rows.items():
-        title = (
-            f"CartPole {algo.upper()}, {part[0]['env_steps_per_seed']:,} env steps per seed; ours "
-            f"vs rejax {anchors['rejax']}, N seeds vmapped on both sides"
-        )
-        header, body = side_by_side.comparison_table(part, "rejax", "rejax", args.threshold)
-        tables.append((title, header, [[c.replace("nan", "-") for c in row] for row in body]))
+    for algo, part in parts.items():
+        steps = rows[algo][0]["env_steps_per_seed"]
+        for name in part.anchors:
+            title = (
+                f"{part.name}, {steps:,} env steps per seed; ours vs {name}, N seeds vmapped on "
+                "every side"
+            )
+            header, body = side_by_side.comparison_table(rows[algo], name, name, part.threshold)
+            tables.append((title, header, [[c.replace("nan", "-") for c in r] for r in body]))
     side_by_side.show(console, args, result, tables)
     return result
 
