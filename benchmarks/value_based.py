@@ -70,6 +70,7 @@ import functools
 import hashlib
 import importlib.metadata
 import importlib.util
+import json
 import sys
 import time
 import types
@@ -515,7 +516,9 @@ PARTS = {
 
 
 # ------------------------------------------------------------------------------------------- bench
-def bench(args: Args, part: Part) -> list[dict]:
+def bench(args: Args, part: Part, save: Callable[[list[dict]], None]) -> list[dict]:
+    """The part's rows, one per seed count, each passed to `save` (with those before it) as it
+    is done."""
     agent, hp = part.agent, part.hp
     steps_per_update = agent.env_steps_per_update
     num_updates = agent.config.num_updates
@@ -558,7 +561,7 @@ def bench(args: Args, part: Part) -> list[dict]:
                 **ratios,
             }
         )
-        side_by_side.save_partial(args, part.name, rows)
+        save(rows)
     return rows
 
 
@@ -567,7 +570,15 @@ def main(args: Args) -> dict:
     parts = {algo: PARTS[algo](args) for algo in args.algos}  # checked before the first runs
     console, machine = side_by_side.set_up(args)
     start = time.perf_counter()
-    rows = {algo: bench(args, part) for algo, part in parts.items()}
+    rows = {}
+
+    def save(algo: str, part_rows: list[dict]) -> None:  # a run killed at its limit keeps these
+        done = {"partial": True, "args": side_by_side.args_dict(args), **rows, algo: part_rows}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(done, indent=2, default=float))
+
+    for algo, part in parts.items():
+        rows[algo] = bench(args, part, functools.partial(save, algo))
     anchors = {
         name: anchor.version for part in parts.values() for name, anchor in part.anchors.items()
     }
