@@ -33,16 +33,15 @@ tables and JSON are `benchmarks/side_by_side.py`'s. Readings: benchmarks/RESULTS
     python benchmarks/value_based.py --algos pqn_minatar pqn_minatar_mlp dqn_minatar
 
 3. PQN on a MinAtar game (`--game`, Breakout) at purejaxql's MinAtar configuration, at equal env
-   steps (`--minatar-timesteps`; purejaxql's own runs are 10,000,000, a GPU's), in two parts
-   whose sides have the same network:
+   steps (`--minatar-timesteps`; purejaxql's own runs are 10,000,000, a GPU's), in two parts:
    - `pqn_minatar`: ours beside purejaxql's `pqn_minatar.py` (its README's MinAtar command),
-     both convolutional: purejaxql's CNN is a 3 x 3 convolution of 16, LayerNorm, relu, a dense
-     128, LayerNorm, relu, its input divided by 255; ours the MinAtar torso (the same
-     convolution, without LayerNorm) and one hidden layer of 128 with LayerNorm (the tuned
-     entry's).
+     both convolutional but not the same size: purejaxql's CNN is a 3 x 3 VALID convolution of
+     16, LayerNorm, relu, a dense 128 (from 8 x 8 x 16), LayerNorm, relu, its input divided by
+     255; ours the MinAtar torso (the convolution with SAME padding, no LayerNorm, a dense 128
+     from 10 x 10 x 16) and one hidden layer of 128 with LayerNorm (the tuned entry's).
    - `pqn_minatar_mlp`: ours beside rejax 0.1.3's PQN, which has no convolutional Q network:
-     both with purejaxql's network for flattened observations (`pqn_gymnax.py`: 2 x 128,
-     LayerNorm and relu after each layer).
+     the same network on both sides, purejaxql's for flattened observations (`pqn_gymnax.py`:
+     2 x 128, LayerNorm and relu after each layer).
    Every number comes from purejaxql's `config/alg/pqn_minatar.yaml`, read from the fetched
    copy: NUM_ENVS, NUM_STEPS, NUM_MINIBATCHES, NUM_EPOCHS -> update_epochs / num_epochs, LR,
    LR_LINEAR_DECAY -> anneal_lr (rejax has no decay), GAMMA, LAMBDA -> q_lambda / td_lambda,
