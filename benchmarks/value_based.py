@@ -201,6 +201,20 @@ def _mapping(config, hp, kwargs) -> dict:
     }
 
 
+def rejax_part(
+    name: str, env, agent, hp, algo_class, gym_name: str, kwargs: dict, hidden_sizes, threshold
+) -> Part:
+    """A part of ours beside rejax's `algo_class` on gymnax's `gym_name`, created with `kwargs`
+    and Q network layers `hidden_sizes`, every side scored on `env` (our `(env, env_params)`);
+    `threshold`: None for no time-to-threshold columns."""
+    import gymnax
+
+    anchor = rejax_made(algo_class, *gymnax.make(gym_name), kwargs, hidden_sizes)
+    anchors = {"rejax": rejax_anchor(anchor, agent)}
+    mapping = _mapping(agent.config, hp, kwargs)
+    return Part(name, *env, agent, hp, anchors, mapping, threshold)
+
+
 def dqn_rejax_kwargs(config, hp) -> dict:
     """rejax DQN's `create` arguments for our DQN's geometry (module docstring, part 1)."""
     return dict(
@@ -248,55 +262,35 @@ def pqn_rejax_kwargs(config, hp) -> dict:
 # ---------------------------------------------------------------------------------------- CartPole
 def dqn_part(args: Args) -> Part:
     """Ours and rejax's DQN on CartPole."""
-    import gymnax
     import rejax
 
     from rlsuite.agents import dqn
 
-    env, env_params = envs.make("cartpole")
     config = dqn.DQNConfig(total_timesteps=args.dqn_timesteps)
-    agent = dqn.make(config, env, env_params)
+    env = envs.make("cartpole")
+    agent = dqn.make(config, *env)
     hp = agent.default_hparams
     kwargs = dqn_rejax_kwargs(config, hp)
-    anchor = rejax_made(rejax.DQN, *gymnax.make("CartPole-v1"), kwargs, config.hidden_sizes)
-    mapping = _mapping(config, hp, kwargs)
-    anchors = {"rejax": rejax_anchor(anchor, agent)}
-    return Part(
-        "cartpole / gymnax CartPole-v1, DQN",
-        env,
-        env_params,
-        agent,
-        hp,
-        anchors,
-        mapping,
-        args.threshold,
+    name = "cartpole / gymnax CartPole-v1, DQN"
+    return rejax_part(
+        name, env, agent, hp, rejax.DQN, "CartPole-v1", kwargs, config.hidden_sizes, args.threshold
     )
 
 
 def pqn_part(args: Args) -> Part:
     """Ours and rejax's PQN on CartPole."""
-    import gymnax
     import rejax
 
     from rlsuite.agents import pqn
 
-    env, env_params = envs.make("cartpole")
     config = pqn.PQNConfig(total_timesteps=args.pqn_timesteps, anneal_lr=False)
-    agent = pqn.make(config, env, env_params)
+    env = envs.make("cartpole")
+    agent = pqn.make(config, *env)
     hp = agent.default_hparams.replace(reward_scale=1.0)
     kwargs = pqn_rejax_kwargs(config, hp)
-    anchor = rejax_made(rejax.PQN, *gymnax.make("CartPole-v1"), kwargs, config.hidden_sizes)
-    mapping = _mapping(config, hp, kwargs)
-    anchors = {"rejax": rejax_anchor(anchor, agent)}
-    return Part(
-        "cartpole / gymnax CartPole-v1, PQN",
-        env,
-        env_params,
-        agent,
-        hp,
-        anchors,
-        mapping,
-        args.threshold,
+    name = "cartpole / gymnax CartPole-v1, PQN"
+    return rejax_part(
+        name, env, agent, hp, rejax.PQN, "CartPole-v1", kwargs, config.hidden_sizes, args.threshold
     )
 
 
@@ -453,16 +447,13 @@ def pqn_minatar_part(args: Args) -> Part:
 
 def pqn_minatar_mlp_part(args: Args) -> Part:
     """Ours and rejax's PQN on `--game`, both with purejaxql's flat-input MLP of 2 x 128."""
-    import gymnax
     import rejax
 
     env, env_params, agent, hp, pjq = pqn_minatar_ours(args, "mlp", MINATAR_MLP)
     kwargs = pqn_rejax_kwargs(agent.config, hp)
-    anchor = rejax_made(rejax.PQN, *gymnax.make(pjq["ENV_NAME"]), kwargs, MINATAR_MLP)
-    mapping = _mapping(agent.config, hp, kwargs)
-    anchors = {"rejax": rejax_anchor(anchor, agent)}
     name = f"gymnax/{args.game}-MinAtar, PQN (MLP)"
-    return Part(name, env, env_params, agent, hp, anchors, mapping, None)
+    env = (env, env_params)
+    return rejax_part(name, env, agent, hp, rejax.PQN, pjq["ENV_NAME"], kwargs, MINATAR_MLP, None)
 
 
 def dqn_minatar_geometry(args: Args) -> tuple[dict, dict]:
@@ -485,24 +476,19 @@ def dqn_minatar_geometry(args: Args) -> tuple[dict, dict]:
 
 def dqn_minatar_part(args: Args) -> Part:
     """Ours and rejax's DQN on `--game`."""
-    import gymnax
     import rejax
 
     from rlsuite.agents import dqn
 
-    env, env_params = envs.make(f"gymnax/{args.game}-MinAtar")
     config_kwargs, hparams = dqn_minatar_geometry(args)
     config = dqn.DQNConfig(**config_kwargs)
-    agent = dqn.make(config, env, env_params)
+    env = envs.make(f"gymnax/{args.game}-MinAtar")
+    agent = dqn.make(config, *env)
     hp = agent.default_hparams.replace(**hparams)
     kwargs = dqn_rejax_kwargs(config, hp)
-    gym = gymnax.make(f"{args.game}-MinAtar")
-    anchor = rejax_made(rejax.DQN, *gym, kwargs, MINATAR_MLP)
-    mapping = _mapping(config, hp, kwargs)
-    anchors = {"rejax": rejax_anchor(anchor, agent)}
-    return Part(
-        f"gymnax/{args.game}-MinAtar, DQN (MLP)", env, env_params, agent, hp, anchors, mapping, None
-    )
+    name = f"gymnax/{args.game}-MinAtar, DQN (MLP)"
+    game = f"{args.game}-MinAtar"
+    return rejax_part(name, env, agent, hp, rejax.DQN, game, kwargs, MINATAR_MLP, None)
 
 
 PARTS = {
