@@ -137,7 +137,9 @@ class Encoder(nn.Module):
 
     `mlp`: the observation flattened (a vector passes unchanged); with `num_categories`, a
     `Discrete` observation one-hot encoded. `minatar`: MinAtar's network (Young and Tian 2019,
-    arXiv:1903.03176): one 3x3 convolution of 16 channels, stride 1, then a dense layer of 128.
+    arXiv:1903.03176): one 3x3 convolution of 16 channels, stride 1, then a dense layer of 128;
+    here with SAME padding (10x10x16 into the dense layer), where the paper's convolution has
+    none (8x8x16), as purejaxql's has. The tuned MinAtar entries were calibrated with SAME.
     `nature`: the DQN Nature CNN (Mnih et al. 2015): 32 8x8 stride 4, 64 4x4 stride 2, 64 3x3
     stride 1, then a dense layer of 512. ReLU throughout, orthogonal weights with gain sqrt(2).
     An [H, W] image gets one channel.
