@@ -9,7 +9,8 @@
    (64, 64) in `create_agent`), relu on both; learning_rate; gamma; target_update_period (in
    gradient steps) x num_envs / gradient_steps -> target_update_freq (env steps), tau = 1 ->
    polyak 0 (a copy); start_e, end_e, exploration_fraction -> eps_start, eps_end,
-   exploration_fraction; double -> ddqn; max_grad_norm -> max_grad_norm.
+   exploration_fraction; double -> ddqn; max_grad_norm -> max_grad_norm (ours 0, no clipping:
+   rejax's inf). Both Q networks' kernels start lecun-normal (ours `init`, flax's default).
 2. PQN: our `pqn` at its defaults (purejaxql's `pqn_cartpole.yaml`) beside `rejax.PQN` with the
    same geometry: num_envs, num_steps, num_minibatches, update_epochs -> num_epochs,
    learning_rate, gamma, q_lambda -> td_lambda, epsilon's schedule, max_grad_norm, hidden_sizes
@@ -19,9 +20,10 @@
 
 Differences that remain (rejax's code fixes them): rejax's `done` (terminated | truncated) ends the
 bootstrap at CartPole's 500-step limit (ours bootstraps a truncation from its true last
-observation); rejax clips gradients element-wise (`optax.clip`), ours by global norm; rejax acts
-with its network (epsilon-greedy) as soon as the buffer is filled and starts learning one step
-later; network initialisation (rejax: lecun-normal; ours: orthogonal); rejax's PQN bootstraps the
+observation); rejax clips gradients element-wise (`optax.clip`), ours by global norm (where a
+part clips: PQN, and DQN on MinAtar); rejax acts with its network (epsilon-greedy) as soon as
+the buffer is filled and starts learning one step later; PQN's and the MinAtar DQN's kernels
+(rejax: lecun-normal; ours: orthogonal); rejax's PQN bootstraps the
 rollout's last step from `max Q(last_obs)` with `last_done` (ours: from the true next observation
 of every step). The env-side shim and the episode-statistics callback are `benchmarks/
 off_policy.py`'s (`RejaxEnv`, `episode_stats_callback`, `rejax_curve`); timing, evaluation,
@@ -232,7 +234,7 @@ def dqn_rejax_kwargs(config, hp) -> dict:
         eps_end=float(hp.end_e),
         exploration_fraction=float(hp.exploration_fraction),
         ddqn=config.double,
-        max_grad_norm=float(hp.max_grad_norm),
+        max_grad_norm=float(hp.max_grad_norm) or float("inf"),  # ours 0: no clipping
         agent_kwargs={"activation": "relu"},
         eval_freq=config.num_envs,
         skip_initial_evaluation=True,
@@ -468,8 +470,9 @@ def dqn_minatar_geometry(args: Args) -> tuple[dict, dict]:
         learning_starts=5_000,
         total_timesteps=args.dqn_minatar_timesteps,
         target_update_period=125,  # gradient steps: 1,000 env steps of 8 envs
+        init="orthogonal",  # the tuned entry's, as are the gradients clipped at 10
     )
-    hparams = dict(learning_rate=2.5e-4, end_e=0.1, exploration_fraction=0.1)
+    hparams = dict(learning_rate=2.5e-4, end_e=0.1, exploration_fraction=0.1, max_grad_norm=10.0)
     config.update(torso="mlp", hidden_sizes=MINATAR_MLP)
     return config, hparams
 

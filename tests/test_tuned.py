@@ -76,8 +76,4 @@ def test_every_meta_rl_task_family_has_a_tuned_rl2_entry():
     # the bandit only (meta/maze's policy fell from +1.25 to -1.5 on them).
     families = [name for name in envs.names() if name.startswith("meta/")]
     assert len(families) == 7
-    # The one without an entry yet: RL2Config's Gaussian (standard deviation 1 at the start)
-    # costs the ant about 2.4 per step in control, more than its healthy reward of 1, and the
-    # cheetah-velocity entry's recipe taught it to fall sooner (episodes from about 55 steps
-    # to 22 in 430,000 env steps).
-    assert [name for name in families if ("rl2", name) not in TUNED] == ["meta/ant_direction"]
+    assert [name for name in families if ("rl2", name) not in TUNED] == []

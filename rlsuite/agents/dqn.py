@@ -17,8 +17,10 @@ epsilon-greedy, epsilon falling linearly from `start_e` to `end_e` over the firs
 run's first step as CleanRL's `dqn_jax.py` counts them. Defaults are that script's CartPole
 settings (10 envs and one gradient step per collection stand for its one gradient step every
 10 env steps; its target copy every 500 env steps is every 50 gradient steps here), with
-double-Q targets on and gradients clipped at a global norm of 10 (CleanRL clips none; SB3's
-DQN clips at 10).
+double-Q targets on; like CleanRL's, gradients are not clipped (`max_grad_norm` 0; SB3's DQN
+clips at a global norm of 10) and the Q network's kernels start lecun-normal (flax's default;
+`init` orthogonal is PPO's). Each of the other two choices costs return at a CartPole budget
+of 200,000 env steps (benchmarks/RESULTS.md, the value-based section).
 
 Research variants are functions passed in, never flags: `make(..., target=fn)` replaces the
 Q-learning target (`rlsuite.ops.losses.q_learning_target`'s signature) and
@@ -42,7 +44,7 @@ from rlsuite.agents.off_policy import OffPolicyConfig, discrete_actions, make_ag
 from rlsuite.data.buffers import ReplayBuffer
 from rlsuite.environment import Environment
 from rlsuite.loop.agent import Agent
-from rlsuite.networks import QNetwork
+from rlsuite.networks import KERNEL_INITS, QNetwork
 from rlsuite.ops import losses
 from rlsuite.ops.validators import check_field, check_positive, check_positive_ints
 
@@ -71,10 +73,17 @@ class DQNConfig(OffPolicyConfig):
     """TD loss: huber (delta 1) or mse (half the squared error)"""
     target_update_period: int = 50
     """gradient steps between target updates (each a Polyak step of tau; tau 1 copies)"""
+    init: str = "lecun_normal"
+    """how the Q network's dense kernels start: lecun_normal (flax's default, CleanRL's and
+    rejax's) or orthogonal (gain sqrt 2, PPO's)"""
 
     def __post_init__(self):
         super().__post_init__()
         check_positive_ints(self, ("target_update_period",))
+        if self.init not in KERNEL_INITS:
+            raise ValueError(
+                f"DQNConfig.init={self.init!r} is not one of: {', '.join(KERNEL_INITS)}"
+            )
         if self.loss not in losses.TD_LOSSES:
             raise ValueError(
                 f"DQNConfig.loss={self.loss!r} is not one of: {', '.join(losses.TD_LOSSES)}"
@@ -98,8 +107,9 @@ class DQNHparams:
     exploration_fraction: float = 0.5
     """share of total_timesteps over which epsilon falls linearly from start_e to end_e (read
     once, by init)"""
-    max_grad_norm: float = 10.0
-    """gradients are scaled down to this global norm where theirs is larger"""
+    max_grad_norm: float = 0.0
+    """gradients are scaled down to this global norm where theirs is larger; 0: not clipped
+    (CleanRL's)"""
     reward_scale: float = 1.0
     """constant factor on the rewards learned from, applied to every sampled batch"""
 
@@ -123,9 +133,9 @@ def check_hparams(hp: DQNHparams) -> None:
     """Raise a `ValueError` naming the field for invalid concrete hyperparameters."""
     if not isinstance(hp, DQNHparams):
         raise TypeError(f"dqn: hparams must be a DQNHparams, got {type(hp).__name__}")
-    check_positive(
-        hp, "learning_rate", "max_grad_norm", "reward_scale", owner="dqn", kind="hparams"
-    )
+    check_positive(hp, "learning_rate", "reward_scale", owner="dqn", kind="hparams")
+    at_least_0 = "a value >= 0 (0: no clipping)"
+    check_field(hp, "max_grad_norm", lambda v: v >= 0, at_least_0, "dqn", "hparams")
     for field in ("gamma", "start_e", "end_e", "exploration_fraction"):
         check_field(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "dqn", "hparams")
     check_field(hp, "tau", lambda v: (v > 0) & (v <= 1), "a value in (0, 1]", "dqn", "hparams")
@@ -190,6 +200,7 @@ def learner(
         config.activation,
         config.dueling,
         obs_encoder(config, obs_shape),
+        kernel_init=config.init,
     )
     nets = Nets(config, obs_shape, num_actions, network, target, epsilon)
     return bind(nets, init, explore, greedy, learn, scheduled=True)
@@ -238,9 +249,11 @@ def epsilon_greedy(q, key, eps):
 
 def clip_by_global_norm(grads, max_norm):
     """`grads` scaled by `max_norm / ||grads||` where their global norm exceeds `max_norm`
-    (optax.clip_by_global_norm's rule, with a traced bound)."""
+    (optax.clip_by_global_norm's rule, with a traced bound); `max_norm` 0 leaves them as they
+    are. Returns `(grads, norm)`, the norm before clipping."""
     norm = optax.global_norm(grads)
-    scale = jnp.where(norm < max_norm, 1.0, max_norm / jnp.maximum(norm, 1e-12))
+    clipped = (max_norm > 0) & (norm >= max_norm)
+    scale = jnp.where(clipped, max_norm / jnp.maximum(norm, 1e-12), 1.0)
     return jax.tree.map(lambda g: g * scale, grads), norm
 
 

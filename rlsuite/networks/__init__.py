@@ -38,23 +38,40 @@ def activation_fn(name: str):
     return ACTIVATIONS[name]
 
 
+# How a network's dense kernels start: orthogonal (gain sqrt 2 on hidden layers, the output
+# layer's own gain; PureJaxRL's and CleanRL's PPO) or lecun_normal (flax's default, variance
+# 1 / fan_in, gains ignored; CleanRL's and rejax's DQN). Biases start at zero either way.
+KERNEL_INITS = ("orthogonal", "lecun_normal")
+
+
+def kernel_init(kind: str, gain: float):
+    """The kernel initialiser `kind` (one of `KERNEL_INITS`) at `gain` (orthogonal only)."""
+    if kind not in KERNEL_INITS:
+        raise ValueError(f"unknown kernel_init {kind!r}; allowed: {', '.join(KERNEL_INITS)}")
+    if kind == "lecun_normal":
+        return nn.initializers.lecun_normal()
+    return nn.initializers.orthogonal(gain)
+
+
 class MLP(nn.Module):
     """Dense layers with an activation between them (with `layer_norm`, a LayerNorm before each
-    activation); the last is linear with gain `out_gain`."""
+    activation); the last is linear with gain `out_gain`. Kernels start as `kernel_init` says
+    (`KERNEL_INITS`)."""
 
     hidden_sizes: Sequence[int]
     out_size: int
     activation: str = "tanh"
     out_gain: float = 1.0
     layer_norm: bool = False
+    kernel_init: str = "orthogonal"
 
     @nn.compact
     def __call__(self, x: jnp.ndarray) -> jnp.ndarray:
         act = activation_fn(self.activation)
         for size in self.hidden_sizes:
-            x = nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x)
+            x = nn.Dense(size, kernel_init=kernel_init(self.kernel_init, np.sqrt(2)))(x)
             x = act(nn.LayerNorm()(x) if self.layer_norm else x)
-        return nn.Dense(self.out_size, kernel_init=nn.initializers.orthogonal(self.out_gain))(x)
+        return nn.Dense(self.out_size, kernel_init=kernel_init(self.kernel_init, self.out_gain))(x)
 
 
 class DeepMLP(nn.Module):
@@ -331,7 +348,8 @@ def dueling(value: jnp.ndarray, advantages: jnp.ndarray) -> jnp.ndarray:
 class QNetwork(nn.Module):
     """A value per discrete action: `obs [..., o] -> q [..., num_actions]`, an MLP of
     `hidden_sizes` after the `encoder` (images) or, with `dueling`, two such streams, a value and
-    the advantages, combined by `dueling`; `layer_norm` normalises every hidden layer (PQN)."""
+    the advantages, combined by `dueling`; `layer_norm` normalises every hidden layer (PQN);
+    `kernel_init` is the MLPs' (`KERNEL_INITS`; an encoder keeps its own)."""
 
     hidden_sizes: Sequence[int]
     num_actions: int
@@ -339,11 +357,15 @@ class QNetwork(nn.Module):
     dueling: bool = False
     encoder: Encoder | None = None
     layer_norm: bool = False
+    kernel_init: str = "orthogonal"
 
     @nn.compact
     def __call__(self, obs: jnp.ndarray) -> jnp.ndarray:
         x = _encode(self.encoder, obs)
-        mlp = functools.partial(MLP, activation=self.activation, layer_norm=self.layer_norm)
+        mlp = functools.partial(
+            MLP, activation=self.activation, layer_norm=self.layer_norm,
+            kernel_init=self.kernel_init,
+        )  # fmt: skip
         if not self.dueling:
             return mlp(self.hidden_sizes, self.num_actions)(x)
         value = mlp(self.hidden_sizes, 1)(x)
