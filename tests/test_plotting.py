@@ -175,3 +175,18 @@ def test_a_sac_like_run_is_drawn_as_a_curve(tmp_path):
         line_pixels(tmp_path / "lone.png"),
     )
     assert curve_pixels > 5 * legend_pixels + 500, (curve_pixels, legend_pixels)
+
+
+def test_the_adaptation_curve_ticks_whole_episodes_only(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from rlsuite.app.plotting import plot_adaptation
+
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to read its axis
+    adaptation = {"episode_return_per_seed": [[169.0, 167.7]]}  # two episodes per trial
+    out = plot_adaptation([("ant", adaptation)], tmp_path / "a.png")
+    assert out.read_bytes()[:4] == b"\x89PNG"
+    ticks = figures[0].axes[0].get_xticks()
+    # Left to itself matplotlib ticks 1.0, 1.2, ..., 2.0 between the two episodes.
+    assert len(ticks) >= 2 and np.all(ticks == np.round(ticks)), ticks

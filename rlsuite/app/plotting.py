@@ -173,10 +173,12 @@ def plot_curves(
     title: str | None = None,
     legend_title: str | None = None,
     xlabel: str = "environment steps",
+    whole_x: bool = False,
 ) -> pathlib.Path:
     """Draw `(label, x, values [num_seeds, T])` curves with their 95% intervals to `out` (`x`:
-    environment steps, or e.g. the episode index of a trial). Points are marked, so that one
-    between two missing ones (NaN) still shows."""
+    environment steps, or e.g. the episode index of a trial, with `whole_x` ticks at whole
+    numbers only). Points are marked, so that one between two missing ones (NaN) still
+    shows."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -192,6 +194,8 @@ def plot_curves(
         )
         ax.fill_between(steps, low, high, alpha=0.25, color=line.get_color(), linewidth=0)
     ax.set_xlabel(xlabel)
+    if whole_x:
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_ylabel(metric)
     ax.set_title(title or f"{metric}: mean and 95% bootstrap interval across seeds")
     # Below the axes, where it hides no curve.
@@ -237,6 +241,7 @@ def plot_adaptation(runs: Sequence[tuple[str, dict]], out: str | pathlib.Path) -
         "return of the episode",
         title="adaptation within a trial: mean and 95% bootstrap interval across seeds",
         xlabel="episode of the trial",
+        whole_x=True,
     )
 
 
