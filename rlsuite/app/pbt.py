@@ -206,7 +206,7 @@ def write_results(out: pathlib.Path, record: runs.RunRecord, summary: dict) -> d
     fields = record.batch.fields
     head = ["population", "best member", "its eval return", "population mean", *fields]
     lines = [
-        f"# {record.algo} on {record.env}: population-based training"
+        f"# {record.algo} on {record.env_label}: population-based training"
         + ("" if table["exploit"] else " without exploit (random search)"),
         "",
         "| " + " | ".join(head) + " |",

@@ -22,7 +22,7 @@ from typing import Any
 import tyro
 
 from rlsuite.app.plotting import curve, plot_runs
-from rlsuite.app.runs import read_json
+from rlsuite.app.runs import env_label, read_json
 from rlsuite.loop.divergence import diverged_runs
 from rlsuite.loop.files import write_text
 from rlsuite.loop.loggers import JSONL, read_metrics
@@ -76,7 +76,7 @@ def described(record: dict, final: dict | None) -> str | None:
         return None
     from rlsuite import envs
 
-    env, _ = envs.make(record["env"])
+    env, _ = envs.registry.make_with_options(record["env"], record.get("env_options"))
     return env.evaluation.describe(final)
 
 
@@ -91,7 +91,7 @@ def first_frame(record: dict, path: pathlib.Path) -> str | None:
     rendering.use_gl()  # before the environment imports MuJoCo
     from rlsuite import envs
 
-    env, params = envs.make(record["env"])
+    env, params = envs.registry.make_with_options(record["env"], record.get("env_options"))
     try:
         envs.registry.check_renderable(env, record["env"])
         _, state = jax.jit(env.reset)(jax.random.key(record.get("seed", 0)), params)
@@ -114,7 +114,8 @@ def render(
     not finished), with the learning curve's image named `figure` and the first frame's named
     `frame` (None: no section), or, instead of that image, `why_not` it could not be drawn;
     `added` is what the environment's evaluation says besides the per-seed results."""
-    algo, env = record.get("algo", "?"), record.get("env", "?")
+    algo = record.get("algo", "?")
+    env = env_label(record.get("env", "?"), record.get("env_options") or {})
     devices = record.get("devices") or {}
     lines = [
         f"# {algo} on {env}",

@@ -72,6 +72,12 @@ class RunRecord:
     dataset: str | None = None  # an offline run's dataset file, resolved
     dataset_sha256: str | None = None
     batch: Batch = None
+    env_options: dict = dataclasses.field(default_factory=dict)  # make(env, **options), parsed
+
+    @property
+    def env_label(self) -> str:
+        """The environment and its options, as a run's messages name it."""
+        return env_label(self.env, self.env_options)
 
     @property
     def algorithm(self) -> registry.Algorithm:
@@ -108,6 +114,8 @@ class RunRecord:
             "devices": None if self.devices is None else dataclasses.asdict(self.devices),
             "mesh": self.mesh,
         }
+        if self.env_options:
+            record["env_options"] = self.env_options
         if self.dataset is not None:
             record.update(dataset=self.dataset, dataset_sha256=self.dataset_sha256)
         if self.batch is not None:
@@ -139,7 +147,15 @@ class RunRecord:
             dataset=record.get("dataset") or None,
             dataset_sha256=record.get("dataset_sha256"),
             batch=batch_of(record),
+            env_options=record.get("env_options") or {},
         )
+
+
+def env_label(env: str, options: dict) -> str:
+    """`env` followed by its options, `cartpole (gravity=20.0)`, or `env` alone."""
+    if not options:
+        return env
+    return f"{env} ({', '.join(f'{k}={v!r}' for k, v in options.items())})"
 
 
 def config_of(algo: registry.Algorithm, fields: dict):
@@ -202,7 +218,7 @@ def build(record: RunRecord) -> Built:
     offline run's dataset is refused where the file changed since the run started."""
     from rlsuite import envs
 
-    env, env_params = envs.make(record.env)
+    env, env_params = envs.registry.make_with_options(record.env, record.env_options)
     data = None
     if record.dataset:
         data, sha = load_dataset(record.dataset, env, env_params)
@@ -437,7 +453,7 @@ def _announce(record: RunRecord, built: Built, out, resumed: bool, unit: str) ->
     words = unit.replace("_", " ")
     # The total before anything runs: for an offline agent, --num-updates x --gradient-steps.
     print(
-        f"{'resuming' if resumed else 'training'} {record.algo} on {record.env}: "
+        f"{'resuming' if resumed else 'training'} {record.algo} on {record.env_label}: "
         f"{record.num_seeds} {record.runs_word} x {num_updates * per_update:,} {words} each "
         f"({num_updates:,} update{'' if num_updates == 1 else 's'} of {per_update:,}); "
         f"files in {out}",
@@ -457,7 +473,7 @@ def _report(record: RunRecord, summary: dict, out, unit: str) -> None:
         left = summary["num_seeds"] - len(diverged)
         over = f" over the {left} that did not diverge" if left else ""
     print(
-        f"{summary['algo']} on {summary['env']}: {summary['num_seeds']} {record.runs_word} x "
+        f"{summary['algo']} on {record.env_label}: {summary['num_seeds']} {record.runs_word} x "
         f"{summary[unit]:,} {words} in {summary['wall_seconds']:.1f} s, "
         f"{summary['compile_seconds']:.1f} s of it compiling "
         f"({summary[f'{unit}_per_second']:,} {words}/s after); evaluation return "

@@ -294,6 +294,8 @@ def best_config(record: runs.RunRecord, table: dict) -> dict:
     )
     if "dataset" in record:
         entry.update(dataset=record["dataset"], dataset_sha256=record["dataset_sha256"])
+    if "env_options" in record:
+        entry.update(env_options=record["env_options"])
     return entry
 
 
@@ -301,7 +303,7 @@ def write_results(out: pathlib.Path, record: runs.RunRecord, summary: dict) -> d
     """Write `sweep.md`, `sweep.json` and `best.json` into `out`; print the table."""
     table = results(record.batch, summary)
     title = (
-        f"{record.algo} on {record.env}: {len(table['rows'])} configurations x "
+        f"{record.algo} on {record.env_label}: {len(table['rows'])} configurations x "
         f"{table['seeds']} seeds ({table['search']} search)"
     )
     text = markdown(table, title)

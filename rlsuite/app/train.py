@@ -40,6 +40,11 @@ def train_args(algo: registry.Algorithm):
         env: str = "cartpole"
         """environment: a registered name (`rlsuite list envs`), or `module:Class` (or
         `module:function`) for one of your own; offline algorithms take the dataset's"""
+        env_option: tuple[str, ...] = ()
+        """options of the environment, FIELD=VALUE ...: what envs.make(NAME, FIELD=VALUE)
+        takes, a field of its params (cartpole's gravity=20.0) or an argument of its
+        constructor (meta/bandit's pulls=20), each value read as the field's type; the tuned
+        defaults of NAME apply to its variants"""
         dataset: str | None = None
         """offline algorithms: the D4RL-layout HDF5 file to learn from"""
         num_seeds: int = 1
@@ -130,7 +135,7 @@ def new_run(argv: list[str], command: str, check=None) -> runs.NewRun:
     `command`): algorithm, environment, flags (tuned defaults, or a `--config FILE`'s),
     `--out`, mesh, loggers and dataset. `check(algo, agent, args)` adds a command's own checks.
     Every refusal happens here, before anything is compiled or written."""
-    algo, args, env_name, (env, env_params) = _parse(argv, command)
+    algo, args, env_name, env_opts, (env, env_params) = _parse(argv, command)
     if args.num_seeds < 1 or args.chunks < 1 or args.eval_episodes < 1:
         raise UsageError("--num-seeds, --chunks and --eval-episodes must be >= 1")
     if args.log_interval < 1:
@@ -147,6 +152,17 @@ def new_run(argv: list[str], command: str, check=None) -> runs.NewRun:
         check(algo, agent, args)
     mesh = None if args.mesh is None else runs.mesh_sizes(args.mesh, args.num_seeds, agent)
     steps = agent.config.num_updates * agent.env_steps_per_update
+    label, budget = runs.env_label(env_name, env_opts), f"{steps:,} env steps per seed"
+    if flag_value(argv, "--config") is None and not algo.offline:
+        if (algo.name, env_name) in TUNED:
+            said = f"{algo.name} on {label} starts from the tuned defaults of {algo.name} on "
+            said += f"{env_name}, {budget}"
+        else:
+            said = (
+                f"note: no tuned defaults for {algo.name} on {env_name}; it starts from "
+                f"{algo.name}'s own, {budget}, which may not learn it (rlsuite list tuned)"
+            )
+        print(f"rlsuite {command}: {said}", file=sys.stderr)
     asked = getattr(args.config, "total_timesteps", None)
     if flag_value(argv, "--total-timesteps") is not None and steps != asked:
         print(
@@ -162,7 +178,7 @@ def new_run(argv: list[str], command: str, check=None) -> runs.NewRun:
     data, sha = (None, None)
     if args.dataset is not None:
         data, sha = runs.load_dataset(args.dataset, env, env_params)
-    record = _record(algo, args, env_name, agent, mesh)
+    record = _record(algo, args, env_name, agent, mesh, env_opts)
     if data is not None:
         dataset = str(pathlib.Path(args.dataset).resolve())
         record = dataclasses.replace(record, dataset=dataset, dataset_sha256=sha)
@@ -170,7 +186,8 @@ def new_run(argv: list[str], command: str, check=None) -> runs.NewRun:
 
 
 def _parse(argv: list[str], command: str):
-    """`(algo, args, env_name, (env, env_params))` of a new run's command line."""
+    """`(algo, args, env_name, env_options, (env, env_params))` of a new run's command line
+    (the options parsed: `envs.registry.parse_options`)."""
     from rlsuite import envs
 
     argv, given = config_file(argv)
@@ -182,7 +199,8 @@ def _parse(argv: list[str], command: str):
             f"{', '.join(registry.names())} (rlsuite list algos says what each is); "
             f"rlsuite {command} ALGO --help lists its flags. --env takes a registered name "
             "(rlsuite list envs) or module:Class (or module:function) for an environment of "
-            "your own; rlsuite list tuned gives the pairs with tuned defaults."
+            "your own, and --env-option FIELD=VALUE ... its options (a params field or a "
+            "constructor argument); rlsuite list tuned gives the pairs with tuned defaults."
         )
         raise SystemExit(0)
     if not argv or argv[0].startswith("-"):
@@ -201,7 +219,11 @@ def _parse(argv: list[str], command: str):
     if given is not None and given.get("dataset") and flag_value(argv, "--dataset") is None:
         argv = [*argv, "--dataset", given["dataset"]]  # an offline run's, by its path
     env_name = _env_name(algo, argv)
-    made = envs.make(env_name)  # an unknown name fails here, before any parsing
+    argv, pairs = env_option_flags(argv)
+    options = env_options(pairs) if pairs or given is None else given.get("env_options") or {}
+    options = envs.registry.parse_options(env_name, options)  # an unknown name fails here
+    made = envs.make(env_name, **options)  # and so does an unknown option, before any parsing
+    argv = [*argv, "--env-option", *pairs] if pairs else argv
     TrainArgs = train_args(algo)
     if given is None:
         defaults = tuned(name, env_name)
@@ -212,16 +234,11 @@ def _parse(argv: list[str], command: str):
         run = {k: given[k] for k in CONFIG_FILE_RUN_KEYS if k in given}
     default = TrainArgs(config=config, hparams=algo.hparams_cls(**hparams), env=env_name, **run)
     args = tyro.cli(TrainArgs, args=argv, default=default, prog=f"rlsuite {command} {name}")
-    if given is None and not algo.offline and (name, env_name) not in TUNED:
-        print(
-            f"rlsuite {command}: note: no tuned defaults for {name} on {env_name}; it starts "
-            f"from {name}'s own, which may not learn it (rlsuite list tuned)",
-            file=sys.stderr,
-        )
-    return algo, args, env_name, made
+    return algo, args, env_name, options, made
 
 
-def _record(algo, args, env_name: str, agent, mesh: dict | None) -> runs.RunRecord:
+def _record(algo, args, env_name: str, agent, mesh: dict | None, options) -> runs.RunRecord:
+    from rlsuite.envs.registry import options_to_json
     from rlsuite.loop.runner import chunk_length
 
     return runs.RunRecord(
@@ -238,6 +255,7 @@ def _record(algo, args, env_name: str, agent, mesh: dict | None) -> runs.RunReco
         # A resume gives the runs the same devices, so it continues bitwise (driver.run_mesh).
         devices=runs.Devices(jax.default_backend(), jax.device_count()),
         mesh=mesh,
+        env_options=options_to_json(options),
     )
 
 
@@ -305,6 +323,38 @@ def _env_name(algo: registry.Algorithm, argv: list[str]) -> str:
     if given is not None and given != env_name:
         raise UsageError(f"--env {given} does not match the dataset's environment {env_name}")
     return env_name
+
+
+def env_option_flags(argv: list[str]) -> tuple[list[str], list[str]]:
+    """`argv` without its `--env-option` flags, and their FIELD=VALUE words (the flag may be
+    given once with several, or several times)."""
+    kept, pairs, taking = [], [], False
+    for arg in argv:
+        if arg == "--env-option":
+            taking = True
+        elif arg.startswith("--env-option="):
+            pairs.append(arg.split("=", 1)[1])
+            taking = True
+        elif taking and not arg.startswith("-"):
+            pairs.append(arg)
+        else:
+            taking = False
+            kept.append(arg)
+    return kept, pairs
+
+
+def env_options(pairs: list[str]) -> dict[str, str]:
+    """`--env-option`'s FIELD=VALUE words as `{field: value}`, refused where one lacks its `=`
+    or names a field twice."""
+    options = {}
+    for pair in pairs:
+        field, sep, value = pair.partition("=")
+        if not sep or not field:
+            raise UsageError(f"--env-option {pair}: give FIELD=VALUE (e.g. gravity=20.0)")
+        if field in options:
+            raise UsageError(f"--env-option: {field} is given twice")
+        options[field] = value
+    return options
 
 
 def without_flags(argv: list[str], flags: tuple[str, ...]) -> list[str]:
