@@ -64,7 +64,7 @@ def test_the_command_line_records_the_options_and_every_command_uses_them(tmp_pa
     assert (
         "ppo on cartpole (gravity=20.0, masspole=0.2) starts from the tuned defaults of ppo on "
         "cartpole, 1,024 env steps per seed"
-    ) in proc.stderr
+    ) in proc.stdout
     assert "training ppo on cartpole (gravity=20.0, masspole=0.2)" in proc.stdout
     assert json.loads((out / "config.json").read_text())["env_options"] == {
         "gravity": 20.0,

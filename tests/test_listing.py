@@ -61,11 +61,19 @@ def test_list_envs_with_a_pattern_gives_spaces_and_the_algorithms_that_take_them
     assert "unknown list 'things'" in capsys.readouterr().err
 
 
-def test_a_run_on_untuned_defaults_says_so_before_it_starts(capsys):
-    train._parse(["ppo", "--env", "acrobot"], "train")
-    assert "note: no tuned defaults for ppo on acrobot" in capsys.readouterr().err
-    train._parse(["ppo", "--env", "cartpole"], "train")
-    assert capsys.readouterr().err == ""
+def test_a_run_on_untuned_defaults_says_so_before_it_starts(capsys, tmp_path):
+    train.new_run(["ppo", "--env", "acrobot", "--out", str(tmp_path / "a")], "train")
+    assert (
+        "note: no tuned defaults for ppo on acrobot; it starts from ppo's own, 499,712 env steps "
+        "per seed, which may not learn it"
+    ) in capsys.readouterr().err
+    train.new_run(["ppo", "--env", "cartpole", "--out", str(tmp_path / "c")], "train")
+    said = capsys.readouterr()
+    assert said.err == "" and said.out == (
+        "rlsuite train: ppo on cartpole starts from the tuned defaults of ppo on cartpole, "
+        "499,712 env steps per seed\n"
+    )
+    assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()  # nothing written
 
 
 def test_listing_returns_what_it_prints():

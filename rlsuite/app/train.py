@@ -154,15 +154,16 @@ def new_run(argv: list[str], command: str, check=None) -> runs.NewRun:
     steps = agent.config.num_updates * agent.env_steps_per_update
     label, budget = runs.env_label(env_name, env_opts), f"{steps:,} env steps per seed"
     if flag_value(argv, "--config") is None and not algo.offline:
-        if (algo.name, env_name) in TUNED:
+        if (algo.name, env_name) in TUNED:  # what the run is: with the other lines it prints
             said = f"{algo.name} on {label} starts from the tuned defaults of {algo.name} on "
-            said += f"{env_name}, {budget}"
-        else:
-            said = (
-                f"note: no tuned defaults for {algo.name} on {env_name}; it starts from "
-                f"{algo.name}'s own, {budget}, which may not learn it (rlsuite list tuned)"
+            print(f"rlsuite {command}: {said}{env_name}, {budget}")
+        else:  # a warning
+            print(
+                f"rlsuite {command}: note: no tuned defaults for {algo.name} on {env_name}; it "
+                f"starts from {algo.name}'s own, {budget}, which may not learn it (rlsuite list "
+                "tuned)",
+                file=sys.stderr,
             )
-        print(f"rlsuite {command}: {said}", file=sys.stderr)
     asked = getattr(args.config, "total_timesteps", None)
     if flag_value(argv, "--total-timesteps") is not None and steps != asked:
         print(
