@@ -43,18 +43,15 @@ light.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
-import copy
 import inspect
 import io
-import os
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 from flax import struct
-from rlsuite.envs.rendering import RendererUnavailable
+from rlsuite.envs.rendering import mujoco_image
 
 from rlsuite.environment import Environment, StepResult
 from rlsuite.environment.spaces import Box
@@ -189,48 +186,13 @@ class BraxEnv(Environment):
     def render(self, state: Any, params: Any, width: int, height: int):
         """uint8 RGB `[height, width, 3]` of one state (see the module's docstring); the state
         of a task built on this one (`brax_state` inside it) is drawn from its brax state."""
-        import mujoco
         import numpy as np
 
         pipeline = getattr(state, "brax_state", state).pipeline_state
-        model, data, renderer = self._renderer(width, height)
         qpos = getattr(pipeline, "qpos", None)  # MJX's Data; brax's other pipelines: q, qd
-        data.qpos[:] = np.asarray(pipeline.q if qpos is None else qpos)
-        data.qvel[:] = np.asarray(pipeline.qd if qpos is None else pipeline.qvel)
-        mujoco.mj_forward(model, data)
-        if model.ncam:
-            camera = 0
-        else:
-            camera = mujoco.MjvCamera()
-            camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
-            camera.trackbodyid = min(1, model.nbody - 1)
-            camera.distance, camera.elevation, camera.azimuth = 3 * model.stat.extent, -20, 90
-        renderer.update_scene(data, camera=camera)
-        return renderer.render().copy()
-
-    def _renderer(self, width: int, height: int):
-        """A MuJoCo model, data and renderer of `width` x `height`, made once per size (the
-        offscreen buffer enlarged to fit); closed at exit."""
-        renderers = vars(self).setdefault("_renderers", {})
-        if (width, height) not in renderers:
-            import mujoco
-
-            model = copy.copy(self.brax_env.sys.mj_model)
-            model.vis.global_.offwidth = max(width, model.vis.global_.offwidth)
-            model.vis.global_.offheight = max(height, model.vis.global_.offheight)
-            try:
-                renderer = mujoco.Renderer(model, height, width)
-            except Exception as error:  # no OpenGL backend could start
-                backend = os.environ.get("MUJOCO_GL", "unset: GLFW, which needs a display")
-                raise RendererUnavailable(
-                    f"MuJoCo's renderer could not start with MUJOCO_GL={backend} ({error}); on "
-                    "a machine without a GPU install OSMesa (Debian: apt-get install "
-                    "libosmesa6) and set MUJOCO_GL=osmesa, or set MUJOCO_GL=egl, before "
-                    "MuJoCo is imported"
-                ) from error
-            atexit.register(renderer.close)
-            renderers[width, height] = (model, mujoco.MjData(model), renderer)
-        return renderers[width, height]
+        qpos, qvel = (pipeline.q, pipeline.qd) if qpos is None else (qpos, pipeline.qvel)
+        model = self.brax_env.sys.mj_model
+        return mujoco_image(self, model, np.asarray(qpos), np.asarray(qvel), width, height)
 
 
 def _normalise(state: Any) -> Any:
@@ -247,7 +209,7 @@ def _like(new: Any, old: Any, name: str) -> Any:
     new_def, old_def = jax.tree.structure(new), jax.tree.structure(old)
     if new_def != old_def:
         raise TypeError(
-            f"brax environment {name!r} changed its state structure in step (auto-reset needs the "
+            f"environment {name!r} changed its state structure in step (auto-reset needs the "
             f"reset and step states to match):\n reset: {old_def}\n step:  {new_def}"
         )
     return jax.tree.map(lambda a, b: jnp.asarray(a, jnp.result_type(b)), new, old)

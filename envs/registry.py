@@ -4,11 +4,15 @@ Names: ours (`"cartpole"`, `"pendulum"`, ..., `"probe/action_reward"`, the goal-
 `"goal/point_reach"`, ..., `"goal/ant"` on MJX: `envs/goal/`), the meta-RL task families
 (`"meta/bandit"`, ...: `envs/tasks/` inside the `RL2` trial wrapper), the UED maze (`"maze"`:
 `envs/maze/`, a DR level at every reset) and PAIRED's level editor for it (`"maze/editor"`),
-Brax (`"brax/ant"`) and gymnax (`"gymnax/CartPole-v1"`). Keyword arguments that name a field of
-the environment's params override it (`make("cartpole", gravity=20.0)`); the others go to the
-environment's constructor (`make("probe/action_reward", continuous=True)`,
-`make("brax/ant", backend="generalized")`).
-Our environments and Brax come wrapped in `TimeLimit` at their standard episode length unless
+Brax (`"brax/ant"`), gymnax (`"gymnax/CartPole-v1"`) and MuJoCo Playground's DM Control suite
+(`"playground/CartpoleBalance"`: `envs/playground_adapter.py`, where `rlsuite[playground]` is
+installed; its params are the model's physics, `make("playground/CartpoleBalance",
+body_mass=...)`, and its constructor takes `impl`, `randomize` and Playground's config keys).
+Keyword arguments that name a field of the environment's params override it (`make("cartpole",
+gravity=20.0)`); the others go to the environment's constructor (`make("probe/action_reward",
+continuous=True)`, `make("brax/ant", backend="generalized")`).
+Our environments, Brax and Playground come wrapped in `TimeLimit` at their standard episode
+length (Playground's: the task's `episode_length`) unless
 `max_episode_steps` says otherwise (`None`: no limit); gymnax environments keep their own limit
 (`params.max_steps_in_episode`, which `max_episode_steps` sets), and so does the maze
 (`params.max_steps`, the horizon its reward is scaled by); the editor's episodes last
@@ -206,7 +210,7 @@ def register(name: str, factory: Any, max_episode_steps: Any = _DEFAULT) -> None
     if not isinstance(name, str) or not name:
         raise TypeError(f"register: the name must be a non-empty string, got {name!r}")
     builtin = name in OURS or name in OURS_MJX or name in META or name in UED
-    if builtin or name.startswith(("brax/", "gymnax/")):
+    if builtin or name.startswith(("brax/", "gymnax/", "playground/")):
         raise ValueError(f"register: {name!r} is a built-in environment's name; choose another")
     if not callable(factory):
         raise TypeError(
@@ -231,8 +235,17 @@ def names() -> list[str]:
         + list(UED)
         + [f"brax/{n}" for n in brax_names()]
         + [f"gymnax/{n}" for n in gymnax_names()]
+        + [f"playground/{n}" for n in _playground_names()]
         + list(REGISTERED)
     )
+
+
+def _playground_names() -> list[str]:
+    """Playground's DM Control suite tasks that run here; none where Playground is not
+    installed (it is an extra: `rlsuite[playground]`)."""
+    from rlsuite.envs import playground_adapter as pg
+
+    return pg.playground_names() if pg.installed() else []
 
 
 def make(name: str, max_episode_steps: Any = _DEFAULT, **kwargs: Any) -> tuple[Environment, Any]:
@@ -282,6 +295,8 @@ def make(name: str, max_episode_steps: Any = _DEFAULT, **kwargs: Any) -> tuple[E
             _check_known(name, [f"brax/{n}" for n in brax_names()])
         factory = lambda **kw: BraxEnv(name[5:], **kw)  # noqa: E731
         return _build(name, factory, set(kwargs), max_episode_steps, kwargs)
+    if name.startswith("playground/"):
+        return _make_playground(name, max_episode_steps, kwargs)
     if name.startswith("gymnax/"):
         from rlsuite.envs.gymnax_adapter import GymnaxEnv, gymnax_names
 
@@ -291,6 +306,29 @@ def make(name: str, max_episode_steps: Any = _DEFAULT, **kwargs: Any) -> tuple[E
         return _build(name, lambda: GymnaxEnv(name[7:]), set(), None, kwargs)
     _check_known(name, names())
     raise AssertionError("unreachable")
+
+
+def _make_playground(name: str, max_episode_steps: Any, kwargs: dict) -> tuple[Environment, Any]:
+    """A `playground/<Task>` name: MuJoCo Playground's DM Control suite task (`PlaygroundEnv`),
+    its params fields (physics) from `kwargs` and the rest its constructor's (impl, randomize,
+    Playground config keys); a task that cannot run here is refused saying why."""
+    from rlsuite.envs import playground_adapter as pg
+
+    if not pg.installed():
+        raise ValueError(
+            f"environment {name!r} needs MuJoCo Playground: pip install 'rlsuite[playground]'"
+        )
+    task = name.removeprefix("playground/")
+    if task not in pg.refused() and task not in pg.unusable():  # (PlaygroundEnv says why)
+        _check_known(name, [f"playground/{n}" for n in pg.playground_names()])
+    fields = {f.name for f in dataclasses.fields(pg.PlaygroundParams)}
+    ctor = set(kwargs) - fields
+    # A physics field given as a list ([0, 1, 0.2]) is an array of the model's float32.
+    kwargs = {
+        k: jnp.asarray(v, jnp.float32) if k in fields and isinstance(v, list | tuple) else v
+        for k, v in kwargs.items()
+    }
+    return _build(name, lambda **kw: pg.PlaygroundEnv(task, **kw), ctor, max_episode_steps, kwargs)
 
 
 def parse_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -327,6 +365,10 @@ def _option_defaults(name: str) -> dict[str, Any]:
     if factory is None and name in REGISTERED:
         factory = REGISTERED[name][0]
     defaults = {}
+    if name.startswith("playground/"):
+        from rlsuite.envs.playground_adapter import option_defaults
+
+        defaults.update(option_defaults(name.removeprefix("playground/")))
     if factory is not None:
         target = factory.__init__ if isinstance(factory, type) else factory
         for p in inspect.signature(target).parameters.values():
@@ -464,7 +506,8 @@ def _constructor_args(cls: Any) -> set[str]:
 
 
 def renderable_names() -> list[str]:
-    """The registered environments that can be drawn (Brax's as one `brax/...` entry): those
+    """The registered environments that can be drawn (Brax's and Playground's as one entry each,
+    `brax/...` and `playground/...`): those
     whose innermost environment has a `render` method, found from its class (a meta-RL family's
     `task_env`), nothing built but the UED maze's factories (no MJX)."""
 
@@ -477,7 +520,11 @@ def renderable_names() -> list[str]:
         cls = factory if isinstance(factory, type) else type(factory())
         if draws(cls):
             names.append(name)
-    return [*names, "brax/... (every Brax environment, through MuJoCo's renderer)"]
+    return [
+        *names,
+        "brax/... (every Brax environment, through MuJoCo's renderer)",
+        "playground/... (every Playground task, through MuJoCo's renderer)",
+    ]
 
 
 def check_renderable(env: Environment, name: str) -> None:

@@ -6,7 +6,9 @@ params: CartPole, Pendulum, Acrobot, MountainCarContinuous, PointMass, the goal-
 mazes and point reach (`envs/goal/`), the meta-RL grid maze and point robot (`envs/tasks/`), all
 drawn here with `Canvas`; the UED maze (walls, goal and agent, `rlsuite.envs.maze.render`); and
 every Brax environment, the MJX task families built on one included
-(`rlsuite.envs.brax_adapter.BraxEnv.render`, MuJoCo's renderer). `render_state` takes the state
+(`rlsuite.envs.brax_adapter.BraxEnv.render`), and every Playground task
+(`rlsuite.envs.playground_adapter.PlaygroundEnv.render`), both with MuJoCo's renderer
+(`mujoco_image`). `render_state` takes the state
 as the wrapped environment keeps it and finds the inner state: every wrapper that keeps a state of
 its own (`TimeLimit`, `EpisodeStatistics`, `RL2`) holds the wrapped one as `env_state`. `RL2`
 runs its inner environment on the trial's task, which its state keeps as `task`: below it, that
@@ -107,6 +109,62 @@ def render_state(
             f"[{height}, {width}, 3] image was asked for"
         )
     return image
+
+
+def mujoco_image(
+    owner: Any, model: Any, qpos: np.ndarray, qvel: np.ndarray, width: int, height: int, **data
+) -> np.ndarray:
+    """uint8 RGB `[height, width, 3]` of a MuJoCo `model` (an `MjModel`) at joint positions
+    `qpos` and velocities `qvel` (and any other `MjData` fields given as `data`, e.g.
+    `mocap_pos`): copied into an `MjData`, `mj_forward`, then drawn from the model's first
+    camera or, in a model without one, a camera tracking the first body. The renderer of each
+    size is made once and kept on `owner` (an environment), closed at exit. Brax's environments
+    (`BraxEnv.render`) and Playground's (`PlaygroundEnv.render`) are drawn with it."""
+    import mujoco
+
+    model, mj_data, renderer = _mujoco_renderer(owner, model, width, height)
+    mj_data.qpos[:] = qpos
+    mj_data.qvel[:] = qvel
+    for field, value in data.items():
+        getattr(mj_data, field)[:] = value
+    mujoco.mj_forward(model, mj_data)
+    if model.ncam:
+        camera = 0
+    else:
+        camera = mujoco.MjvCamera()
+        camera.type = mujoco.mjtCamera.mjCAMERA_TRACKING
+        camera.trackbodyid = min(1, model.nbody - 1)
+        camera.distance, camera.elevation, camera.azimuth = 3 * model.stat.extent, -20, 90
+    renderer.update_scene(mj_data, camera=camera)
+    return renderer.render().copy()
+
+
+def _mujoco_renderer(owner: Any, model: Any, width: int, height: int):
+    """A copy of `model`, its data and a renderer of `width` x `height`, made once per size and
+    kept on `owner` (the offscreen buffer enlarged to fit); closed at exit."""
+    renderers = vars(owner).setdefault("_mujoco_renderers", {})
+    if (width, height) not in renderers:
+        import atexit
+        import copy
+
+        import mujoco
+
+        model = copy.copy(model)
+        model.vis.global_.offwidth = max(width, model.vis.global_.offwidth)
+        model.vis.global_.offheight = max(height, model.vis.global_.offheight)
+        try:
+            renderer = mujoco.Renderer(model, height, width)
+        except Exception as error:  # no OpenGL backend could start
+            backend = os.environ.get("MUJOCO_GL", "unset: GLFW, which needs a display")
+            raise RendererUnavailable(
+                f"MuJoCo's renderer could not start with MUJOCO_GL={backend} ({error}); on "
+                "a machine without a GPU install OSMesa (Debian: apt-get install "
+                "libosmesa6) and set MUJOCO_GL=osmesa, or set MUJOCO_GL=egl, before "
+                "MuJoCo is imported"
+            ) from error
+        atexit.register(renderer.close)
+        renderers[width, height] = (model, mujoco.MjData(model), renderer)
+    return renderers[width, height]
 
 
 class Canvas:

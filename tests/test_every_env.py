@@ -1,7 +1,8 @@
 """Every registered environment trains from the command line: PPO (which takes discrete and
 continuous actions, vector, image and categorical observations) for a tiny budget on each name
 `envs.names()` lists, evaluated at the end. Brax's are slow on a CPU (MJX compiles for minutes):
-marked slow, and so are the task families and the goal environments on MJX. Of gymnax's, the
+marked slow, and so are the task families and the goal environments on MJX, and Playground's
+tasks but the lightest (`PLAYGROUND_DEFAULT`). Of gymnax's, the
 default run trains one of each kind (vector, image and Discrete observations, continuous
 actions) and the slow run the rest; of ours, names that are another name's code at other
 settings (`VARIANTS`: a larger maze, another layout, another task sampler) train in the slow
@@ -21,6 +22,7 @@ TINY += ["--eval-episodes", "1", "--chunks", "1", "--no-progress", "--cpu-device
 
 
 MJX_TASK_FAMILIES = ("meta/cheetah_velocity", "meta/ant_direction")  # Brax's physics too
+PLAYGROUND_DEFAULT = "playground/PendulumSwingup"  # MJX too: the lightest of the suite (25 s)
 GYMNAX_DEFAULT = ("CartPole-v1", "Pendulum-v1", "Breakout-MinAtar", "FrozenLake-misc")
 # name -> the name whose code it runs at other settings, which trains in the default run
 VARIANTS = {
@@ -34,6 +36,7 @@ VARIANTS = {
 def _params():
     for name in envs.names():
         mjx = name.startswith("brax/") or name in MJX_TASK_FAMILIES or name in OURS_MJX
+        mjx = mjx or (name.startswith("playground/") and name != PLAYGROUND_DEFAULT)
         marks = [pytest.mark.slow, pytest.mark.timeout(1800)] if mjx else []
         if name.startswith("gymnax/") and name.removeprefix("gymnax/") not in GYMNAX_DEFAULT:
             marks = [pytest.mark.slow]

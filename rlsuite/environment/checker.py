@@ -172,7 +172,7 @@ def _check_state(name: str, state: Any, next_state: Any) -> None:
             f"({next_tree} vs {tree}); return the same pytree type with the same fields"
         )
     for (path, a), (_, b) in zip(before, after, strict=True):
-        if (a.shape, np.dtype(a.dtype)) != (b.shape, np.dtype(b.dtype)):
+        if (a.shape, a.dtype) != (b.shape, b.dtype):  # (a key array's dtype is not NumPy's)
             raise EnvContractError(
                 f"{name}.step_env returned state{jax.tree_util.keystr(path)} as {_describe(b)}, "
                 f"reset_env as {_describe(a)}; return the same shape and dtype (lax.scan carries "
