@@ -49,6 +49,13 @@
 #               RLSUITE_DEVICE_PQN_STEPS env steps each (default 2,000,000): env steps/s and the
 #               return reached (needs benchmarks/_anchors/purejaxql/, benchmarks/README.md,
 #               carried to the device, and rejax 0.1.3 as a wheel). Limit: 540 s.
+#   playground-cartpole  benchmarks/ppo.py --brax-env playground/CartpoleBalance: PPO on MuJoCo
+#               Playground's CartpoleBalance (MJX, impl jax), ours beside brax.training's PPO
+#               on Playground's own environment behind its wrapper, at Playground's published
+#               DM Control geometry (2,048 envs, unrolls of 30, 32 minibatches, 16 epochs, lr
+#               1e-3; one unroll per env per update, where its batch_size 1,024 takes 16),
+#               RLSUITE_DEVICE_PLAYGROUND_UPDATES updates (default 40: 2,457,600 env steps per
+#               seed), seeds 1 and 8: env steps/s and the evaluation return. Limit: 540 s.
 #
 # Each part runs under `timeout` (250 + 180 + 60 s), so the whole command, the install of the
 # wheels included, ends within about 8.5 minutes. Writes to $OUT (default
@@ -66,6 +73,7 @@
 #     RLSUITE_DEVICE_PARTS=crl-ant bash benchmarks/device.sh
 #     RLSUITE_DEVICE_PARTS=scaling-ant bash benchmarks/device.sh
 #     RLSUITE_DEVICE_PARTS=pqn-minatar bash benchmarks/device.sh
+#     RLSUITE_DEVICE_PARTS=playground-cartpole bash benchmarks/device.sh
 #
 # Environment: OUT; PYTHON (default python3); RLSUITE_DEVICE_PARTS (default "ant hopper offline",
 # the parts to run); RLSUITE_DEVICE_ANT_SECONDS and RLSUITE_DEVICE_HOPPER_SECONDS (whole seconds
@@ -156,6 +164,9 @@ if [ "$TINY" = 1 ]; then
     --chunk-env-steps 64 --seconds-per-size 0 --raw-seconds 0 --budget-seconds 600)
   PQN_LIMIT=900
   PQN=(--seeds 1 2 --minatar-timesteps 8192 --eval-episodes 2)
+  PLAYGROUND_LIMIT=900
+  PLAYGROUND=(--brax-seeds 1 --brax-num-envs 8 --brax-num-steps 10 --brax-num-minibatches 2
+    --brax-update-epochs 1 --brax-updates 4 --brax-epochs 2 --eval-episodes 1)
 else
   # Each side stops at its first evaluation past its budget; a part's limit adds 60 s for the
   # process, imports, env set-up and those last chunks.
@@ -188,6 +199,10 @@ else
   PQN_LIMIT=540
   PQN=(--seeds ${RLSUITE_DEVICE_PQN_SEEDS:-1 64}
     --minatar-timesteps "${RLSUITE_DEVICE_PQN_STEPS:-2000000}")
+  PLAYGROUND_LIMIT=540
+  PLAYGROUND=(--brax-seeds 1 8 --brax-num-envs 2048 --brax-num-steps 30
+    --brax-num-minibatches 32 --brax-update-epochs 16 --brax-learning-rate 1e-3
+    --brax-updates "${RLSUITE_DEVICE_PLAYGROUND_UPDATES:-40}" --brax-epochs 4)
 fi
 
 # part NAME LIMIT COMMAND...: run COMMAND under `timeout LIMIT`, its output in $OUT/NAME.log.
@@ -227,6 +242,9 @@ part scaling-ant "$SCALING_LIMIT" "$PYTHON" benchmarks/scaling_device.py "${SCAL
   --out "$OUT/scaling-ant.json"
 part pqn-minatar "$PQN_LIMIT" "$PYTHON" benchmarks/value_based.py --no-markdown \
   --algos pqn_minatar pqn_minatar_mlp "${PQN[@]}" --out "$OUT/pqn-minatar.json"
+part playground-cartpole "$PLAYGROUND_LIMIT" "$PYTHON" benchmarks/ppo.py --no-cartpole \
+  --no-markdown --brax-env playground/CartpoleBalance "${PLAYGROUND[@]}" \
+  --out "$OUT/playground-cartpole.json"
 
 echo
 echo "=== summary ($((SECONDS - start)) s in all)"
@@ -288,6 +306,16 @@ for name in parts:
         print(markdown(["dataset", *algos], cells) if cells else "no scores")
         print(f"\nreference: {data.get('reference')}")
         print(f"datasets: {data['datasets']}\nseconds: {data['seconds']}")
+        continue
+    if name == "playground-cartpole":
+        from side_by_side import brax_table
+
+        rows = data.get("brax") or []
+        if not rows:
+            print("no rows")
+            continue
+        title, header, body = brax_table(rows)
+        print(f"**{title}**\n\n{markdown(header, body)}\n")
         continue
     key = "rows" if name == "offline" else name
     rows = [row for row in data.get(key) or [] if key == "rows" or "ours" in row]

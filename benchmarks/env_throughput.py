@@ -1,6 +1,7 @@
-"""Environment steps per second: our environments beside gymnax's, and our brax adapter beside brax.
+"""Environment steps per second: our environments beside gymnax's, and our brax and Playground
+adapters beside brax's and Playground's own wrappers.
 
-Two measurements, in one run, on one machine:
+Three measurements, in one run, on one machine:
 
 1. Classic control. Our `CartPole` and `Pendulum` (each in `TimeLimit(env, env.max_episode_steps)`,
    auto-resetting `Environment.step`) beside gymnax's `CartPole-v1` and `Pendulum-v1` (gymnax's own
@@ -13,6 +14,11 @@ Two measurements, in one run, on one machine:
    code): our wrapped core without auto-reset; the fresh resets computed only on steps where some
    environment finished (`lax.cond(any(done))`); and resets computed only for the finished
    environments, a few slots per step (gather, reset, scatter).
+
+3. MuJoCo Playground adapter. `TimeLimit(PlaygroundEnv(task), L)` stepped as our training loop
+   steps it (`rlsuite.loop.rollout.step_batch`) beside Playground's `wrap_for_brax_training`
+   with `full_reset=True` (fresh starts, as ours) and with its default (one cached first state),
+   for each batch size in `--playground-batch-sizes` (goal: ours / full_reset >= 0.9).
 
 Each measurement jits one function that resets a batch with `jax.vmap` and `lax.scan`s `--steps`
 batched steps with uniformly random actions; the function returns the final carry (env state
@@ -69,6 +75,17 @@ class Args:
     """Time limit for our `TimeLimit` and brax's `EpisodeWrapper`."""
     brax_reset_slots: int = 0
     """Reset slots per step of the compacted-reset diagnostic (0: brax_batch // 16)."""
+    playground_envs: list[str] = dataclasses.field(default_factory=lambda: ["CartpoleBalance"])
+    """MuJoCo Playground tasks for the adapter comparison (empty: skip it)."""
+    playground_batch_sizes: list[int] = dataclasses.field(
+        default_factory=lambda: [1, 64, 1024, 4096]
+    )
+    """Numbers of vmapped Playground environments."""
+    playground_steps: int = 200
+    """Batched steps per timed run (Playground)."""
+    playground_episode_length: int = 100
+    """Time limit of both sides (Playground's `episode_length` is 1,000: shorter, so that the
+    timed steps include episode ends and their resets)."""
     seed: int = 0
     """Seed of the random actions and start states."""
     out: Path = Path("benchmarks/results/env_throughput.json")
@@ -331,6 +348,100 @@ _OURS = "ours: TimeLimit(BraxEnv)"
 _WRAPPED = "brax training wrappers"
 
 
+# --------------------------------------------------------------------------------------- playground
+_PG_OURS = "ours: TimeLimit(PlaygroundEnv), rollout.step_batch"
+_PG_FULL = "playground wrapper, full_reset=True"
+_PG_CACHED = "playground wrapper, cached first state (its default)"
+
+
+def playground_variants(task: str, episode_length: int) -> tuple[dict, int]:
+    """`variant -> (init, step)` for one Playground task, all batched: ours as a training loop
+    steps it (`rlsuite.loop.rollout.step_batch`: fresh resets, computed on steps where some
+    environment finished), and Playground's `wrap_for_brax_training` (vmap, episode, auto-reset)
+    with fresh resets (`full_reset=True`, our semantics) and with its default, every episode
+    from one cached first state."""
+    from mujoco_playground import wrapper
+    from rlsuite.envs.playground_adapter import PlaygroundEnv
+
+    from rlsuite.loop.rollout import step_batch
+
+    env = TimeLimit(PlaygroundEnv(task), episode_length)
+    params = env.default_params
+    raw = env.env.playground_env
+
+    def ours_init(keys):
+        return jax.vmap(env.reset, in_axes=(0, None))(keys, params)[1]
+
+    def ours_step(keys, state, actions):
+        obs, state, reward, terminated, truncated, info = step_batch(
+            env, params, keys, state, actions
+        )
+        obs = obs + info["final_observation"]  # what a training loop reads
+        return state, obs, reward, jnp.logical_or(terminated, truncated)
+
+    variants = {_PG_OURS: (ours_init, ours_step)}
+    for variant, full in ((_PG_FULL, True), (_PG_CACHED, False)):
+        wrapped = wrapper.wrap_for_brax_training(
+            raw, episode_length=episode_length, full_reset=full
+        )
+
+        def init(keys, wrapped=wrapped):
+            return wrapped.reset(jax.random.key_data(keys))
+
+        def step(keys, state, actions, wrapped=wrapped):
+            state = wrapped.step(state, actions)
+            return state, state.obs, state.reward, state.done > 0.5
+
+        variants[variant] = (init, step)
+    return variants, env.env.action_size
+
+
+def bench_playground(args: Args) -> list[dict]:
+    rows = []
+    key = jax.random.PRNGKey(args.seed)
+    steps = args.playground_steps
+    for task in args.playground_envs:
+        variants, action_size = playground_variants(task, args.playground_episode_length)
+
+        def sample(key, action_size=action_size):
+            return jax.random.uniform(key, (action_size,), minval=-1.0, maxval=1.0)
+
+        for n in args.playground_batch_sizes:
+            runs = {
+                v: scan_runner(init, step, sample, n, steps) for v, (init, step) in variants.items()
+            }
+            results = measure(runs, key, args.repeats, n * steps)
+            row = {"env": task, "num_envs": n, "steps": steps, "variants": results}
+            ours = results[_PG_OURS]["steps_per_s"]
+            row["ratio_vs_full_reset"] = ours / results[_PG_FULL]["steps_per_s"]
+            row["ratio_vs_cached"] = ours / results[_PG_CACHED]["steps_per_s"]
+            rows.append(row)
+            progress(
+                f"{task} n={n:5d}  ours {ours:.3g}/s  ratio vs full_reset "
+                f"{row['ratio_vs_full_reset']:.2f}, vs cached {row['ratio_vs_cached']:.2f}"
+            )
+    return rows
+
+
+def playground_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    header = ["env", "num_envs", "ours steps/s", "full_reset steps/s", "cached steps/s"]
+    header += ["ours/full_reset", "ours/cached", "compile ours / full / cached (s)"]
+    body = []
+    for r in rows:
+        v = r["variants"]
+        body.append(
+            [
+                r["env"],
+                str(r["num_envs"]),
+                *(f"{v[name]['steps_per_s']:,.0f}" for name in (_PG_OURS, _PG_FULL, _PG_CACHED)),
+                f"{r['ratio_vs_full_reset']:.2f}",
+                f"{r['ratio_vs_cached']:.2f}",
+                " / ".join(f"{v[n]['compile_s']:.1f}" for n in (_PG_OURS, _PG_FULL, _PG_CACHED)),
+            ]
+        )
+    return header, body
+
+
 # ------------------------------------------------------------------------------------------- report
 def classic_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     header = ["env", "num_envs", "ours steps/s", "gymnax steps/s", "ours/gymnax"]
@@ -380,11 +491,13 @@ def main(args: Args) -> dict:
     )
     classic = bench_classic(args) if args.classic_envs else []
     brax_rows = bench_brax(args) if args.brax_envs else []
+    playground_rows = bench_playground(args) if args.playground_envs else []
     result = {
         "machine": machine,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "classic": classic,
         "brax": brax_rows,
+        "playground": playground_rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
@@ -399,6 +512,12 @@ def main(args: Args) -> dict:
             "(time = wall time per step; + is slower)"
         )
         tables.append((title, *brax_table(brax_rows)))
+    if playground_rows:
+        title = (
+            f"MuJoCo Playground adapter: env steps/s, {args.playground_steps} steps, random "
+            f"actions, episodes of {args.playground_episode_length} steps"
+        )
+        tables.append((title, *playground_table(playground_rows)))
     print_tables(console, tables, args.markdown)
     console.print(f"wrote {args.out}")
     return result

@@ -386,6 +386,7 @@ def bench_brax(args: Args) -> list[dict]:
         num_evals=args.brax_epochs + 1,  # brax: num_evals - 1 training epochs
         run_evals=False,
         max_devices_per_host=args.brax_max_devices,
+        **side_by_side.brax_train_extras(args.brax_env),
     )
     train_fn = functools.partial(brax_ppo.train, brax_env, **brax_kwargs)
 
@@ -399,7 +400,7 @@ def bench_brax(args: Args) -> list[dict]:
         }
 
     row = {
-        "env": f"brax/{args.brax_env} ({args.brax_backend})",
+        "env": side_by_side.env_label(args.brax_env, args.brax_backend),
         "brax_train_kwargs": side_by_side.brax_kwargs_record(brax_kwargs),
     }
     one_run = functools.partial(side_by_side.brax_run, train_fn, epochs=args.brax_epochs)

@@ -100,13 +100,34 @@ def install_brax_shim() -> None:
 def brax_pair(name: str, backend: str, episode_length: int | None = None):
     """`(env, env_params, brax_env)`: ours (`envs.make("brax/<name>")`, a `TimeLimit` of
     `episode_length`, default 1000) and brax's own environment of the same name for
-    brax.training's `train`; the shim installed first."""
+    brax.training's `train`; the shim installed first. A Playground name
+    (`playground/CartpoleBalance`) pairs ours with Playground's own environment (`backend` is
+    not used; give brax.training `brax_train_extras(name)` too)."""
     install_brax_shim()
+    limit = {} if episode_length is None else {"max_episode_steps": episode_length}
+    if name.startswith("playground/"):
+        env, env_params = envs.make(name, **limit)
+        return env, env_params, env.env.playground_env
     from brax import envs as brax_envs
 
-    limit = {} if episode_length is None else {"max_episode_steps": episode_length}
     env, env_params = envs.make(f"brax/{name}", backend=backend, **limit)
     return env, env_params, brax_envs.get_environment(name, backend=backend)
+
+
+def brax_train_extras(name: str) -> dict:
+    """brax.training `train` keywords the environment of `brax_pair(name, ...)` needs: a
+    Playground environment is wrapped by Playground's `wrap_for_brax_training` (its default
+    auto-reset: every episode of an env from one cached first state)."""
+    if not name.startswith("playground/"):
+        return {}
+    from mujoco_playground import wrapper
+
+    return {"wrap_env_fn": wrapper.wrap_for_brax_training}
+
+
+def env_label(name: str, backend: str) -> str:
+    """How a table names the environment of `brax_pair(name, backend)`."""
+    return name if name.startswith("playground/") else f"brax/{name} ({backend})"
 
 
 def set_up(args) -> tuple[Console, dict]:
@@ -421,7 +442,11 @@ def beside_brax(
 
 def brax_kwargs_record(brax_kwargs: dict) -> dict:
     """brax.training's `train` arguments as the JSON records them (its network factory left out)."""
-    return {k: v for k, v in brax_kwargs.items() if k != "network_factory"}
+    left_out = ("network_factory", "wrap_env_fn")
+    record = {k: v for k, v in brax_kwargs.items() if k not in left_out}
+    if "wrap_env_fn" in brax_kwargs:
+        record["wrap_env_fn"] = getattr(brax_kwargs["wrap_env_fn"], "__qualname__", "?")
+    return record
 
 
 # ---------------------------------------------------------------------- time to a return threshold

@@ -25,6 +25,26 @@ _MJX_RL2: dict[str, dict] = {
     "hparams": {"learning_rate": 3e-4, "ent_coef": 0.001},
 }
 
+# PPO and SAC on MuJoCo Playground's DM Control suite at a CPU's budget (the entries below).
+_PLAYGROUND_PPO: dict[str, dict] = {
+    "config": {
+        "num_envs": 64,
+        "num_steps": 32,
+        "num_minibatches": 8,
+        "update_epochs": 8,
+        "normalize_observations": True,
+        "scale_rewards": True,
+    },
+    "hparams": {"learning_rate": 1e-3, "gamma": 0.995, "ent_coef": 0.01},
+}
+_PLAYGROUND_SAC: dict = {
+    "num_envs": 4,
+    "gradient_steps": 4,
+    "batch_size": 256,
+    "hidden_sizes": (256, 256),
+    "learning_starts": 5_000,
+}
+
 TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # PureJaxRL's published CartPole configuration (= PPOConfig / PPOHparams defaults) with its
     # 512-step batch collected as 8 envs x 64 steps instead of 4 x 128: the same updates and
@@ -349,6 +369,57 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
             "total_timesteps": 500 * 2_048,
         },
         "hparams": {"learning_rate": 5e-4},
+    },
+    # MuJoCo Playground's DM Control suite at a CPU's budget. PPO: Playground's published
+    # dm_control_suite_params.py (lr 1e-3, gamma 0.995, entropy 0.01, normalised observations,
+    # scaled rewards) at 64 envs x 32 steps, 8 epochs of 8 minibatches; CartpoleBalance at 32 x
+    # 64, 4 epochs, gamma 0.99, no entropy bonus. The random policy earns 379 (CartpoleBalance),
+    # 3.1 (PendulumSwingup) and 3.1 (CheetahRun) per 1,000-step episode (16 episodes).
+    # CartpoleBalance: 4 seeds evaluate 989.0, 999.0, 997.7, 997.2 in 51 s on the CI machine
+    # (the training return passes 900 at about 320k steps); tests/test_playground_learning.py
+    # asserts >= 685 on every seed (379 + half the gain).
+    ("ppo", "playground/CartpoleBalance"): {
+        "config": {
+            "num_envs": 32,
+            "num_steps": 64,
+            "num_minibatches": 8,
+            "normalize_observations": True,
+            "scale_rewards": True,
+            "total_timesteps": 300 * 2_048,
+        },
+        "hparams": {"learning_rate": 1e-3, "ent_coef": 0.0},
+    },
+    # PendulumSwingup: 4 seeds evaluate 538.0, 656.0, 567.8 and 0.0 (that seed never found the
+    # swing-up) at 4,096,000 env steps, 165 s.
+    ("ppo", "playground/PendulumSwingup"): {
+        "config": {**_PLAYGROUND_PPO["config"], "total_timesteps": 2_000 * 2_048},
+        "hparams": _PLAYGROUND_PPO["hparams"],
+    },
+    # CheetahRun: 2 seeds evaluate 742.4 and 726.9 at 2,048,000 env steps (207 s beside another
+    # run; the training return passes 440 at 700k steps and 600 at 1.5M).
+    ("ppo", "playground/CheetahRun"): {
+        "config": {**_PLAYGROUND_PPO["config"], "total_timesteps": 1_000 * 2_048},
+        "hparams": _PLAYGROUND_PPO["hparams"],
+    },
+    # SAC: 4 envs, one gradient step of 256 per env step, (256, 256) networks, 5,000 random
+    # steps first. CartpoleBalance: 2 seeds evaluate 895.4 and 998.7 at 30,000 env steps (224 s
+    # beside another run).
+    ("sac", "playground/CartpoleBalance"): {
+        "config": {**_PLAYGROUND_SAC, "total_timesteps": 30_000},
+        "hparams": {},
+    },
+    # CheetahRun: one seed evaluates 87.3 at 50,000 env steps (training return 78; 335 s beside
+    # another run, 181 env steps/s): well above random, far from a runner (a GPU's budget).
+    ("sac", "playground/CheetahRun"): {
+        "config": {**_PLAYGROUND_SAC, "total_timesteps": 50_000},
+        "hparams": {},
+    },
+    # PendulumSwingup: one seed's training return passes 700 at 56,000 env steps and stays
+    # between 210 and 740 after (some starts it swings up late); evaluated over 8 episodes at
+    # 100,000: 871.2 (406 s). tests/test_playground_learning.py trains 3 seeds for 60,000.
+    ("sac", "playground/PendulumSwingup"): {
+        "config": {**_PLAYGROUND_SAC, "total_timesteps": 100_000},
+        "hparams": {},
     },
 }
 
