@@ -156,6 +156,27 @@ def test_ctrl_c_is_one_line_with_the_checkpoint_and_the_command_that_resumes(tmp
     assert checkpoint.latest_step(out / "checkpoints") == saved
 
 
+def test_ctrl_c_while_compiling_stops_before_the_first_chunk(tmp_path, capsys, monkeypatch):
+    # A SIGINT that arrives while XLA compiles is a stop request too, never raised where the
+    # interpreter may drop it (a weakref finaliser); it used to be lost and the run went on.
+    from rlsuite.loop import runner
+
+    steady_layout = runner.steady_layout
+
+    def interrupted_while_compiling(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)
+        return steady_layout(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "steady_layout", interrupted_while_compiling)
+    out = tmp_path / "run"
+    assert cli.main([*RUN, "--out", str(out)]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("\nrlsuite: stopping once this chunk is saved"), err
+    assert "rlsuite train: interrupted at update 0 of " in err, err
+    assert not (out / "metrics.jsonl").exists() or not (out / "metrics.jsonl").read_text()
+    assert not (out / "final.json").exists()
+
+
 def checkpoint_steps(out: pathlib.Path) -> int:
     folder = out / "checkpoints"
     return len([p for p in folder.iterdir() if p.name.isdigit()]) if folder.is_dir() else 0

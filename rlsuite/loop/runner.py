@@ -341,29 +341,34 @@ def train_chunks(run: Prepared, callbacks: Callbacks) -> Trained:
     chunk_lengths = {
         min(chunk_updates, num_updates - u) for u in range(start, num_updates, chunk_updates)
     }
-    if chunk_lengths:  # (none left where a resume continues after the last checkpoint)
-        states = steady_layout(
-            run.run, agent, states, hparams, min(chunk_lengths), hparams_axis, data
-        )
-    compiled = {
-        n: run.run.lower(agent, states, hparams, n, hparams_axis, data).compile()
-        for n in sorted(chunk_lengths)
-    }
-    compile_seconds = time.perf_counter() - wall_start
-    total, done = num_updates * steps_per_update, start * steps_per_update
-    with _Progress(output.progress and is_main(), total, done, num_seeds) as bar:
-        try:
-            with _StopRequest() as stop:
+    # Ctrl-C while compiling is a request too: Python would raise it wherever the interpreter
+    # next runs Python code, a weakref finaliser of XLA's included, which drops it (the run then
+    # went on to its end). The run stops before its first chunk.
+    with _StopRequest() as stop:
+        if chunk_lengths:  # (none left where a resume continues after the last checkpoint)
+            states = steady_layout(
+                run.run, agent, states, hparams, min(chunk_lengths), hparams_axis, data
+            )
+        compiled = {
+            n: run.run.lower(agent, states, hparams, n, hparams_axis, data).compile()
+            for n in sorted(chunk_lengths)
+        }
+        compile_seconds = time.perf_counter() - wall_start
+        total, done = num_updates * steps_per_update, start * steps_per_update
+        with _Progress(output.progress and is_main(), total, done, num_seeds) as bar:
+            try:
+                if stop.requested and loop.update < num_updates:
+                    raise KeyboardInterrupt
                 while loop.update < num_updates:
                     n = min(chunk_updates, num_updates - loop.update)
                     states = loop.chunk(compiled[n], states, n, bar)
                     if stop.requested and loop.update < num_updates:
                         raise KeyboardInterrupt
-        except KeyboardInterrupt:  # Ctrl-C: said in one line by whoever started the run
-            raise Interrupted(loop.where()) from None
-        except WriteError as error:  # a full disk: the same, with the cause
-            error.where = loop.where()
-            raise
+            except KeyboardInterrupt:  # Ctrl-C: said in one line by whoever started the run
+                raise Interrupted(loop.where()) from None
+            except WriteError as error:  # a full disk: the same, with the cause
+                error.where = loop.where()
+                raise
     wall_seconds = time.perf_counter() - wall_start
     if logger is not None:
         logger.close()
