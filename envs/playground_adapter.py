@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import io
 import math
 from collections.abc import Callable
 from typing import Any
@@ -78,14 +79,17 @@ def installed() -> bool:
 
 
 def _suite():
-    """Playground's `dm_control_suite` module (MJX's Warp notices on import left out)."""
-    import contextlib as _contextlib
-    import io
+    """Playground's `dm_control_suite` module."""
+    return _quietly_imported("mujoco_playground._src.dm_control_suite")
 
-    printed = io.StringIO()
-    with _contextlib.redirect_stdout(printed):
-        from mujoco_playground._src import dm_control_suite
-    return dm_control_suite
+
+def _quietly_imported(module: str):
+    """`module`, imported with what its import prints to stdout (MJX's notices, where NVIDIA
+    Warp is not installed, that it failed to import it) left out."""
+    import importlib
+
+    with contextlib.redirect_stdout(io.StringIO()):
+        return importlib.import_module(module)
 
 
 def unusable() -> dict[str, str]:
@@ -103,11 +107,8 @@ def unusable() -> dict[str, str]:
 
 def refused() -> dict[str, str]:
     """Playground's tasks that cannot run here (locomotion and manipulation), and why."""
-    import contextlib as _contextlib
-    import io
-
-    with _contextlib.redirect_stdout(io.StringIO()):
-        from mujoco_playground._src import locomotion, manipulation
+    locomotion = _quietly_imported("mujoco_playground._src.locomotion")
+    manipulation = _quietly_imported("mujoco_playground._src.manipulation")
     return {name: _MENAGERIE for name in (*locomotion.ALL_ENVS, *manipulation.ALL_ENVS)}
 
 
