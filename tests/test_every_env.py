@@ -8,8 +8,10 @@ actions) and the slow run the rest; of ours, names that are another name's code 
 settings (`VARIANTS`: a larger maze, another layout, another task sampler) train in the slow
 run, and every other name in the default run."""
 
+import gc
 import json
 
+import jax
 import pytest
 from rlsuite.envs.registry import OURS_MJX
 
@@ -31,6 +33,17 @@ VARIANTS = {
     "goal/point_big_maze": "goal/point_u_maze",
     "goal/point_hardest_maze": "goal/point_u_maze",
 }
+
+
+@pytest.fixture(autouse=True)
+def _release_each_names_programs():
+    """Each name's programs released after its test, not only after the module (as
+    tests/conftest.py does): the slow run trains some 40 MJX environments in this one module,
+    and their programs' memory maps together reached the kernel's limit, where XLA's compiler
+    segfaulted (4 of the 23 Playground names in one run). No name reuses another's programs."""
+    yield
+    jax.clear_caches()
+    gc.collect()
 
 
 def _params():
