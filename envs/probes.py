@@ -14,9 +14,15 @@ Pain"). Each isolates one piece of an agent and has a known answer. Observations
 |                         |       | first step only (0 after); last step: | memory 0 (discrete),   |
 |                         |       | as ObservationActionReward with c,    | -0.25 (continuous)     |
 |                         |       | 0 before                              |                        |
+| MaskedAction            | 1     | actions 0, 1, 2 pay 0, 0.5, 1; obs in | legal best: 1 at -1,   |
+|                         |       | {-1, +1}; at +1 action 2 is masked    | 0.5 at +1 (mean 0.75)  |
 
 Every probe takes `continuous=False` (action space `Discrete(2)`) or `continuous=True`
-(`Box(-1, 1, (1,))`); where the reward ignores the action, so does the answer.
+(`Box(-1, 1, (1,))`); where the reward ignores the action, so does the answer. MaskedAction is
+discrete only (`Discrete(3)`): it tests action masks (`rlsuite.environment.masks`), the action
+that pays the most being illegal in half the episodes; `masked=False` drops the mask (every
+action legal), and `info["illegal_action"]` says whether the step took an action its mask forbade
+(counted with the mask or without it).
 """
 
 from __future__ import annotations
@@ -157,6 +163,47 @@ class MemoryCue(ObservationActionReward):
         return obs, next_state, reward, terminated, truncated, info
 
 
+class MaskedAction(Probe):
+    """Action masks: the masked action would pay the most (see the module docstring)."""
+
+    def __init__(self, continuous: bool = False, masked: bool = True):
+        if continuous:
+            raise ValueError(
+                "probe/masked_action: continuous=True; allowed: False (its masks "
+                "are over Discrete(3) actions)"
+            )
+        super().__init__(continuous=False)
+        self.masked = bool(masked)
+
+    @property
+    def has_action_mask(self) -> bool:
+        return self.masked
+
+    def initial_obs(self, key):
+        return _random_sign(key)
+
+    def legal(self, obs: jax.Array) -> jax.Array:
+        """The mask of the state whose observation is `obs`: action 2 is illegal at +1."""
+        return jnp.stack([jnp.asarray(True), jnp.asarray(True), obs[0] < 0])
+
+    def action_mask(self, state, params):
+        return self.legal(state.obs)
+
+    def reward(self, state, action):
+        return 0.5 * action.astype(jnp.float32)
+
+    def step_env(self, key, state, action, params):
+        result = super().step_env(key, state, action, params)
+        illegal = ~self.legal(state.obs)[action]
+        return *result[:5], {**result[5], "illegal_action": illegal}
+
+    def action_space(self, params):
+        return Discrete(3)
+
+    def __repr__(self) -> str:
+        return f"{self.name}(masked={self.masked})"
+
+
 PROBES = {
     "constant_reward": ConstantReward,
     "observation_reward": ObservationReward,
@@ -164,4 +211,5 @@ PROBES = {
     "action_reward": ActionReward,
     "observation_action_reward": ObservationActionReward,
     "memory_cue": MemoryCue,
+    "masked_action": MaskedAction,
 }

@@ -42,7 +42,7 @@ from rlsuite.agents import registry
 from rlsuite.agents.learner import Learner, adam_init, adam_step, bind, obs_encoder
 from rlsuite.agents.off_policy import OffPolicyConfig, discrete_actions, make_agent
 from rlsuite.data.buffers import ReplayBuffer
-from rlsuite.environment import Environment
+from rlsuite.environment import Environment, masks
 from rlsuite.loop.agent import Agent
 from rlsuite.networks import KERNEL_INITS, QNetwork
 from rlsuite.ops import losses
@@ -238,12 +238,16 @@ def explore(nets: Nets, learner: DQNLearner, obs, key, env_steps=None):
     return epsilon_greedy(nets.q.apply(learner.q, obs), key, eps)
 
 
-def epsilon_greedy(q, key, eps):
+def epsilon_greedy(q, key, eps, action_mask=None):
     """A uniformly random action with probability `eps`, else the argmax of `q [..., A]`
-    (the lowest index among ties), int32 `[...]` (DQN's and PQN's exploration)."""
-    best = jnp.argmax(q, axis=-1).astype(jnp.int32)
+    (the lowest index among ties), int32 `[...]` (DQN's and PQN's exploration); with an
+    `action_mask [..., A]`, both among the legal actions only."""
+    best = jnp.argmax(masks.masked_values(q, action_mask), axis=-1).astype(jnp.int32)
     key_coin, key_action = jax.random.split(key)
-    random = jax.random.randint(key_action, best.shape, 0, q.shape[-1])
+    if action_mask is None:
+        random = jax.random.randint(key_action, best.shape, 0, q.shape[-1])
+    else:
+        random = masks.uniform_legal(key_action, action_mask)
     return jnp.where(jax.random.uniform(key_coin, best.shape) < eps, random, best)
 
 

@@ -26,6 +26,9 @@ Deviations and choices, written down:
   estimate at a fresh sample (`rlsuite.networks.action_heads`: the head owns these choices).
 - The network's memory is its own: a feed-forward network is one whose carry is `()`
   (`rlsuite.networks.memory`), so no step below branches on it.
+- Action masks (`rlsuite.environment.masks`): where the environment has them, the policy samples,
+  scores (log-probability, entropy) and acts among the legal actions only, from the masks the
+  rollout kept; a masked action's logit is the lowest float, so the network learns nothing of it.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from flax import struct
 from rlsuite.agents import registry
 from rlsuite.agents.ppo_config import PPOConfig, PPOHparams, actor_critic, check_hparams, optimizer
 from rlsuite.data.transition import Transition
-from rlsuite.environment import Environment
+from rlsuite.environment import Environment, masks
 from rlsuite.environment.wrappers import EpisodeStatistics, episode_metrics
 from rlsuite.loop.agent import Agent, acting, bind
 from rlsuite.loop.mesh import Split, field_splits
@@ -132,9 +135,9 @@ def collect(setup: PPOSetup, state: PPOState, key: jax.Array) -> tuple[EnvBatch,
     extras keep each step's log-probability, value and memory after it (and, squashed, the
     pre-tanh sample)."""
 
-    def policy(key, obs, carry):
+    def policy(key, obs, carry, action_mask=None):
         def sample(dist, value):
-            action, extras = setup.head.sample(dist, key)
+            action, extras = setup.head.sample(masks.masked(dist, action_mask), key)
             return action, {**extras, "value": value}
 
         (action, extras), carry = step(setup, state.params, state.obs_stats, obs, carry, sample)
@@ -194,6 +197,7 @@ def learning_batch(setup: PPOSetup, tr: Transition, advantages: jax.Array, carry
         "value": values,
         "advantages": advantages,
         "targets": advantages + values,
+        **({masks.KEY: tr.extras[masks.KEY]} if masks.KEY in tr.extras else {}),
     }
 
 
@@ -207,6 +211,7 @@ def loss(
         entropy_weight = hp.ent_coef
     memory = minibatch["carry"], minibatch["starts"]
     dist, value = apply(setup, params, obs_stats, minibatch["obs"], *memory)
+    dist = masks.masked(dist, minibatch.get(masks.KEY))
     log_prob = setup.head.log_prob(dist, minibatch["action"])
     entropy = setup.head.entropy(dist, key).mean()
     adv = minibatch["advantages"]
@@ -361,11 +366,15 @@ def update(setup: PPOSetup, state: PPOState, hp: PPOHparams) -> tuple[PPOState, 
     return learn_from(setup, state, exp, state.env.carry, key_learn, key, hp)
 
 
-def act(setup: PPOSetup, state: PPOState, obs, key, deterministic: bool = False, carry=()):
+def act(
+    setup: PPOSetup, state: PPOState, obs, key, deterministic=False, carry=(), action_mask=None
+):
     """`(action, carry after it)` for `obs` from the memory `carry` (`()` without memory, where
-    `obs` may be one observation or a batch; with memory a batch `[B, ...]`)."""
+    `obs` may be one observation or a batch; with memory a batch `[B, ...]`), among the legal
+    actions of `action_mask` where one is given."""
 
     def read(dist, value):
+        dist = masks.masked(dist, action_mask)
         return setup.head.mode(dist) if deterministic else dist.sample(seed=key)
 
     return step(setup, state.params, state.obs_stats, obs, carry, read)
@@ -417,6 +426,7 @@ def make(config: PPOConfig, env: Environment, env_params=None, **variants) -> Ag
         env_steps_per_update=config.num_envs * config.num_steps,
         env_split=env_split(setup),
         trainable=trainable,
+        reads_action_mask=True,
     )
 
 

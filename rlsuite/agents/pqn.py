@@ -22,8 +22,13 @@ the network's at the start of the update, as the rollout's own are. Exploration 
 with DQN's linear schedule (`rlsuite.agents.dqn.epsilon`, on the environment steps at the start
 of each rollout). Defaults are purejaxql's CartPole configuration (`pqn_cartpole.yaml`).
 
+Action masks (`rlsuite.environment.masks`): where the environment has them, the greedy and the
+exploring actions are chosen among the legal actions, and the targets' maximum is over the legal
+actions at each next observation (`next_mask`, from the pre-reset state's masks).
+
 Research variants are functions passed in: `make(..., targets=fn)` replaces the target
-computation (`q_lambda_targets`' signature) and `make(..., epsilon=fn)` the schedule.
+computation (`q_lambda_targets`' signature; it is given `next_mask=` where the environment has
+masks) and `make(..., epsilon=fn)` the schedule.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from flax import struct
 
 from rlsuite.agents import dqn, registry
 from rlsuite.agents.learner import obs_encoder
-from rlsuite.environment import Environment
+from rlsuite.environment import Environment, masks
 from rlsuite.environment.spaces import Discrete
 from rlsuite.environment.wrappers import EpisodeStatistics, episode_metrics
 from rlsuite.loop.agent import Agent, bind
@@ -168,10 +173,12 @@ def check_hparams(hp: PQNHparams) -> None:
         check_field(hp, field, lambda v: (v >= 0) & (v <= 1), "a value in [0, 1]", "pqn", "hparams")
 
 
-def q_lambda_targets(reward, terminated, truncated, next_q, gamma, q_lambda):
+def q_lambda_targets(reward, terminated, truncated, next_q, gamma, q_lambda, next_mask=None):
     """Peng's Q(lambda) targets `[T, E]` of a time-major rollout: `td_lambda` of the rewards on
-    `max_a next_q` (`next_q [T, E, A]`, the values at each step's true next observation)."""
-    return td_lambda(reward, next_q.max(axis=-1), terminated, truncated, gamma, q_lambda)
+    `max_a next_q` (`next_q [T, E, A]`, the values at each step's true next observation), the
+    maximum over the legal actions of `next_mask [T, E, A]` where the environment has masks."""
+    next_value = masks.legal_max(next_q, next_mask)
+    return td_lambda(reward, next_value, terminated, truncated, gamma, q_lambda)
 
 
 _SCHEDULE = ("start_e", "end_e", "exploration_fraction")
@@ -203,9 +210,10 @@ def env_steps(setup: PQNSetup, state: PQNState):
     return state.update_step * setup.config.num_envs * setup.config.num_steps
 
 
-def epsilon_greedy(setup: PQNSetup, params, obs, key, eps):
-    """`dqn.epsilon_greedy` on the network's values of `obs`."""
-    return dqn.epsilon_greedy(setup.network.apply(params, obs), key, eps)
+def epsilon_greedy(setup: PQNSetup, params, obs, key, eps, action_mask=None):
+    """`dqn.epsilon_greedy` on the network's values of `obs` (among the legal actions of
+    `action_mask`, where one is given)."""
+    return dqn.epsilon_greedy(setup.network.apply(params, obs), key, eps, action_mask)
 
 
 def collect(setup: PQNSetup, state: PQNState, key):
@@ -213,8 +221,8 @@ def collect(setup: PQNSetup, state: PQNState, key):
     epsilon."""
     eps = setup.epsilon(env_steps(setup, state), state, setup.config.total_timesteps)
 
-    def policy(key, obs):
-        return epsilon_greedy(setup, state.params, obs, key, eps), {}
+    def policy(key, obs, action_mask=None):
+        return epsilon_greedy(setup, state.params, obs, key, eps, action_mask), {}
 
     config = setup.config
     env_batch, tr = rollout(
@@ -229,7 +237,8 @@ def targets(setup: PQNSetup, state: PQNState, tr, hp: PQNHparams):
     default) from the network's values at every step's true next observation."""
     next_q = setup.network.apply(state.params, tr.next_obs)
     reward = tr.reward * hp.reward_scale
-    return setup.targets(reward, tr.terminated, tr.truncated, next_q, hp.gamma, hp.q_lambda)
+    mask = {} if masks.FINAL not in tr.info else {"next_mask": tr.info[masks.FINAL]}
+    return setup.targets(reward, tr.terminated, tr.truncated, next_q, hp.gamma, hp.q_lambda, **mask)
 
 
 def loss(setup: PQNSetup, params, minibatch: dict):
@@ -294,12 +303,14 @@ def update(setup: PQNSetup, state: PQNState, hp: PQNHparams):
     return state, metrics
 
 
-def act(setup: PQNSetup, state: PQNState, obs, key, deterministic: bool = False):
-    """The greedy action, or epsilon-greedy at the epsilon of the environment steps taken."""
+def act(setup: PQNSetup, state: PQNState, obs, key, deterministic=False, action_mask=None):
+    """The greedy action, or epsilon-greedy at the epsilon of the environment steps taken
+    (among the legal actions of `action_mask`, where one is given)."""
     if deterministic:
-        return jnp.argmax(setup.network.apply(state.params, obs), axis=-1).astype(jnp.int32)
+        q = masks.masked_values(setup.network.apply(state.params, obs), action_mask)
+        return jnp.argmax(q, axis=-1).astype(jnp.int32)
     eps = setup.epsilon(env_steps(setup, state), state, setup.config.total_timesteps)
-    return epsilon_greedy(setup, state.params, obs, key, eps)
+    return epsilon_greedy(setup, state.params, obs, key, eps, action_mask)
 
 
 def make(
@@ -352,6 +363,7 @@ def make(
             Split(minibatch, f"the minibatch of {minibatch} ({owner})", advice),
         ),
         trainable=trainable,
+        reads_action_mask=True,
     )
 
 

@@ -68,6 +68,19 @@ class Environment:
     def validate_params(self, params: Any) -> None:
         """Raise `ValueError` for invalid concrete parameter values (see `require`). Optional."""
 
+    def action_mask(self, state: Any, params: Any) -> jax.Array | None:
+        """The actions legal in `state` (one environment's, as `reset` or `step` returned it):
+        a bool `[n]` for a `Discrete(n)` action space, True where legal, at least one legal.
+        `None` (the default) where every action is always legal. Optional: an environment with
+        masks overrides it, and agents that read masks never choose a masked action (see
+        `rlsuite.environment.masks`)."""
+        return None
+
+    @property
+    def has_action_mask(self) -> bool:
+        """Whether `action_mask` gives masks (known without tracing): it is overridden."""
+        return type(self).action_mask is not Environment.action_mask
+
     @property
     def name(self) -> str:
         return type(self).__name__
@@ -94,7 +107,8 @@ class Environment:
         def reset_where(done, obs, state):
             return select(done, self.reset(key_reset, params), (obs, state))
 
-        return auto_reset(result, reset_where)
+        mask_of = (lambda state: self.action_mask(state, params)) if self.has_action_mask else None
+        return auto_reset(result, reset_where, mask_of)
 
     def step_without_reset(
         self, key: jax.Array, state: Any, action: Any, params: Any = None
@@ -172,7 +186,9 @@ def split_step_key(key: jax.Array) -> tuple[jax.Array, jax.Array]:
 
 
 def auto_reset(
-    result: StepResult, reset_where: Callable[[jax.Array, Any, Any], tuple[Any, Any]]
+    result: StepResult,
+    reset_where: Callable[[jax.Array, Any, Any], tuple[Any, Any]],
+    mask_of: Callable[[Any], jax.Array] | None = None,
 ) -> StepResult:
     """Turn the `result` of a non-resetting step into the result of an auto-resetting one.
 
@@ -180,12 +196,17 @@ def auto_reset(
     (= terminated | truncated) replaced by fresh episodes and the others unchanged; it decides how
     the resets are computed (`Environment.step`: a reset and a select per environment). The
     returned `obs` and `state` are the post-reset ones; `info["final_observation"]` is the
-    pre-reset observation. Works on one environment or on a batch (any leading axes).
+    pre-reset observation. Works on one environment or on a batch (any leading axes). For an
+    environment with action masks, `mask_of(state)` gives the masks of the pre-reset state, kept
+    as `info["final_action_mask"]` (the legal actions at `final_observation`, which a value-based
+    target maximises over).
     """
     obs_step, state_step, reward, terminated, truncated, info = result
     done = jnp.logical_or(terminated, truncated)
     obs, state = reset_where(done, obs_step, state_step)
     info = {**info, "final_observation": obs_step}
+    if mask_of is not None:
+        info["final_action_mask"] = mask_of(state_step)  # masks.FINAL
     return obs, state, reward, terminated, truncated, info
 
 

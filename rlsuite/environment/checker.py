@@ -17,7 +17,9 @@ with the contract of `rlsuite.environment`:
 - `step_env(key, state, action, params)` returns six values, `(obs, state, reward, terminated,
   truncated, info)`: the observation and the state as `reset_env` gives them (same structure,
   shapes and dtypes: `lax.scan` carries them), a scalar numeric reward, bool scalar flags and a
-  dict.
+  dict;
+- where the environment has action masks (`has_action_mask`), `action_mask(state, params)`
+  returns a bool `[n]` for its `Discrete(n)` action space, on the states of both.
 """
 
 from __future__ import annotations
@@ -141,6 +143,28 @@ def _check_layer(env: Any, params: Any) -> None:
             "where there is nothing to report)"
         )
     _check_state(name, state, next_state)
+    if env.has_action_mask:
+        for method, s in (("reset_env", state), ("step_env", next_state)):
+            _check_mask(env, method, s, params, action_space)
+
+
+def _check_mask(env: Any, method: str, state: Any, params: Any, space: Space) -> None:
+    name = env.name
+    if not isinstance(space, Discrete):
+        raise EnvContractError(
+            f"{name} has action masks over {space!r}; masks are for a Discrete action space "
+            "(return None from action_mask for others)"
+        )
+    mask = jax.eval_shape(lambda state: env.action_mask(state, params), state)
+    if not isinstance(mask, jax.ShapeDtypeStruct) or (mask.shape, mask.dtype) != (
+        (space.n,),
+        jnp.bool_,
+    ):
+        got = _describe(mask) if isinstance(mask, jax.ShapeDtypeStruct) else repr(mask)
+        raise EnvContractError(
+            f"{name}.action_mask(state, params) on {method}'s state gave {got}; "
+            f"return a bool array [{space.n}], True for each legal action of {space!r}"
+        )
 
 
 def _check_obs(name: str, method: str, obs: Any, space: Space) -> None:

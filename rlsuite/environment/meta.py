@@ -153,6 +153,10 @@ class RL2(Wrapper):
         )
 
     # ----------------------------------------------------------------- the trial
+    def action_mask(self, state: RL2State, params: Any) -> jax.Array | None:
+        """The inner environment's mask, in this trial's task."""
+        return self.env.action_mask(state.env_state, state.task)
+
     def reset_env(self, key: jax.Array, params: Any) -> tuple[jax.Array, RL2State]:
         key_task, key_reset = jax.random.split(key)
         task = params if self.sample_task is None else self.sample_task(key_task, params)

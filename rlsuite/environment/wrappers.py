@@ -49,6 +49,18 @@ class Wrapper(Environment):
     def action_space(self, params: Any) -> Space:
         return self.env.action_space(params)
 
+    def action_mask(self, state: Any, params: Any) -> jax.Array | None:
+        return self.env.action_mask(self.inner_state(state), params)
+
+    @property
+    def has_action_mask(self) -> bool:
+        return self.env.has_action_mask
+
+    def inner_state(self, state: Any) -> Any:
+        """The wrapped environment's state within this wrapper's `state` (a wrapper that keeps
+        its own state around it says where)."""
+        return state
+
     @property
     def evaluation(self):
         """The wrapped environment's evaluation (a wrapper that changes it declares its own)."""
@@ -108,6 +120,9 @@ class TimeLimit(Wrapper):
         truncated = jnp.logical_or(truncated, time >= self.max_episode_steps)
         return obs, TimeLimitState(env_state, time), reward, terminated, truncated, info
 
+    def inner_state(self, state: TimeLimitState) -> Any:
+        return state.env_state
+
     def __repr__(self) -> str:
         return f"TimeLimit({self.env!r}, max_episode_steps={self.max_episode_steps})"
 
@@ -146,6 +161,9 @@ class EpisodeStatistics(Wrapper):
         }
         new_state = EpisodeStatisticsState(env_state, episode_return, episode_length)
         return obs, new_state, reward, terminated, truncated, info
+
+    def inner_state(self, state: EpisodeStatisticsState) -> Any:
+        return state.env_state
 
 
 def episode_metrics(info: dict) -> dict:

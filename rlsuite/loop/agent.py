@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import jax
 
+from rlsuite.environment import masks
 from rlsuite.loop.mesh import Split
 from rlsuite.loop.rollout import RecurrentPolicy, recurrent
 
@@ -49,6 +50,9 @@ class Agent(NamedTuple):
     env_split: the batches the agent splits over a mesh's `envs` devices (`rlsuite.loop.mesh.Split`:
         its environments, a replay or minibatch), each of which their count must divide; `()` for
         an agent that is never split.
+    reads_action_mask: whether `act` takes the keyword `action_mask` (`[..., n]` bool, the legal
+        actions: `rlsuite.environment.masks`) and never chooses a masked action; `bind` refuses an
+        environment with masks to an agent that does not.
     trainable: `state -> pytree`, the part of the state a diverging update makes non-finite (its
         networks' parameters and optimiser states), which `fit` checks after every chunk
         (`rlsuite.loop.divergence`); None checks the whole state, so an agent whose state holds
@@ -69,6 +73,7 @@ class Agent(NamedTuple):
     extra_args: tuple[str, ...] = ()
     env_split: tuple[Split, ...] = ()
     trainable: Callable[[Any], Any] | None = None
+    reads_action_mask: bool = False
 
     # `jax.jit` takes the agent as a static argument, so it must hash; its `env_params` are data
     # (arrays: gymnax's Acrobot torques, a goal task's bounds) and cannot. An agent is the same
@@ -101,6 +106,9 @@ def bind(
     def bound(stage):
         return None if stage is None else functools.partial(stage, setup)
 
+    if "env" in record:
+        masks.require_reader(record["env"], record["name"], record.get("reads_action_mask", False))
+
     return Agent(
         init=bound(init),
         update=bound(update),
@@ -118,8 +126,8 @@ def acting(act: Callable, initial_carry: Callable, memory: bool) -> dict[str, Ca
     if memory:
         return {"act": act, "initial_carry": initial_carry}
 
-    def act_without_memory(setup, state, obs, key, deterministic=False):
-        return act(setup, state, obs, key, deterministic, ())[0]
+    def act_without_memory(setup, state, obs, key, deterministic=False, **mask):
+        return act(setup, state, obs, key, deterministic, (), **mask)[0]
 
     return {"act": act_without_memory, "initial_carry": None}
 
@@ -128,10 +136,12 @@ def policy(agent: Agent, state: Any, deterministic: bool) -> RecurrentPolicy:
     """The policy `agent` acts with from `state`, for `rlsuite.loop.rollout` and `evaluate`: with
     the agent's carry when it has one, else the carry `()`."""
     if agent.initial_carry is None:
-        return recurrent(lambda key, obs: (agent.act(state, obs, key, deterministic), {}))
+        return recurrent(
+            lambda key, obs, **mask: (agent.act(state, obs, key, deterministic, **mask), {})
+        )
 
-    def apply(key, obs, carry):
-        action, carry = agent.act(state, obs, key, deterministic, carry)
+    def apply(key, obs, carry, **mask):
+        action, carry = agent.act(state, obs, key, deterministic, carry, **mask)
         return action, {}, carry
 
     return RecurrentPolicy(apply, lambda num_envs: agent.initial_carry(state, num_envs))

@@ -14,7 +14,8 @@ seeds (or over policy parameters closed over by the policy). Whether the policy 
 is the policy's business: pass e.g. `lambda key, obs: (agent.act(state, obs, key, True), {})`, or
 `rlsuite.loop.agent.policy(agent, state, True)`. A `RecurrentPolicy` starts every episode from its
 fresh carry and keeps it through the episode, except where the environment's `info` reports
-`TRIAL_END` (`RL2(memory="episode")` at its inner episode ends): there it starts afresh.
+`TRIAL_END` (`RL2(memory="episode")` at its inner episode ends): there it starts afresh. Where the
+environment has action masks, the policy is given them (`action_mask=`) as in a rollout.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlsuite.environment import Environment, select, split_step_key
+from rlsuite.environment import Environment, masks, select, split_step_key
 from rlsuite.loop.rollout import (
     TRIAL_END,
     Policy,
@@ -118,7 +119,7 @@ def _run_episodes(
     sums, last = {}, {}
     if sum_info or last_info:
         info = _info_shapes(
-            policy, step, batch, key, running, env_params, env.name, (*sum_info, *last_info)
+            policy, step, batch, key, running, env, env_params, params_axis, (*sum_info, *last_info)
         )
         for name in sum_info:
             if info[name].shape != (num_episodes,):
@@ -136,7 +137,8 @@ def _run_episodes(
     def body(loop):
         batch, key, running, returns, lengths, sums, last, t = loop
         key, key_policy, key_env = jax.random.split(key, 3)
-        action, _, carry = policy.apply(key_policy, batch.obs, batch.carry)
+        mask = masks.keywords(masks.of_batch(env, batch.state, env_params, params_axis))
+        action, _, carry = policy.apply(key_policy, batch.obs, batch.carry, **mask)
         keys = jax.random.split(key_env, num_episodes)
         state, obs, reward, terminated, truncated, info = step(
             keys, batch.state, batch.obs, action, env_params, running
@@ -158,12 +160,13 @@ def _run_episodes(
     return _Run(returns, lengths, ~running, sums, last)
 
 
-def _info_shapes(policy, step, batch, key, running, env_params, name, keys) -> dict:
+def _info_shapes(policy, step, batch, key, running, env, env_params, params_axis, keys) -> dict:
     """The shapes and dtypes of a step's `info` (`[num_episodes, ...]`), nothing computed;
     a `ValueError` where it lacks one of `keys`."""
 
     def first_info(key):
-        action, _, _ = policy.apply(key, batch.obs, batch.carry)
+        mask = masks.keywords(masks.of_batch(env, batch.state, env_params, params_axis))
+        action, _, _ = policy.apply(key, batch.obs, batch.carry, **mask)
         step_keys = jax.random.split(key, running.shape[0])
         return step(step_keys, batch.state, batch.obs, action, env_params, running)[-1]
 
@@ -171,7 +174,7 @@ def _info_shapes(policy, step, batch, key, running, env_params, name, keys) -> d
     missing = [k for k in keys if k not in info]
     if missing:
         raise ValueError(
-            f"{name} reports no info[{missing[0]!r}]; its info keys: {', '.join(sorted(info))}"
+            f"{env.name} reports no info[{missing[0]!r}]; its info keys: {', '.join(sorted(info))}"
         )
     return info
 

@@ -58,8 +58,8 @@ def population_agent(agent: Agent, logged: tuple[str, ...] = ()) -> Agent:
             metrics[f"hparams/{field}"] = jnp.asarray(getattr(member.hparams, field), jnp.float32)
         return Member(state, member.hparams), metrics
 
-    def act(member, obs, key, deterministic=False, *carry):
-        return agent.act(member.state, obs, key, deterministic, *carry)
+    def act(member, obs, key, deterministic=False, *carry, **mask):
+        return agent.act(member.state, obs, key, deterministic, *carry, **mask)
 
     carry, part = agent.initial_carry, agent.trainable
     return agent._replace(

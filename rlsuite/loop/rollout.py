@@ -3,7 +3,9 @@
 A policy maps `(key, obs)` for the whole batch (`obs` has a leading axis `[num_envs, ...]`) to
 `(action, extras)`, where `extras` is a dict of per-environment arrays to keep with each transition
 (log-probabilities, values, ...). It is usually a closure over network parameters made inside the
-jitted update, e.g. `policy = lambda key, obs: agent_policy(params, key, obs)`.
+jitted update, e.g. `policy = lambda key, obs: agent_policy(params, key, obs)`. Where the
+environment has action masks, the policy is also given the batch's masks (`action_mask=`,
+`rlsuite.environment.masks`), and they are kept in the transition's `extras["action_mask"]`.
 
 A policy with memory is a `RecurrentPolicy`: `apply(key, obs, carry) -> (action, extras, carry)`
 and `initial(num_envs)`, the carry of fresh episodes. The batch keeps the carry (`EnvBatch.carry`)
@@ -39,7 +41,7 @@ import jax
 import jax.numpy as jnp
 
 from rlsuite.data.transition import Transition
-from rlsuite.environment import Environment, StepResult, auto_reset, select, split_step_key
+from rlsuite.environment import Environment, StepResult, auto_reset, masks, select, split_step_key
 from rlsuite.ops import batching
 from rlsuite.ops.sharding import split_envs
 
@@ -51,7 +53,8 @@ class RecurrentPolicy(NamedTuple):
     """A policy with memory, over a batch of environments.
 
     apply: `(key, obs, carry) -> (action, extras, carry)`; `obs` and the carry's leaves have a
-        leading axis `[num_envs]`.
+        leading axis `[num_envs]`. Where the environment has action masks it is called with
+        the keyword `action_mask` too (`[num_envs, n]`, `rlsuite.environment.masks`).
     initial: `num_envs -> carry`, the carry of fresh episodes.
     """
 
@@ -68,8 +71,8 @@ def recurrent(policy: Policy | RecurrentPolicy) -> RecurrentPolicy:
     if isinstance(policy, RecurrentPolicy):
         return policy
 
-    def apply(key, obs, carry):
-        action, extras = policy(key, obs)
+    def apply(key, obs, carry, **mask):
+        action, extras = policy(key, obs, **mask)
         return action, extras, carry
 
     return RecurrentPolicy(apply, _no_carry)
@@ -178,7 +181,10 @@ def step_batch(
         reset_finished = reset_all if slots is None else reset_in_rounds
         return batching.cond(jnp.any(done), reset_finished, lambda *x: x, obs, state)
 
-    return auto_reset(result, reset_where)
+    def mask_of(state):
+        return masks.of_batch(env, state, env_params, params_axis)
+
+    return auto_reset(result, reset_where, mask_of if env.has_action_mask else None)
 
 
 def rollout(
@@ -206,7 +212,11 @@ def rollout(
     def one_step(batch: EnvBatch, key_t: jax.Array) -> tuple[EnvBatch, Transition]:
         batch = split_envs(batch)  # over the mesh's envs devices, where it has them
         key_policy, key_env = jax.random.split(key_t)
-        action, extras, carry = policy.apply(key_policy, batch.obs, batch.carry)
+        mask = masks.of_batch(env, batch.state, env_params, params_axis)
+        action, extras, carry = policy.apply(
+            key_policy, batch.obs, batch.carry, **masks.keywords(mask)
+        )
+        extras = {**extras, **masks.keywords(mask)}
         num_envs = jax.tree.leaves(batch.obs)[0].shape[0]
         keys = jax.random.split(key_env, num_envs)
         obs, state, reward, terminated, truncated, info = step_batch(
