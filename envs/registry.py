@@ -210,7 +210,7 @@ def register(name: str, factory: Any, max_episode_steps: Any = _DEFAULT) -> None
     if not isinstance(name, str) or not name:
         raise TypeError(f"register: the name must be a non-empty string, got {name!r}")
     builtin = name in OURS or name in OURS_MJX or name in META or name in UED
-    if builtin or name.startswith(("brax/", "gymnax/", "playground/")):
+    if builtin or name.startswith(("brax/", "gymnax/", "playground/", *SUITES)):
         raise ValueError(f"register: {name!r} is a built-in environment's name; choose another")
     if not callable(factory):
         raise TypeError(
@@ -236,6 +236,7 @@ def names() -> list[str]:
         + [f"brax/{n}" for n in brax_names()]
         + [f"gymnax/{n}" for n in gymnax_names()]
         + [f"playground/{n}" for n in _playground_names()]
+        + [prefix + n for prefix, suite in SUITES.items() for n in suite.names()]
         + list(REGISTERED)
     )
 
@@ -297,6 +298,9 @@ def make(name: str, max_episode_steps: Any = _DEFAULT, **kwargs: Any) -> tuple[E
         return _build(name, factory, set(kwargs), max_episode_steps, kwargs)
     if name.startswith("playground/"):
         return _make_playground(name, max_episode_steps, kwargs)
+    for prefix, suite in SUITES.items():
+        if name.startswith(prefix):
+            return _make_suite(name, suite, max_episode_steps, kwargs)
     if name.startswith("gymnax/"):
         from rlsuite.envs.gymnax_adapter import GymnaxEnv, gymnax_names
 
@@ -329,6 +333,73 @@ def _make_playground(name: str, max_episode_steps: Any, kwargs: dict) -> tuple[E
         for k, v in kwargs.items()
     }
     return _build(name, lambda **kw: pg.PlaygroundEnv(task, **kw), ctor, max_episode_steps, kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    """A suite of JAX environments reached through an adapter module of `rlsuite.envs`
+    (`envs/<module>.py`), under a name prefix. The module has `installed()`, `<names>()` (the
+    tasks adapted, without the prefix), `refused()` (task -> why it cannot run here) and the
+    environment class `<env_class>(task, **options)`; `limit` is the option that sets the time
+    limit the suite counts itself (`max_episode_steps`), and `extra` the pip extra that
+    installs the suite."""
+
+    title: str
+    module: str
+    names_function: str
+    env_class: str
+    limit: str
+    extra: str
+
+    def adapter(self) -> Any:
+        import importlib
+
+        return importlib.import_module(f"rlsuite.envs.{self.module}")
+
+    def installed(self) -> bool:
+        return self.adapter().installed()
+
+    def names(self) -> list[str]:
+        """The adapted tasks, none where the suite is not installed."""
+        adapter = self.adapter()
+        return getattr(adapter, self.names_function)() if adapter.installed() else []
+
+
+# Suites whose tasks count their own time limit (no `TimeLimit` around them: their adapters
+# split a time limit from a real end themselves) and take their options as constructor keywords.
+SUITES: dict[str, Suite] = {
+    "jumanji/": Suite("Jumanji", "jumanji_adapter", "jumanji_names", "JumanjiEnv", "time_limit",
+                      "jumanji"),
+    "craftax/": Suite("Craftax", "craftax_adapter", "craftax_names", "CraftaxEnv",
+                      "max_timesteps", "craftax"),
+    "minigrid/": Suite("XLand-MiniGrid", "minigrid_adapter", "minigrid_names", "MiniGridEnv",
+                       "max_steps", "minigrid"),
+}  # fmt: skip
+
+
+def _make_suite(name: str, suite: Suite, max_episode_steps: Any, kwargs: dict):
+    """A `<prefix><Task>` name of one of `SUITES`: the adapter's environment, built with
+    `kwargs` as its options and `max_episode_steps` as its time-limit option; a task that cannot
+    run here is refused saying why (the adapter's constructor), an unknown one listing the
+    known."""
+    prefix = name[: name.index("/") + 1]
+    if not suite.installed():
+        raise ValueError(
+            f"environment {name!r} needs {suite.title}: pip install 'rlsuite[{suite.extra}]'"
+        )
+    adapter = suite.adapter()
+    task = name.removeprefix(prefix)
+    if task not in adapter.refused():
+        _check_known(name, [prefix + n for n in suite.names()])
+    if max_episode_steps is None:
+        raise ValueError(
+            f"make({name!r}): max_episode_steps=None; {suite.title} counts its own time limit "
+            f"({suite.limit}): give an integer >= 1"
+        )
+    if max_episode_steps is not _DEFAULT:
+        kwargs = {**kwargs, suite.limit: max_episode_steps}
+    env_class = getattr(adapter, suite.env_class)
+    return _build(name, lambda **kw: env_class(task, **kw), set(kwargs), None, kwargs)
 
 
 def parse_options(name: str, options: dict[str, Any]) -> dict[str, Any]:
@@ -369,6 +440,10 @@ def _option_defaults(name: str) -> dict[str, Any]:
         from rlsuite.envs.playground_adapter import option_defaults
 
         defaults.update(option_defaults(name.removeprefix("playground/")))
+    for prefix, suite in SUITES.items():
+        option_defaults = getattr(suite.adapter(), "option_defaults", None)
+        if name.startswith(prefix) and option_defaults is not None:
+            defaults.update(option_defaults(name.removeprefix(prefix)))
     if factory is not None:
         target = factory.__init__ if isinstance(factory, type) else factory
         for p in inspect.signature(target).parameters.values():

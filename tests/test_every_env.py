@@ -2,7 +2,8 @@
 continuous actions, vector, image and categorical observations) for a tiny budget on each name
 `envs.names()` lists, evaluated at the end. Brax's are slow on a CPU (MJX compiles for minutes):
 marked slow, and so are the task families and the goal environments on MJX, and Playground's
-tasks but the lightest (`PLAYGROUND_DEFAULT`). Of gymnax's, the
+tasks but the lightest (`PLAYGROUND_DEFAULT`). Of the Jumanji, Craftax and MiniGrid tasks, the
+default run trains one of each kind (`SUITES_DEFAULT`) and the slow run the rest. Of gymnax's, the
 default run trains one of each kind (vector, image and Discrete observations, continuous
 actions) and the slow run the rest; of ours, names that are another name's code at other
 settings (`VARIANTS`: a larger maze, another layout, another task sampler) train in the slow
@@ -26,6 +27,15 @@ TINY += ["--eval-episodes", "1", "--chunks", "1", "--no-progress", "--cpu-device
 MJX_TASK_FAMILIES = ("meta/cheetah_velocity", "meta/ant_direction")  # Brax's physics too
 PLAYGROUND_DEFAULT = "playground/PendulumSwingup"  # MJX too: the lightest of the suite (25 s)
 GYMNAX_DEFAULT = ("CartPole-v1", "Pendulum-v1", "Breakout-MinAtar", "FrozenLake-misc")
+# Of the JAX suites behind adapters, the default run trains one of each kind: an image with
+# masks (Snake), a vector with masks over a flattened multi-discrete action (BinPack), a partial
+# view (DoorKey) and Craftax-Classic's symbolic observation; the slow run the rest.
+SUITES_DEFAULT = (
+    "jumanji/Snake-v1",
+    "jumanji/BinPack-v2",
+    "minigrid/MiniGrid-DoorKey-5x5",
+    "craftax/Craftax-Classic-Symbolic-v1",
+)
 # name -> the name whose code it runs at other settings, which trains in the default run
 VARIANTS = {
     "maze": "maze/small",
@@ -54,6 +64,8 @@ def _params():
         if name.startswith("gymnax/") and name.removeprefix("gymnax/") not in GYMNAX_DEFAULT:
             marks = [pytest.mark.slow]
         if name in VARIANTS:
+            marks = [pytest.mark.slow]
+        if name.startswith(("jumanji/", "minigrid/", "craftax/")) and name not in SUITES_DEFAULT:
             marks = [pytest.mark.slow]
         yield pytest.param(name, marks=marks, id=name)
 

@@ -1,7 +1,8 @@
 """What an environment is evaluated on, declared by the environment (or its wrapper) as its
 `evaluation`: plain episodes (`Evaluation`, every environment's default), goal success and time
 near the goal (`GoalSuccess`, the goal contract's), trials with the adaptation curve and summed
-info keys such as regret (`Trials`, the RL^2 wrapper's), and named held-out levels with their
+info keys such as regret (`Trials`, the RL^2 wrapper's), achievements and their success rates
+(`Achievements`, Craftax's), and named held-out levels with their
 solve rates around another evaluation (`HeldOutLevels`, declared by an environment with `Levels`).
 
 An evaluation is called with an `Evaluator`, which the training loop implements
@@ -122,6 +123,49 @@ class Trials(Evaluation):
 
     def describe(self, entries: dict) -> str | None:
         return adaptation_table(entries["adaptation"]) if "adaptation" in entries else None
+
+
+ACHIEVEMENT = "achievement/"  # the info key prefix of an achievement unlocked on a step
+
+
+class Achievements(Evaluation):
+    """Episodes of an environment with achievements (Craftax), which reports
+    `info["achievement/<name>"]`, 1 on the step where the episode first unlocks `<name>`, else 0:
+    per seed and in the mean, the achievements unlocked per episode (`eval_achievements_*`) and
+    each one's success rate, the share of episodes that unlocked it
+    (`eval_achievement_rates`: name -> per seed)."""
+
+    def __init__(self, names: tuple[str, ...]):
+        self.names = tuple(names)
+
+    def __call__(self, ev: Evaluator) -> tuple[np.ndarray, dict]:
+        result = ev.episodes(tuple(ACHIEVEMENT + name for name in self.names))
+        return result.returns, achievement_summary(self.names, result.sums)
+
+    def describe(self, entries: dict) -> str | None:
+        rates = entries.get("eval_achievement_rates")
+        if not rates:
+            return None
+        lines = [
+            f"achievements per episode: {entries['eval_achievements_mean']:.2f} of {len(rates)}",
+            "| achievement | success rate |",
+            "|---|---:|",
+        ]
+        lines += [f"| {name} | {np.mean(per_seed):.3f} |" for name, per_seed in rates.items()]
+        return "\n".join(lines)
+
+
+def achievement_summary(names: tuple[str, ...], sums: dict) -> dict:
+    """What `final.json` and `rlsuite eval` say of the achievements of each run's episodes
+    (`sums`: `info["achievement/<name>"]` summed per episode, `[num_runs, episodes]`)."""
+    unlocked = np.stack([np.asarray(sums[ACHIEVEMENT + name]) > 0 for name in names], axis=-1)
+    per_seed = unlocked.sum(axis=-1).mean(axis=1)
+    rates = unlocked.mean(axis=1)  # [num_runs, achievements]
+    return {
+        "eval_achievements_per_seed": per_seed.tolist(),
+        "eval_achievements_mean": float(per_seed.mean()),
+        "eval_achievement_rates": {name: rates[:, i].tolist() for i, name in enumerate(names)},
+    }
 
 
 def actions_word(deterministic: bool) -> str:

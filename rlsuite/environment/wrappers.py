@@ -174,7 +174,9 @@ def episode_metrics(info: dict) -> dict:
     goal's threshold, `rlsuite.environment.goal`), the training curve of success as well:
     `charts/success_at_end`, the share of the episodes that ended at the goal (NaN when none
     ended), and `charts/time_at_goal`, the share of all the batch's steps spent there (the
-    evaluation's `time_near_goal` per step)."""
+    evaluation's `time_near_goal` per step). Where it holds `achievement_count` (the
+    achievements unlocked in the episode so far, Craftax's), `charts/achievements`, their mean
+    number in the episodes that ended."""
     done = info["episode_done"]
     episodes = done.sum()
     count = jnp.maximum(episodes, 1)
@@ -185,6 +187,9 @@ def episode_metrics(info: dict) -> dict:
         "charts/episodic_length": jnp.where(episodes > 0, mean_length, jnp.nan),
         "charts/episodes": episodes,
     }
+    if "achievement_count" in info:  # achievements unlocked in the episode so far (Craftax)
+        achieved = (info["achievement_count"] * done).sum() / count
+        metrics["charts/achievements"] = jnp.where(episodes > 0, achieved, jnp.nan)
     if "success" in info:
         at_goal = info["success"] > 0
         ended_there = (at_goal & done).sum() / count
