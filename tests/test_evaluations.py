@@ -182,3 +182,41 @@ def test_the_kinds_summarise_by_hand_derived_values():
     assert same == rates and returns.tolist()[0] == [1.0, 0.5, 0.0, 2.0]
     assert evaluations.with_held_out(None) is not None
     assert type(evaluations.with_held_out(None)) is evaluations.Evaluation
+
+
+def test_achievements_summarise_by_hand_derived_values():
+    # 2 runs x 3 episodes; each achievement's unlocks summed per episode (1 where unlocked).
+    sums = {
+        "achievement/wood": np.array([[1, 1, 0], [1, 1, 1]]),
+        "achievement/table": np.array([[1, 0, 0], [0, 0, 0]]),
+    }
+    summary = evaluations.achievement_summary(("wood", "table"), sums, "greedy")
+    # run 0: 2, 1, 0 achievements (mean 1); run 1: 1, 1, 1 (mean 1)
+    assert summary["eval_achievements_greedy_per_seed"] == [1.0, 1.0]
+    assert summary["eval_achievements_greedy_mean"] == 1.0
+    rates = summary["eval_achievement_rates_greedy"]
+    assert rates["wood"] == pytest.approx([2 / 3, 1.0]) and rates["table"] == pytest.approx(
+        [1 / 3, 0]
+    )
+    sampled = {"achievement/wood": np.ones((2, 3)), "achievement/table": np.ones((2, 3))}
+
+    class Episodes:
+        asked = []
+        deterministic = True
+
+        def episodes(self, keys=(), deterministic=None):
+            Episodes.asked.append((keys, deterministic))
+            both = sums if deterministic is None else sampled
+            return evaluations.EpisodesResult(np.zeros((2, 3)), both)
+
+    returns, entries = evaluations.Achievements(("wood", "table"))(Episodes())
+    keys = ("achievement/wood", "achievement/table")
+    assert Episodes.asked == [(keys, None), (keys, False)]
+    assert entries["eval_achievements_greedy_mean"] == 1.0
+    assert entries["eval_achievements_sampled_per_seed"] == [2.0, 2.0]
+    assert returns.shape == (2, 3)
+    text = evaluations.Achievements(("wood", "table")).describe(entries)
+    lines = text.splitlines()
+    assert lines[0] == "achievements per episode, greedy actions: 1.00 of 2"
+    assert "| wood | 0.833 |" in text and "| table | 0.167 |" in text
+    assert "achievements per episode, sampled actions: 2.00 of 2" in lines

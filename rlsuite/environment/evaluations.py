@@ -131,40 +131,54 @@ ACHIEVEMENT = "achievement/"  # the info key prefix of an achievement unlocked o
 class Achievements(Evaluation):
     """Episodes of an environment with achievements (Craftax), which reports
     `info["achievement/<name>"]`, 1 on the step where the episode first unlocks `<name>`, else 0:
-    per seed and in the mean, the achievements unlocked per episode (`eval_achievements_*`) and
-    each one's success rate, the share of episodes that unlocked it
-    (`eval_achievement_rates`: name -> per seed)."""
+    with greedy and with sampled actions both (a policy's mode often stalls where its samples
+    go on; Craftax's results are of sampled actions), per seed and in the mean, the
+    achievements unlocked per episode (`eval_achievements_greedy_*`, `eval_achievements_sampled_*`)
+    and each one's success rate, the share of episodes that unlocked it
+    (`eval_achievement_rates_greedy`, `..._sampled`: name -> per seed)."""
 
     def __init__(self, names: tuple[str, ...]):
         self.names = tuple(names)
 
     def __call__(self, ev: Evaluator) -> tuple[np.ndarray, dict]:
-        result = ev.episodes(tuple(ACHIEVEMENT + name for name in self.names))
-        return result.returns, achievement_summary(self.names, result.sums)
+        keys = tuple(ACHIEVEMENT + name for name in self.names)
+        asked = ev.episodes(keys)
+        other = ev.episodes(keys, deterministic=not ev.deterministic)
+        by_mode = {ev.deterministic: asked, not ev.deterministic: other}
+        entries = {}
+        for mode in (True, False):
+            entries.update(achievement_summary(self.names, by_mode[mode].sums, actions_word(mode)))
+        return asked.returns, entries
 
     def describe(self, entries: dict) -> str | None:
-        rates = entries.get("eval_achievement_rates")
-        if not rates:
-            return None
-        lines = [
-            f"achievements per episode: {entries['eval_achievements_mean']:.2f} of {len(rates)}",
-            "| achievement | success rate |",
-            "|---|---:|",
-        ]
-        lines += [f"| {name} | {np.mean(per_seed):.3f} |" for name, per_seed in rates.items()]
-        return "\n".join(lines)
+        lines = []
+        for mode in ("greedy", "sampled"):
+            rates = entries.get(f"eval_achievement_rates_{mode}")
+            if not rates:
+                continue
+            mean = entries[f"eval_achievements_{mode}_mean"]
+            lines += [
+                f"achievements per episode, {mode} actions: {mean:.2f} of {len(rates)}",
+                "| achievement | success rate |",
+                "|---|---:|",
+            ]
+            lines += [f"| {name} | {np.mean(seeds):.3f} |" for name, seeds in rates.items()]
+        return "\n".join(lines) if lines else None
 
 
-def achievement_summary(names: tuple[str, ...], sums: dict) -> dict:
-    """What `final.json` and `rlsuite eval` say of the achievements of each run's episodes
-    (`sums`: `info["achievement/<name>"]` summed per episode, `[num_runs, episodes]`)."""
+def achievement_summary(names: tuple[str, ...], sums: dict, actions: str) -> dict:
+    """What `final.json` and `rlsuite eval` say of the achievements of each run's episodes with
+    `actions` (`greedy` or `sampled`; `sums`: `info["achievement/<name>"]` summed per episode,
+    `[num_runs, episodes]`)."""
     unlocked = np.stack([np.asarray(sums[ACHIEVEMENT + name]) > 0 for name in names], axis=-1)
     per_seed = unlocked.sum(axis=-1).mean(axis=1)
     rates = unlocked.mean(axis=1)  # [num_runs, achievements]
     return {
-        "eval_achievements_per_seed": per_seed.tolist(),
-        "eval_achievements_mean": float(per_seed.mean()),
-        "eval_achievement_rates": {name: rates[:, i].tolist() for i, name in enumerate(names)},
+        f"eval_achievements_{actions}_per_seed": per_seed.tolist(),
+        f"eval_achievements_{actions}_mean": float(per_seed.mean()),
+        f"eval_achievement_rates_{actions}": {
+            name: rates[:, i].tolist() for i, name in enumerate(names)
+        },
     }
 
 
