@@ -1,7 +1,7 @@
-"""Environment steps per second: our environments beside gymnax's, and our brax and Playground
-adapters beside brax's and Playground's own wrappers.
+"""Environment steps per second: our environments beside gymnax's, and our brax, Playground,
+Jumanji, Craftax and MiniGrid adapters beside the suites' own environments and wrappers.
 
-Three measurements, in one run, on one machine:
+Four measurements, in one run, on one machine:
 
 1. Classic control. Our `CartPole` and `Pendulum` (each in `TimeLimit(env, env.max_episode_steps)`,
    auto-resetting `Environment.step`) beside gymnax's `CartPole-v1` and `Pendulum-v1` (gymnax's own
@@ -19,6 +19,11 @@ Three measurements, in one run, on one machine:
    steps it (`rlsuite.loop.rollout.step_batch`) beside Playground's `wrap_for_brax_training`
    with `full_reset=True` (fresh starts, as ours) and with its default (one cached first state),
    for each batch size in `--playground-batch-sizes` (goal: ours / full_reset >= 0.9).
+4. Jumanji, Craftax and MiniGrid adapters. Each task of `--suite-envs` through our
+   `Environment.step` and as the training loop steps it (`step_batch`), beside the suite's own
+   environment behind its own auto-reset (Jumanji's `AutoResetWrapper`, Craftax's
+   `auto_reset=True`, XLand-MiniGrid's `GymAutoResetWrapper`), the same random actions on both
+   sides, for each batch size in `--suite-batch-sizes` (goal: ours / own >= 0.9).
 
 Each measurement jits one function that resets a batch with `jax.vmap` and `lax.scan`s `--steps`
 batched steps with uniformly random actions; the function returns the final carry (env state
@@ -86,6 +91,25 @@ class Args:
     playground_episode_length: int = 100
     """Time limit of both sides (Playground's `episode_length` is 1,000: shorter, so that the
     timed steps include episode ends and their resets)."""
+    suite_envs: list[str] = dataclasses.field(
+        default_factory=lambda: [
+            "jumanji/Snake-v1",
+            "jumanji/Knapsack-v1",
+            "minigrid/MiniGrid-Empty-8x8",
+            "craftax/Craftax-Classic-Symbolic-v1",
+        ]
+    )
+    """Tasks of the JAX suites behind adapters, each beside the suite's own environment (empty:
+    skip it)."""
+    suite_batch_sizes: list[int] = dataclasses.field(default_factory=lambda: [1, 64, 1024, 4096])
+    """Numbers of vmapped environments for the suites (Craftax's above `craftax_max_batch` are
+    left out)."""
+    suite_steps: int = 100
+    """Batched steps per timed run (suites)."""
+    craftax_max_batch: int = 1024
+    """The largest Craftax batch measured: every step of Craftax's own auto-reset generates a
+    world per environment (as ours does), some 1,000 steps/s on a 2-core CPU, so 4,096 take
+    minutes per timed run there."""
     seed: int = 0
     """Seed of the random actions and start states."""
     out: Path = Path("benchmarks/results/env_throughput.json")
@@ -423,6 +447,128 @@ def bench_playground(args: Args) -> list[dict]:
     return rows
 
 
+# ------------------------------------------------------------------------------------------- suites
+_SUITE_OURS, _SUITE_LOOP = "ours (Environment.step)", "ours (rollout step)"
+_SUITE_OWN = "suite's own"
+
+
+def _checksum(tree) -> jax.Array:
+    """The sum of every leaf of `tree` (a suite's structured observation), as float32."""
+    return sum(jnp.sum(jnp.asarray(x, jnp.float32)) for x in jax.tree.leaves(tree))
+
+
+def suite_variants(name: str) -> tuple[dict, Callable]:
+    """`variant -> (init, step)` for one suite task, all batched, and the action sampler: ours
+    through `Environment.step` (as `vmap(env.step)`) and as a training loop steps it
+    (`rlsuite.loop.rollout.step_batch`), beside the suite's own environment behind its own
+    auto-reset: Jumanji's `AutoResetWrapper`, Craftax's `auto_reset=True` environment,
+    XLand-MiniGrid's `GymAutoResetWrapper`. The suite's side is given the same actions (decoded
+    to its own form) and reads its own observation (every leaf summed)."""
+    from rlsuite import envs
+    from rlsuite.loop.rollout import step_batch
+
+    env, params = envs.make(name)
+    core = getattr(env, "unwrapped", env)
+    init, step = contract_batch(env, params)
+
+    def loop_step(keys, state, actions):
+        obs, state, reward, terminated, truncated, info = step_batch(
+            env, params, keys, state, actions
+        )
+        obs = obs + info["final_observation"]  # what a training loop reads
+        return state, obs, reward, jnp.logical_or(terminated, truncated)
+
+    variants = {_SUITE_OURS: (init, step), _SUITE_LOOP: (init, loop_step)}
+    if name.startswith("jumanji/"):
+        from jumanji.wrappers import AutoResetWrapper
+
+        own = AutoResetWrapper(core.jumanji_env)
+
+        def own_init(keys):
+            return jax.vmap(own.reset)(jax.vmap(jax.random.key_data)(keys))
+
+        def own_step(keys, carry, actions):
+            state, timestep = jax.vmap(own.step)(carry[0], jax.vmap(core.decode)(actions))
+            done = timestep.last()
+            return (state, timestep), _checksum(timestep.observation), timestep.reward, done
+
+    elif name.startswith("craftax/"):
+        from craftax.craftax_env import make_craftax_env_from_name
+
+        own_env = make_craftax_env_from_name(core.env_name, auto_reset=True)
+        own_params = own_env.default_params
+
+        def own_init(keys):
+            return jax.vmap(own_env.reset, in_axes=(0, None))(keys, own_params)[1]
+
+        def own_step(keys, state, actions):
+            obs, state, reward, done, _ = jax.vmap(own_env.step, in_axes=(0, 0, 0, None))(
+                keys, state, actions, own_params
+            )
+            return state, obs, reward, done
+
+    else:
+        from xminigrid.wrappers import GymAutoResetWrapper
+
+        own_env = GymAutoResetWrapper(core.xminigrid_env)
+        own_params = core.default_params
+
+        def own_init(keys):
+            return jax.vmap(own_env.reset, in_axes=(None, 0))(own_params, keys)
+
+        def own_step(keys, timestep, actions):
+            timestep = jax.vmap(own_env.step, in_axes=(None, 0, 0))(own_params, timestep, actions)
+            return timestep, timestep.observation, timestep.reward, timestep.last()
+
+    variants[_SUITE_OWN] = (own_init, own_step)
+    return variants, env.action_space(params).sample
+
+
+def bench_suites(args: Args) -> list[dict]:
+    rows = []
+    key = jax.random.PRNGKey(args.seed)
+    steps = args.suite_steps
+    for name in args.suite_envs:
+        variants, sample = suite_variants(name)
+        sizes = args.suite_batch_sizes
+        if name.startswith("craftax/"):
+            sizes = [n for n in sizes if n <= args.craftax_max_batch]
+        for n in sizes:
+            runs = {
+                v: scan_runner(init, step, sample, n, steps) for v, (init, step) in variants.items()
+            }
+            results = measure(runs, key, args.repeats, n * steps)
+            own = results[_SUITE_OWN]["steps_per_s"]
+            row = {"env": name, "num_envs": n, "steps": steps, "variants": results}
+            row["ratio"] = results[_SUITE_OURS]["steps_per_s"] / own
+            row["ratio_loop"] = results[_SUITE_LOOP]["steps_per_s"] / own
+            rows.append(row)
+            progress(
+                f"{name} n={n:5d}  ours {results[_SUITE_OURS]['steps_per_s']:.3g}/s  own "
+                f"{own:.3g}/s  ratio {row['ratio']:.2f}, rollout step {row['ratio_loop']:.2f}"
+            )
+    return rows
+
+
+def suite_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    header = ["env", "num_envs", "ours steps/s", "ours rollout step/s", "suite's own steps/s"]
+    header += ["ours/own", "rollout step/own", "compile ours / own (s)"]
+    body = []
+    for r in rows:
+        v = r["variants"]
+        body.append(
+            [
+                r["env"],
+                str(r["num_envs"]),
+                *(f"{v[n]['steps_per_s']:,.0f}" for n in (_SUITE_OURS, _SUITE_LOOP, _SUITE_OWN)),
+                f"{r['ratio']:.2f}",
+                f"{r['ratio_loop']:.2f}",
+                " / ".join(f"{v[n]['compile_s']:.1f}" for n in (_SUITE_OURS, _SUITE_OWN)),
+            ]
+        )
+    return header, body
+
+
 def playground_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     header = ["env", "num_envs", "ours steps/s", "full_reset steps/s", "cached steps/s"]
     header += ["ours/full_reset", "ours/cached", "compile ours / full / cached (s)"]
@@ -492,12 +638,14 @@ def main(args: Args) -> dict:
     classic = bench_classic(args) if args.classic_envs else []
     brax_rows = bench_brax(args) if args.brax_envs else []
     playground_rows = bench_playground(args) if args.playground_envs else []
+    suite_rows = bench_suites(args) if args.suite_envs else []
     result = {
         "machine": machine,
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "classic": classic,
         "brax": brax_rows,
         "playground": playground_rows,
+        "suites": suite_rows,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
@@ -518,6 +666,12 @@ def main(args: Args) -> dict:
             f"actions, episodes of {args.playground_episode_length} steps"
         )
         tables.append((title, *playground_table(playground_rows)))
+    if suite_rows:
+        title = (
+            f"Jumanji, Craftax and MiniGrid adapters: env steps/s, {args.suite_steps} steps, "
+            "uniformly random actions (the same on both sides), each suite's own auto-reset"
+        )
+        tables.append((title, *suite_table(suite_rows)))
     print_tables(console, tables, args.markdown)
     console.print(f"wrote {args.out}")
     return result
