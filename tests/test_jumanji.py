@@ -44,8 +44,11 @@ CASES = {
     "SlidingTilePuzzle-v0": ({"time_limit": 30}, 60),
     "GraphColoring-v1": ({}, 100),
 }
-# (the same code as the partly scrambled cube, and 12 s; BinPack is the longest, 50 s)
-SLOW = {"RubiksCube-v0"}
+# The default run steps one task of each kind (a grid with masks and a time limit, a maze whose
+# time limit is not a real end, a flattened multi-discrete action with masks on a grid and on a
+# vector, a cube without masks); the slow run the rest, each 3 to 50 s (BinPack the longest).
+DEFAULT = {"Snake-v1", "Maze-v0", "Minesweeper-v0", "Knapsack-v1", "RubiksCube-partly-scrambled-v0"}
+SLOW = set(CASES) - DEFAULT
 
 
 def _legal(key, mask):
