@@ -30,17 +30,18 @@ XLand-MiniGrid wrapper; the one auto-reset is `Environment.step`'s.
   cells hidden behind walls, and it does not show what the agent carries (MiniGrid draws the
   carried object on the agent's cell; XLand-MiniGrid leaves that out). The view is relative to
   the agent, so where the agent faces in the room (its absolute direction) is not in it; MiniGrid
-  gives it beside the image, and so does this adapter, as four channels. Ours is one float32
-  image `[V, V, C]` of one-hot channels, `C = NUM_TILES + NUM_COLORS + 4` (13 + 12 + 4 = 29 in
-  XLand-MiniGrid 0.9.3, read from `xminigrid.core.constants`):
+  gives it beside the image, and so does this adapter, as a third field of every cell. Ours is
+  one uint8 array `[V, V, 3]` of category ids (`rlsuite.environment.spaces.Categories`, sizes
+  `(NUM_TILES, NUM_COLORS, 4)`: (13, 12, 4) in XLand-MiniGrid 0.9.3, read from
+  `xminigrid.core.constants`), which the networks one-hot encode into `[V, V, 29]` features
+  (`rlsuite.networks.Encoder`); a step moves 147 bytes of ids rather than 5,684 of features:
 
-  - channels `[0, NUM_TILES)`: the cell's tile id (0 empty / outside the grid, 1 floor, 2 wall,
-    3 ball, 4 square, 5 pyramid, 6 goal, 7 key, 8 locked door, 9 closed door, 10 open door,
-    11 hex, 12 star);
-  - channels `[NUM_TILES, NUM_TILES + NUM_COLORS)`: the cell's colour id (0 none, 1 red,
-    2 green, 3 blue, 4 purple, 5 yellow, 6 grey, 7 black, 8 orange, 9 white, 10 brown, 11 pink);
-  - the last 4 channels: the agent's direction (0 up, 1 right, 2 down, 3 left, in the grid's
-    rows and columns), one-hot, the same in every cell.
+  - field 0: the cell's tile id (0 empty / outside the grid, 1 floor, 2 wall, 3 ball, 4 square,
+    5 pyramid, 6 goal, 7 key, 8 locked door, 9 closed door, 10 open door, 11 hex, 12 star);
+  - field 1: the cell's colour id (0 none, 1 red, 2 green, 3 blue, 4 purple, 5 yellow, 6 grey,
+    7 black, 8 orange, 9 white, 10 brown, 11 pink);
+  - field 2: the agent's direction (0 up, 1 right, 2 down, 3 left, in the grid's rows and
+    columns), the same in every cell.
 
   `observation_image` is the conversion.
 * **Actions**: `Discrete(6)`, XLand-MiniGrid's ids: 0 forward, 1 turn right, 2 turn left,
@@ -73,10 +74,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from rlsuite.environment import Environment, StepResult
-from rlsuite.environment.spaces import Box, Discrete
+from rlsuite.environment.spaces import Categories, Discrete
 
 NUM_DIRECTIONS = 4
-"""Directions the agent can face: the last channels of the observation."""
+"""Directions the agent can face: the observation's last field."""
 
 RENDER_MODES = ("rgb_array", "rich_text")
 """Values of XLand-MiniGrid's `render_mode` field."""
@@ -116,30 +117,25 @@ def refused() -> dict[str, str]:
     return {n: _BENCHMARK for n in xminigrid.registered_environments() if n not in runnable}
 
 
-def num_channels() -> int:
-    """Channels of the observation image: tile ids, colour ids and directions."""
+def sizes() -> tuple[int, int, int]:
+    """The observation's fields' sizes: tile ids, colour ids and directions."""
     from xminigrid.core.constants import NUM_COLORS, NUM_TILES
 
-    return NUM_TILES + NUM_COLORS + NUM_DIRECTIONS
+    return NUM_TILES, NUM_COLORS, NUM_DIRECTIONS
 
 
-def observation_image(view: jax.Array, direction: jax.Array) -> jax.Array:
-    """The float32 `[V, V, C]` image of one observation (see the module's docstring).
+def observation_ids(view: jax.Array, direction: jax.Array) -> jax.Array:
+    """The uint8 `[V, V, 3]` ids of one observation (see the module's docstring).
 
     Args:
         view: XLand-MiniGrid's observation, `[V, V, 2]` integer tile and colour ids.
         direction: the agent's direction, an integer scalar in `[0, 4)`.
 
     Returns:
-        float32 `[V, V, NUM_TILES + NUM_COLORS + 4]`, one-hot tile, colour and direction.
+        uint8 `[V, V, 3]`: tile, colour and direction ids.
     """
-    from xminigrid.core.constants import NUM_COLORS, NUM_TILES
-
-    tiles = jax.nn.one_hot(view[..., 0], NUM_TILES, dtype=jnp.float32)
-    colours = jax.nn.one_hot(view[..., 1], NUM_COLORS, dtype=jnp.float32)
-    facing = jax.nn.one_hot(direction, NUM_DIRECTIONS, dtype=jnp.float32)
-    facing = jnp.broadcast_to(facing, (*view.shape[:-1], NUM_DIRECTIONS))
-    return jnp.concatenate([tiles, colours, facing], axis=-1)
+    facing = jnp.broadcast_to(direction.astype(jnp.uint8), view.shape[:-1])[..., None]
+    return jnp.concatenate([view.astype(jnp.uint8), facing], axis=-1)
 
 
 class MiniGridEnv(Environment):
@@ -229,9 +225,9 @@ class MiniGridEnv(Environment):
         reward = jnp.asarray(timestep.reward, jnp.float32)
         return _image(timestep), timestep.state, reward, terminated, truncated, {}
 
-    def observation_space(self, params: Any) -> Box:
+    def observation_space(self, params: Any) -> Categories:
         size = int(params.view_size)
-        return Box(0.0, 1.0, (size, size, num_channels()), jnp.float32)
+        return Categories(sizes(), (size, size, 3), jnp.uint8)
 
     def action_space(self, params: Any) -> Discrete:
         return Discrete(self.xminigrid_env.num_actions(params))
@@ -242,7 +238,7 @@ class MiniGridEnv(Environment):
 
 
 def _image(timestep: Any) -> jax.Array:
-    return observation_image(timestep.observation, timestep.state.agent.direction)
+    return observation_ids(timestep.observation, timestep.state.agent.direction)
 
 
 def _check_option(where: str, field: str, value: Any) -> None:

@@ -12,8 +12,9 @@ import pytest
 from flax import struct
 
 from rlsuite import envs
-from rlsuite.agents import dqn, ppo, pqn
+from rlsuite.agents import dqn, ppo, pqn, registry
 from rlsuite.agents.ppo_config import PPOConfig
+from rlsuite.app import cli
 from rlsuite.environment import Environment, masks
 from rlsuite.environment.checker import EnvContractError, check_env
 from rlsuite.environment.spaces import Box, Discrete
@@ -146,11 +147,29 @@ def test_wrappers_pass_the_mask_through_and_the_rollout_keeps_it():
     assert seen[0].shape == (2, 3) and seen[0].dtype == jnp.bool_
 
 
-def test_an_agent_that_does_not_read_masks_is_refused_an_environment_with_them():
+def test_an_agent_that_does_not_read_masks_is_refused_an_environment_with_them(tmp_path, capsys):
     env, params = envs.make("probe/masked_action")
-    with pytest.raises(ValueError, match="does not read them; agents that do: ppo, pqn"):
+    with pytest.raises(ValueError, match=r"does not read them \(Agent.reads_action_mask is False"):
         dqn.make(dqn.DQNConfig(), env, params)
     dqn.make(dqn.DQNConfig(), *envs.make("probe/masked_action", masked=False))
+    # The command line names the readers from the registry, before anything is written.
+    out = tmp_path / "run"
+    assert cli.main(["train", "dqn", "--env", "probe/masked_action", "--out", str(out)]) == 2
+    said = capsys.readouterr().err
+    assert "dqn does not read them" in said and "do: ppo, rl2, pqn" in said and not out.exists()
+
+
+def test_each_familys_record_says_what_its_agents_do_with_masks():
+    """`Algorithm.reads_action_mask` agrees with the agents each family makes: on the masked probe
+    where the family takes a discrete environment at all, and on its default environment."""
+    assert registry.mask_readers() == ["ppo", "rl2", "pqn"]
+    for name in registry.online():
+        algo = registry.get(name)
+        agent = algo.make(algo.config_cls(), *envs.make(algo.default_env))
+        assert agent.reads_action_mask == algo.reads_action_mask, name
+        if name in ("ppo", "pqn", "dqn"):
+            agent = algo.make(algo.config_cls(), *envs.make("probe/masked_action", masked=False))
+            assert agent.reads_action_mask == algo.reads_action_mask, name
 
 
 def _trained(algo: str, masked: bool):

@@ -25,10 +25,11 @@ from rlsuite.environment import auto_reset, select, split_step_key
 pytest.importorskip("xminigrid")
 
 from rlsuite.envs import minigrid_adapter as mg  # noqa: E402
-from rlsuite.envs.minigrid_adapter import MiniGridEnv, observation_image  # noqa: E402
+from rlsuite.envs.minigrid_adapter import MiniGridEnv, observation_ids  # noqa: E402
+
+from rlsuite.networks import one_hot_fields  # noqa: E402
 
 STEPS = 1000
-TILES, COLOURS = 13, 12  # XLand-MiniGrid 0.9.3's tile and colour ids
 
 # task: (max_steps, environments, the actions the random walk draws from). DoorKey's walk leaves
 # out put-down (4), so that a dropped key does not keep it from the goal for long: even so it
@@ -103,14 +104,6 @@ def _ours(env, keys, actions, reset_keys):
     return run(keys, actions, reset_keys)
 
 
-def _raw_view(image):
-    """The tile and colour ids one-hot in `image` (`[..., V, V, C]`), as XLand-MiniGrid's view."""
-    image = np.asarray(image)
-    tiles = image[..., :TILES].argmax(-1)
-    colours = image[..., TILES : TILES + COLOURS].argmax(-1)
-    return np.stack([tiles, colours], -1).astype(np.uint8)
-
-
 def _leaves(tree):
     """The leaves of a state as numpy arrays (keys as their data)."""
 
@@ -135,14 +128,14 @@ def test_parity_with_xminigrids_auto_reset(task):
     our_first, ours = _ours(env, keys, actions, reset_keys)
     obs, our_state, our_reward, terminated, truncated, final = ours
 
-    image = jax.jit(jax.vmap(jax.vmap(observation_image)))
+    image = jax.jit(jax.vmap(jax.vmap(observation_ids)))
     direction = state.agent.direction
     np.testing.assert_array_equal(
-        our_first, jax.vmap(observation_image)(first_view, first_state.agent.direction)
+        our_first, jax.vmap(observation_ids)(first_view, first_state.agent.direction)
     )
     np.testing.assert_array_equal(obs, image(view, direction))
-    np.testing.assert_array_equal(_raw_view(obs), np.asarray(view))
-    np.testing.assert_array_equal(np.asarray(obs)[..., -4:].argmax(-1)[..., 0, 0], direction)
+    np.testing.assert_array_equal(np.asarray(obs)[..., :2], np.asarray(view))
+    np.testing.assert_array_equal(np.asarray(obs)[..., 0, 0, 2], direction)
     for ours_leaf, ref_leaf in zip(_leaves(our_state), _leaves(state), strict=True):
         np.testing.assert_array_equal(ours_leaf, ref_leaf)
     np.testing.assert_array_equal(our_reward, reward)
@@ -166,7 +159,7 @@ def test_parity_with_xminigrids_auto_reset(task):
 # ----------------------------------------------------------------- the observation by hand
 
 
-def test_the_one_hot_image_of_a_small_view():
+def test_the_ids_of_a_small_view_and_their_one_hot_features():
     # Two rows of three cells: (tile, colour) ids.
     view = jnp.array(
         [
@@ -175,7 +168,13 @@ def test_the_one_hot_image_of_a_small_view():
         ],
         jnp.uint8,
     )
-    image = np.asarray(observation_image(view, jnp.int32(2)))  # facing down
+    ids = observation_ids(view, jnp.int32(2))  # facing down
+    assert ids.shape == (2, 3, 3) and ids.dtype == np.uint8
+    np.testing.assert_array_equal(ids[..., :2], view)
+    assert (np.asarray(ids[..., 2]) == 2).all()
+    # What the networks read: each field one-hot, concatenated (rlsuite.networks.Encoder).
+    image = np.asarray(one_hot_fields(ids, mg.sizes()))
+    assert mg.sizes() == (13, 12, 4)
     assert image.shape == (2, 3, 29) and image.dtype == np.float32
     expected = np.zeros((2, 3, 29), np.float32)
     for (row, col), (tile, colour) in {
@@ -200,8 +199,10 @@ def test_the_view_is_egocentric_with_the_direction_beside_it():
     env = MiniGridEnv("MiniGrid-Empty-5x5")
     obs, state = env.reset(jax.random.key(0))
     obs = np.asarray(obs)
-    assert obs.shape == (7, 7, 29) and env.observation_space(env.default_params).shape == (7, 7, 29)
-    tiles = obs[..., :TILES].argmax(-1)
+    space = env.observation_space(env.default_params)
+    assert obs.shape == (7, 7, 3) and space.shape == (7, 7, 3) and space.sizes == (13, 12, 4)
+    assert obs.dtype == np.uint8 and bool(space.contains(obs))
+    tiles = obs[..., 0]
     floor, wall, goal = 1, 2, 6
     assert tiles[4, 5] == goal and (tiles == goal).sum() == 1
     assert tiles[6, 3] == floor  # the agent's own cell
@@ -209,7 +210,7 @@ def test_the_view_is_egocentric_with_the_direction_beside_it():
     assert tiles[5, 3] == floor and tiles[4, 3] == floor  # ahead, the grid's columns 2 and 3,
     assert tiles[3, 3] == wall  # then its east wall (column 4)
     assert tiles[2, 3] == 0 and tiles[6, 0] == 0  # and beyond the grid: nothing
-    assert (obs[..., 25:] == np.eye(4)[1]).all()  # facing right, in every cell
+    assert (obs[..., 2] == 1).all()  # facing right, in every cell
     assert int(state.agent.direction) == 1
 
 
@@ -331,8 +332,8 @@ def test_options_set_the_params_and_the_shapes():
     params = env.default_params
     assert (params.max_steps, params.view_size, params.height) == (50, 5, 5)
     assert env.max_episode_steps == 50
-    assert env.observation_space(params).shape == (5, 5, 29)
-    assert env.reset(jax.random.key(0))[0].shape == (5, 5, 29)
+    assert env.observation_space(params).shape == (5, 5, 3)
+    assert env.reset(jax.random.key(0))[0].shape == (5, 5, 3)
     # max_steps left out follows the size given: DoorKey's 10 * height * width.
     assert MiniGridEnv("MiniGrid-DoorKey-5x5", height=6, width=6).max_episode_steps == 360
     assert MiniGridEnv("MiniGrid-DoorKey-5x5").max_episode_steps == 250

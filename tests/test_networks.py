@@ -333,6 +333,49 @@ def test_encoders_by_hand_parameter_counts_and_feature_sizes():
     np.testing.assert_array_equal(onehot.apply({}, jnp.array([2, 0])), np.eye(4)[[2, 0]])
 
 
+def test_categories_are_one_hot_encoded_field_by_field_before_the_torso():
+    """A `Categories` observation: each field of the last axis one-hot (sizes (3, 2): ids
+    [2, 1] -> [0, 0, 1, 0, 1]); the torso then reads the features exactly as it reads the same
+    float one-hot image given as it is (same parameters, same outputs)."""
+    from rlsuite.networks import Encoder, encoder, one_hot_fields
+
+    ids = jnp.array([[2, 1], [0, 0]], jnp.uint8)
+    np.testing.assert_array_equal(one_hot_fields(ids, (3, 2)), [[0, 0, 1, 0, 1], [1, 0, 0, 1, 0]])
+    with pytest.raises(ValueError, match="3 fields in the last axis, sizes"):
+        one_hot_fields(jnp.zeros((2, 3), jnp.uint8), (3, 2))
+    key = jax.random.key(0)
+    grid = jax.random.randint(key, (4, 5, 5, 3), 0, jnp.array([13, 12, 4])).astype(jnp.uint8)
+    features = one_hot_fields(grid, (13, 12, 4))
+    assert features.shape == (4, 5, 5, 29) and features.dtype == jnp.float32
+    for torso, width in (("minatar", 128), ("mlp", 5 * 5 * 29)):
+        on_ids = encoder(torso, (5, 5, 3), (13, 12, 4))
+        as_is = Encoder(torso, 3)
+        params = as_is.init(key, features[:1])
+        out = on_ids.apply(params, grid)
+        assert out.shape == (4, width)
+        np.testing.assert_array_equal(out, as_is.apply(params, features))
+
+
+def test_the_categories_space():
+    from rlsuite.environment.spaces import Box, Categories, Discrete, categories
+
+    space = Categories((13, 12, 4), (7, 7, 3))
+    assert space.dtype == jnp.uint8 and categories(space) == (13, 12, 4)
+    assert categories(Discrete(5)) == 5 and categories(Box(0, 1, (3,))) is None
+    x = space.sample(jax.random.key(1))
+    assert x.shape == (7, 7, 3) and x.dtype == jnp.uint8 and bool(space.contains(x))
+    many = jax.vmap(space.sample)(jax.random.split(jax.random.key(2), 50)).reshape(-1, 3)
+    np.testing.assert_array_equal(many.min(0), [0, 0, 0])  # each field over its whole range
+    np.testing.assert_array_equal(many.max(0), [12, 11, 3])
+    assert not space.contains(x.at[0, 0, 2].set(4))  # a direction id out of range
+    assert not space.contains(x.astype(jnp.float32)) and not space.contains(x[0])
+    with pytest.raises(ValueError, match="must hold one field per size"):
+        Categories((13, 12), (7, 7, 3))
+    with pytest.raises(ValueError, match="cannot hold the ids 0 to 299"):
+        Categories((300,), (4, 1))
+    assert repr(space) == "Categories(sizes=(13, 12, 4), shape=(7, 7, 3), dtype=uint8)"
+
+
 def test_vector_observations_keep_the_networks_they_had():
     """No encoder for vectors: PPO's, SAC's and TD3's parameters are what they were (same tree,
     same initial values), so the feed-forward agents' results are unchanged."""

@@ -42,7 +42,7 @@ from rlsuite.agents import registry
 from rlsuite.agents.learner import Learner, adam_init, adam_step, bind, obs_encoder
 from rlsuite.agents.off_policy import OffPolicyConfig, discrete_actions, make_agent
 from rlsuite.data.buffers import ReplayBuffer
-from rlsuite.environment import Environment, masks
+from rlsuite.environment import Environment, masks, spaces
 from rlsuite.loop.agent import Agent
 from rlsuite.networks import KERNEL_INITS, QNetwork
 from rlsuite.ops import losses
@@ -177,8 +177,9 @@ def make(
     env_params = env.check_params(env_params)
     actions = discrete_actions(env, env_params, "dqn")
     num_actions = int(env.action_space(env_params).n)
-    obs_shape = tuple(env.observation_space(env_params).shape)
-    algo = learner(config, obs_shape, num_actions, target, epsilon)
+    obs_space = env.observation_space(env_params)
+    categories = spaces.categories(obs_space)
+    algo = learner(config, tuple(obs_space.shape), num_actions, target, epsilon, categories)
     return make_agent(
         "dqn", config, env, env_params, algo, DQNHparams(), check_hparams, buffer,
         actions=actions,
@@ -191,15 +192,17 @@ def learner(
     num_actions: int,
     target: Callable = losses.q_learning_target,
     epsilon: Callable = epsilon,
+    categories: tuple[int, ...] | None = None,
 ) -> Learner:
     """DQN's network and update rule for `obs_shape` observations and `num_actions` actions:
-    the functions below over the `Nets` this builds."""
+    the functions below over the `Nets` this builds; `categories`, the sizes of an observation
+    made of category ids (`rlsuite.environment.spaces.Categories`)."""
     network = QNetwork(
         config.hidden_sizes,
         num_actions,
         config.activation,
         config.dueling,
-        obs_encoder(config, obs_shape),
+        obs_encoder(config, obs_shape, categories),
         kernel_init=config.init,
     )
     nets = Nets(config, obs_shape, num_actions, network, target, epsilon)

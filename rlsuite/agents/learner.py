@@ -123,12 +123,13 @@ def gradient_steps(learner: Learner, learner_state, sample: Callable, keys: jax.
     return learner_state, jax.tree.map(lambda x: x.reshape(num_steps, *x.shape[2:]), metrics)
 
 
-def obs_encoder(config: Any, obs_shape: tuple[int, ...]):
+def obs_encoder(config: Any, obs_shape: tuple[int, ...], categories=None):
     """The `rlsuite.networks.Encoder` a learner's networks read `obs_shape` observations with
-    (None for vectors), from `config.torso` (configs without one: `"auto"`)."""
+    (None for vectors), from `config.torso` (configs without one: `"auto"`); `categories`: the
+    observation space's (`rlsuite.environment.spaces.categories`), ids one-hot encoded first."""
     owner = type(config).__name__
     torso = resolve_torso(getattr(config, "torso", "auto"), tuple(obs_shape), owner)
-    return encoder(torso, tuple(obs_shape))
+    return encoder(torso, tuple(obs_shape), categories)
 
 
 def adam_init(params):

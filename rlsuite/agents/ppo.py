@@ -458,5 +458,6 @@ ALGORITHM = registry.register(
         offline=False,
         default_env="cartpole",
         memory=True,
+        reads_action_mask=True,
     )
 )

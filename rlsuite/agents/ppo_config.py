@@ -9,6 +9,7 @@ import dataclasses
 import optax
 from flax import struct
 
+from rlsuite.environment import spaces
 from rlsuite.environment.spaces import Box, Discrete
 from rlsuite.networks import (
     TORSOS,
@@ -203,7 +204,12 @@ def actor_critic(
         )
     features = None
     if obs_space is not None:
-        categories = obs_space.n if isinstance(obs_space, Discrete) else None
+        categories = spaces.categories(obs_space)
+        if categories is not None and config.normalize_observations:
+            raise ValueError(
+                f"PPOConfig.normalize_observations=True: {env_name}'s observations are category "
+                f"ids ({obs_space!r}), which the network one-hot encodes; allowed: False"
+            )
         torso = resolve_torso(config.torso, obs_space.shape, "PPOConfig")
         features = encoder(torso, obs_space.shape, categories)
     if config.recurrent is None:

@@ -45,7 +45,7 @@ from flax import struct
 
 from rlsuite.agents import dqn, registry
 from rlsuite.agents.learner import obs_encoder
-from rlsuite.environment import Environment, masks
+from rlsuite.environment import Environment, masks, spaces
 from rlsuite.environment.spaces import Discrete
 from rlsuite.environment.wrappers import EpisodeStatistics, episode_metrics
 from rlsuite.loop.agent import Agent, bind
@@ -339,7 +339,7 @@ def make(
         config.hidden_sizes,
         int(space.n),
         config.activation,
-        encoder=obs_encoder(config, obs_shape),
+        encoder=obs_encoder(config, obs_shape, spaces.categories(obs_space)),
         layer_norm=config.layer_norm,
     )
     setup = PQNSetup(config, EpisodeStatistics(env), env_params, network, targets, epsilon)
@@ -381,5 +381,6 @@ ALGORITHM = registry.register(
         hparams_cls=PQNHparams,
         offline=False,
         default_env="cartpole",
+        reads_action_mask=True,
     )
 )

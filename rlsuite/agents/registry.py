@@ -60,6 +60,10 @@ class Algorithm(NamedTuple):
         `MEMORY_FIELDS` (the flags `--recurrent`, `--recurrent-size`), which such a config must
         have; the command line refuses those flags for a family without, naming the families
         with.
+    reads_action_mask: whether its agents take an environment's action masks and never choose a
+        masked action (`Agent.reads_action_mask`, which its agents carry too); the command line
+        refuses an environment with masks to a family without, naming the families with
+        (`mask_readers`).
     """
 
     name: str
@@ -69,6 +73,7 @@ class Algorithm(NamedTuple):
     offline: bool
     default_env: str
     memory: bool = False
+    reads_action_mask: bool = False
 
 
 _ALGORITHMS: dict[str, Algorithm] = {}
@@ -100,6 +105,11 @@ def _check(algorithm: Algorithm) -> None:
         )
     if not isinstance(algorithm.memory, bool):
         raise TypeError(f"Algorithm {name!r}: memory must be a bool, got {algorithm.memory!r}")
+    if not isinstance(algorithm.reads_action_mask, bool):
+        raise TypeError(
+            f"Algorithm {name!r}: reads_action_mask must be a bool, "
+            f"got {algorithm.reads_action_mask!r}"
+        )
     fields = {f.name for f in dataclasses.fields(algorithm.config_cls)}
     missing = [f for f in MEMORY_FIELDS if f not in fields]
     if algorithm.memory and missing:
@@ -149,6 +159,12 @@ def names() -> list[str]:
 def online() -> list[str]:
     """The names of the families that learn by stepping their environment."""
     return [n for n in names() if not _ALGORITHMS[n].offline]
+
+
+def mask_readers() -> list[str]:
+    """The names of the families whose agents read action masks (`Algorithm.reads_action_mask`),
+    the only ones an environment with masks is given to."""
+    return [n for n in names() if _ALGORITHMS[n].reads_action_mask]
 
 
 def offline() -> list[str]:

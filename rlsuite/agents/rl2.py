@@ -83,5 +83,6 @@ ALGORITHM = registry.register(
         offline=False,
         default_env="meta/bandit",
         memory=True,
+        reads_action_mask=True,
     )
 )

@@ -146,6 +146,11 @@ def new_run(argv: list[str], command: str, check=None) -> runs.NewRun:
         or f"runs/{prefix}{algo.name}_{env_name.replace('/', '-')}_{time.strftime('%Y%m%d-%H%M%S')}"
     )
     runs.check_out(out)
+    if env.has_action_mask and not algo.reads_action_mask:
+        raise UsageError(
+            f"{env_name} has action masks and {algo.name} does not read them (it would take "
+            f"masked actions); the algorithms that do: {', '.join(registry.mask_readers())}"
+        )
     agent = algo.make(args.config, env, env_params)
     agent.check_hparams(args.hparams)
     if check is not None:

@@ -92,9 +92,7 @@ def require_reader(env: Any, agent_name: str, reads: bool) -> None:
     has them: it would take masked actions."""
     if env.has_action_mask and not reads:
         raise ValueError(
-            f"{env.name} has action masks and {agent_name} does not read them; agents that do: "
-            f"{', '.join(READERS)}"
+            f"{env.name} has action masks and {agent_name} does not read them "
+            f"(Agent.reads_action_mask is False); the families that do: "
+            f"rlsuite.agents.registry.mask_readers()"
         )
-
-
-READERS = ("ppo", "pqn")  # the families whose `act` takes `action_mask`

@@ -97,6 +97,58 @@ class Box(Space):
         return f"Box(low={lo}, high={hi}, shape={self.shape}, dtype={self.dtype.name})"
 
 
+class Categories(Space):
+    """An array of category ids: its last axis holds `len(sizes)` fields, field `i` an integer
+    in `[0, sizes[i])` (a grid of tile and colour ids: shape `[H, W, 2]`, sizes `(tiles,
+    colours)`). An environment whose observation is made of categories returns the ids, in a
+    narrow integer dtype, and the networks one-hot encode them (`rlsuite.networks.Encoder`): a
+    step moves the ids, not their one-hot features (`[7, 7, 3]` uint8 against `[7, 7, 29]`
+    float32 for a MiniGrid view)."""
+
+    def __init__(self, sizes: tuple[int, ...], shape: tuple[int, ...], dtype: Any = jnp.uint8):
+        self.sizes = tuple(int(k) for k in sizes)
+        self.shape = tuple(int(s) for s in shape)
+        self.dtype = jnp.dtype(dtype)
+        if not self.shape or self.shape[-1] != len(self.sizes):
+            raise ValueError(
+                f"Categories: the last axis of shape {self.shape} must hold one field per size "
+                f"({len(self.sizes)}: {self.sizes})"
+            )
+        if min(self.sizes) < 1:
+            raise ValueError(f"Categories needs every size >= 1, got {self.sizes}")
+        if (
+            not jnp.issubdtype(self.dtype, jnp.integer)
+            or max(self.sizes) - 1 > jnp.iinfo(self.dtype).max
+        ):
+            raise ValueError(
+                f"Categories{self.sizes}: dtype {self.dtype} cannot hold the ids 0 to "
+                f"{max(self.sizes) - 1}"
+            )
+
+    def sample(self, key: jax.Array) -> jax.Array:
+        high = jnp.broadcast_to(jnp.asarray(self.sizes), self.shape)
+        return jax.random.randint(key, self.shape, 0, high).astype(self.dtype)
+
+    def contains(self, x: jax.Array) -> jax.Array:
+        x = jnp.asarray(x)
+        if x.shape != self.shape or not jnp.issubdtype(x.dtype, jnp.integer):
+            return jnp.asarray(False)
+        return jnp.all((x >= 0) & (x < jnp.asarray(self.sizes)))
+
+    def __repr__(self) -> str:
+        return f"Categories(sizes={self.sizes}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+def categories(space: Space) -> int | tuple[int, ...] | None:
+    """What a network one-hot encodes an observation of `space` by: `n` for a `Discrete` one,
+    the fields' sizes for `Categories`, None for anything else (read as it is)."""
+    if isinstance(space, Discrete):
+        return space.n
+    if isinstance(space, Categories):
+        return space.sizes
+    return None
+
+
 def flat_dim(space: Space) -> int:
     """Number of scalars in one element (1 for `Discrete`)."""
     return int(np.prod(space.shape, dtype=np.int64))

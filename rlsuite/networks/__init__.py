@@ -152,11 +152,15 @@ def resolve_torso(torso: str, obs_shape: tuple[int, ...], owner: str = "config")
 class Encoder(nn.Module):
     """Observations `[..., *obs_shape]` to features `[..., F]` for the MLP heads.
 
-    `mlp`: the observation flattened (a vector passes unchanged); with `num_categories`, a
-    `Discrete` observation one-hot encoded. `minatar`: MinAtar's network (Young and Tian 2019,
-    arXiv:1903.03176): one 3x3 convolution of 16 channels, stride 1, then a dense layer of 128;
-    here with SAME padding (10x10x16 into the dense layer), where the paper's convolution has
-    none (8x8x16), as purejaxql's has. The tuned MinAtar entries were calibrated with SAME.
+    `mlp`: the observation flattened (a vector passes unchanged). With `num_categories`
+    (`rlsuite.environment.spaces.categories`), ids are one-hot encoded first: an int, a
+    `Discrete` observation (its one-hot is the features); a tuple of sizes, a `Categories`
+    observation, each field of its last axis one-hot encoded and concatenated there (float32;
+    `[7, 7, 3]` ids of sizes (13, 12, 4) become `[7, 7, 29]`), then read by the torso.
+    `minatar`: MinAtar's network (Young and Tian 2019, arXiv:1903.03176): one 3x3 convolution
+    of 16 channels, stride 1, then a dense layer of 128; here with SAME padding (10x10x16 into
+    the dense layer), where the paper's convolution has none (8x8x16), as purejaxql's has. The
+    tuned MinAtar entries were calibrated with SAME.
     `nature`: the DQN Nature CNN (Mnih et al. 2015): 32 8x8 stride 4, 64 4x4 stride 2, 64 3x3
     stride 1, then a dense layer of 512. ReLU throughout, orthogonal weights with gain sqrt(2).
     An [H, W] image gets one channel.
@@ -164,13 +168,15 @@ class Encoder(nn.Module):
 
     torso: str
     obs_ndim: int
-    num_categories: int | None = None
+    num_categories: int | tuple[int, ...] | None = None
 
     @nn.compact
     def __call__(self, obs: jnp.ndarray) -> jnp.ndarray:
         batch = obs.shape[: obs.ndim - self.obs_ndim]
-        if self.num_categories is not None:
+        if isinstance(self.num_categories, int):
             return jax.nn.one_hot(obs, self.num_categories)
+        if self.num_categories is not None:
+            obs = one_hot_fields(obs, self.num_categories)
         if self.torso == "mlp":
             return obs.reshape(*batch, -1)
         x = obs.astype(jnp.float32)
@@ -189,7 +195,18 @@ class Encoder(nn.Module):
         return x.reshape(*batch, width)
 
 
-def encoder(torso: str, obs_shape: tuple[int, ...], num_categories: int | None = None):
+def one_hot_fields(ids: jnp.ndarray, sizes: tuple[int, ...]) -> jnp.ndarray:
+    """`ids [..., F]` (field `i` in `[0, sizes[i])`) as float32 `[..., sum(sizes)]`: each field
+    one-hot encoded, the fields concatenated in order."""
+    if ids.shape[-1] != len(sizes):
+        raise ValueError(f"one_hot_fields: {ids.shape[-1]} fields in the last axis, sizes {sizes}")
+    fields = [jax.nn.one_hot(ids[..., i], k, dtype=jnp.float32) for i, k in enumerate(sizes)]
+    return jnp.concatenate(fields, axis=-1)
+
+
+def encoder(
+    torso: str, obs_shape: tuple[int, ...], num_categories: int | tuple[int, ...] | None = None
+):
     """The `Encoder` for a resolved torso, or None where observations need none (vectors)."""
     if torso == "mlp" and len(obs_shape) == 1 and num_categories is None:
         return None
