@@ -1,6 +1,7 @@
 """rlsuite.app.stats and `rlsuite stats`: our estimates against rliable called directly on a fixed
 synthetic score matrix, the command on two tiny real runs, and refused input."""
 
+import functools
 import json
 import os
 import pathlib
@@ -14,7 +15,7 @@ import pytest
 library = pytest.importorskip("rliable.library", reason="the stats extra (rliable) is missing")
 metrics = pytest.importorskip("rliable.metrics")
 
-from rlsuite.app import stats  # noqa: E402
+from rlsuite.app import cli, stats  # noqa: E402
 
 REPS = 300  # bootstrap resamples in these tests (the command's default is 2,000)
 SEED = 7
@@ -162,6 +163,14 @@ def _cli(*args, timeout=240):
     )
 
 
+def _in_process(capsys, *args):
+    """`rlsuite ARGS` as `_cli` runs it, in this process (`cli.main`): the exit code and what it
+    printed."""
+    code = cli.main([str(a) for a in args])
+    out, err = capsys.readouterr()
+    return subprocess.CompletedProcess(args, code, out, err)
+
+
 @pytest.fixture(scope="module")
 def real_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("runs")
@@ -226,7 +235,8 @@ def test_stats_command_on_real_runs(real_runs, tmp_path):
 
 
 @pytest.mark.timeout(600)
-def test_stats_command_refuses_bad_input(real_runs, tmp_path):
+def test_stats_command_refuses_bad_input(real_runs, tmp_path, capsys):
+    _cli = functools.partial(_in_process, capsys)  # each refusal without a new interpreter
     slow, fast, two = real_runs
     out = tmp_path / "out"
     done = _cli("stats", slow, fast, "--metric", "eval_retrun", "--out", out)
