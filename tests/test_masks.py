@@ -44,6 +44,19 @@ def test_legal_max_and_uniform_legal():
     mask = jnp.array([[True, True, True], [False, True, True], [False, False, False]])
     np.testing.assert_array_equal(masks.legal_max(values, mask), [5.0, 2.0, 0.0])
     np.testing.assert_array_equal(masks.legal_max(values, None), [5.0, 5.0, 5.0])
+    # What DQN's target rule reads: the masked values -inf, a row with none legal all 0; so
+    # Q-learning's max and double Q-learning's argmax (online [0, 9, 1]: 1 among the legal)
+    # both take the legal actions only.
+    ready = np.asarray(masks.for_max(values, mask))
+    np.testing.assert_array_equal(ready, [[5, 1, 2], [-np.inf, 1, 2], [0, 0, 0]])
+    from rlsuite.ops import losses
+
+    reward, discount = jnp.ones(3), jnp.array([0.5, 0.5, 0.0])
+    y = losses.q_learning_target(reward, discount, jnp.asarray(ready), None)
+    np.testing.assert_array_equal(y, [1 + 0.5 * 5, 1 + 0.5 * 2, 1])
+    online = masks.for_max(jnp.tile(jnp.array([0.0, 9.0, 1.0]), (3, 1)), mask)
+    y = losses.q_learning_target(reward, discount, jnp.asarray(ready), online)
+    np.testing.assert_array_equal(y, [1 + 0.5 * 1, 1 + 0.5 * 1, 1])
     draws = masks.uniform_legal(jax.random.key(1), jnp.tile(mask[1], (9000, 1)))
     counts = np.bincount(np.asarray(draws), minlength=3)
     assert counts[0] == 0
@@ -149,20 +162,21 @@ def test_wrappers_pass_the_mask_through_and_the_rollout_keeps_it():
 
 def test_an_agent_that_does_not_read_masks_is_refused_an_environment_with_them(tmp_path, capsys):
     env, params = envs.make("probe/masked_action")
+    stages = {"init": None, "update": None, "act": None}
     with pytest.raises(ValueError, match=r"does not read them \(Agent.reads_action_mask is False"):
-        dqn.make(dqn.DQNConfig(), env, params)
-    dqn.make(dqn.DQNConfig(), *envs.make("probe/masked_action", masked=False))
+        agent_lib.bind(None, **stages, name="mine", env=env)
     # The command line names the readers from the registry, before anything is written.
     out = tmp_path / "run"
-    assert cli.main(["train", "dqn", "--env", "probe/masked_action", "--out", str(out)]) == 2
+    assert cli.main(["train", "ued", "--env", "probe/masked_action", "--out", str(out)]) == 2
     said = capsys.readouterr().err
-    assert "dqn does not read them" in said and "do: ppo, rl2, pqn" in said and not out.exists()
+    assert "ued does not read them" in said and "do: ppo, rl2, dqn, pqn" in said
+    assert not out.exists()
 
 
 def test_each_familys_record_says_what_its_agents_do_with_masks():
     """`Algorithm.reads_action_mask` agrees with the agents each family makes: on the masked probe
     where the family takes a discrete environment at all, and on its default environment."""
-    assert registry.mask_readers() == ["ppo", "rl2", "pqn"]
+    assert registry.mask_readers() == ["ppo", "rl2", "dqn", "pqn"]
     for name in registry.online():
         algo = registry.get(name)
         agent = algo.make(algo.config_cls(), *envs.make(algo.default_env))
@@ -178,19 +192,24 @@ def _trained(algo: str, masked: bool):
     sizes |= {"num_minibatches": 2, "update_epochs": 4, "hidden_sizes": (16,)}
     if algo == "ppo":
         agent = ppo.make(PPOConfig(**sizes), env, params)
-    else:
+    elif algo == "pqn":
         agent = pqn.make(pqn.PQNConfig(**sizes), env, params)
+    else:  # 150 updates of 16 env steps, after 20 of uniformly random legal ones
+        replay = {"buffer_size": 2048, "batch_size": 64, "learning_starts": 320}
+        config = dqn.DQNConfig(num_envs=16, **replay, total_timesteps=16 * 170, hidden_sizes=(16,))
+        agent = dqn.make(config, env, params)
     hp = agent.default_hparams.replace(learning_rate=3e-3)
+    updates = agent.config.num_updates
 
     @jax.jit
     def train(key):
         state = agent.init(key, hp)
-        return jax.lax.fori_loop(0, 150, lambda i, s: agent.update(s, hp)[0], state)
+        return jax.lax.fori_loop(0, updates, lambda i, s: agent.update(s, hp)[0], state)
 
     return agent, train(jax.random.key(0))
 
 
-@pytest.mark.parametrize("algo", ["ppo", "pqn"])
+@pytest.mark.parametrize("algo", ["ppo", "pqn", "dqn"])
 def test_trained_agents_never_take_the_masked_action_that_pays_the_most(algo):
     """Over 10,000 steps (100 envs x 100) of the trained policy, exploring and greedy, the masked
     action (which pays 1, against 0.5 for the best legal one) is never taken; trained on the same

@@ -182,7 +182,7 @@ def make(
     algo = learner(config, tuple(obs_space.shape), num_actions, target, epsilon, categories)
     return make_agent(
         "dqn", config, env, env_params, algo, DQNHparams(), check_hparams, buffer,
-        actions=actions,
+        actions=actions, reads_action_mask=True,
     )  # fmt: skip
 
 
@@ -229,16 +229,19 @@ def init(nets: Nets, key, hp: DQNHparams) -> DQNLearner:
 _SCHEDULE = ("start_e", "end_e", "exploration_fraction")
 
 
-def greedy(nets: Nets, learner: DQNLearner, obs):
-    """The action of the highest value (the lowest index among ties), int32."""
-    return jnp.argmax(nets.q.apply(learner.q, obs), axis=-1).astype(jnp.int32)
+def greedy(nets: Nets, learner: DQNLearner, obs, action_mask=None):
+    """The action of the highest value (the lowest index among ties), int32; with an
+    `action_mask`, among the legal actions."""
+    q = masks.masked_values(nets.q.apply(learner.q, obs), action_mask)
+    return jnp.argmax(q, axis=-1).astype(jnp.int32)
 
 
-def explore(nets: Nets, learner: DQNLearner, obs, key, env_steps=None):
+def explore(nets: Nets, learner: DQNLearner, obs, key, env_steps=None, action_mask=None):
     """Epsilon-greedy: a uniformly random action with probability `epsilon(env_steps)`, else
-    the greedy one (every leading axis of `obs` an observation of its own)."""
+    the greedy one (every leading axis of `obs` an observation of its own); with an
+    `action_mask`, both among the legal actions."""
     eps = nets.epsilon(env_steps, learner, nets.config.total_timesteps)
-    return epsilon_greedy(nets.q.apply(learner.q, obs), key, eps)
+    return epsilon_greedy(nets.q.apply(learner.q, obs), key, eps, action_mask)
 
 
 def epsilon_greedy(q, key, eps, action_mask=None):
@@ -269,8 +272,12 @@ def learn(nets: Nets, learner: DQNLearner, batch, key, hp: DQNHparams):
     `target_update_period` steps, a Polyak step of `tau` of the target network."""
     del key  # deterministic given the batch
     config = nets.config
-    next_target = nets.q.apply(learner.target_q, batch["next_obs"])
-    next_online = nets.q.apply(learner.q, batch["next_obs"]) if config.double else None
+    # On an environment with action masks, the next state's legal actions only (`for_max`).
+    mask = batch.get("next_action_mask")
+    next_target = masks.for_max(nets.q.apply(learner.target_q, batch["next_obs"]), mask)
+    next_online = None
+    if config.double:
+        next_online = masks.for_max(nets.q.apply(learner.q, batch["next_obs"]), mask)
     y = nets.target(batch["reward"], batch["discount"], next_target, next_online)
 
     def loss_fn(params):
@@ -299,5 +306,6 @@ ALGORITHM = registry.register(
         hparams_cls=DQNHparams,
         offline=False,
         default_env="cartpole",
+        reads_action_mask=True,
     )
 )

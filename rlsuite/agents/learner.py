@@ -69,22 +69,25 @@ def squashed_greedy(nets: Any, learner_state, obs):
     return squashed_mode(nets.actor.apply(learner_state.actor, obs))
 
 
-def learner_explore(learner: Learner, learner_state, obs, key, env_steps=None):
+def learner_explore(learner: Learner, learner_state, obs, key, env_steps=None, **mask):
     """`learner.explore` on a batch of observations, given the environment steps where it is
-    `scheduled` (see `Learner`)."""
+    `scheduled` (see `Learner`); `mask`: `action_mask=`, for a learner that reads masks."""
     if learner.scheduled:
-        return learner.explore(learner_state, obs, key, env_steps)
-    return learner.explore(learner_state, obs, key)
+        return learner.explore(learner_state, obs, key, env_steps, **mask)
+    return learner.explore(learner_state, obs, key, **mask)
 
 
-def learner_act(learner: Learner, learner_state, obs, key, deterministic: bool, env_steps=None):
+def learner_act(
+    learner: Learner, learner_state, obs, key, deterministic: bool, env_steps=None, **mask
+):
     """`learner`'s action for one observation `[o]` or a batch `[B, o]` (already normalised);
-    `env_steps` as `learner_explore` takes them."""
+    `env_steps` as `learner_explore` takes them, and `mask` (`action_mask=`) too."""
     if deterministic:
-        return learner.greedy(learner_state, obs)
+        return learner.greedy(learner_state, obs, **mask)
     if obs.ndim == 1:
-        return learner_explore(learner, learner_state, obs[None], key, env_steps)[0]
-    return learner_explore(learner, learner_state, obs, key, env_steps)
+        one = {k: v[None] for k, v in mask.items()}
+        return learner_explore(learner, learner_state, obs[None], key, env_steps, **one)[0]
+    return learner_explore(learner, learner_state, obs, key, env_steps, **mask)
 
 
 def gradient_steps(learner: Learner, learner_state, sample: Callable, keys: jax.Array, hp):

@@ -76,7 +76,7 @@ from rlsuite.agents.learner import (
     learner_explore,
 )
 from rlsuite.data.buffers import ReplayBuffer, replay_buffer
-from rlsuite.environment import Environment
+from rlsuite.environment import Environment, masks
 from rlsuite.environment.spaces import Discrete
 from rlsuite.environment.wrappers import EpisodeStatistics, RescaleAction, episode_metrics
 from rlsuite.loop.agent import Agent, bind
@@ -317,6 +317,7 @@ def make_agent(
     relabel: Callable | None = None,
     items: Items | None = None,
     actions: Actions | None = None,
+    reads_action_mask: bool = False,
 ) -> Agent:
     """Bind `learner` to `env` as an `Agent` running the shared off-policy loop above: the
     stages below (`init`, `collect`, `store`, `collect_and_store`, `learn`, `update`, `act`) over
@@ -344,6 +345,12 @@ def make_agent(
 
     `actions` (default: `box_actions(env, env_params, name)`) says what the actions are: see
     `Actions`, `box_actions` and `discrete_actions`.
+
+    `reads_action_mask`: the learner's `explore` and `greedy` take `action_mask=` and its
+    `learn` bootstraps over the batch's `"next_action_mask"` (DQN); on an environment with
+    masks the loop then gives it the masks, draws the warm-up's random actions among the legal
+    ones, and stores each transition's next mask beside `next_obs` (`replay_item`). Without,
+    such an environment is refused (`Agent.reads_action_mask`).
     """
     actions = box_actions(env, env_params, name) if actions is None else actions
     env = EpisodeStatistics(actions.wrap(env))
@@ -351,14 +358,18 @@ def make_agent(
     if isinstance(obs_space, Discrete):
         raise TypeError(f"{name} needs Box observations (vectors or images); got {obs_space!r}")
     obs_shape = tuple(obs_space.shape)
-    buffer = replay(name, config, replay_item(obs_shape, actions.example), buffer, relabel)
+    num_masked = env.action_space(env_params).n if env.has_action_mask else None
+    example = replay_item(obs_shape, actions.example, num_masked)
+    buffer = replay(name, config, example, buffer, relabel)
     if learner.period != config.learn_period:
         raise ValueError(
             f"{name}: the learner's period ({learner.period}) differs from the config's "
             f"learn_period ({config.learn_period})"
         )
     items = td_items(config) if items is None else items
-    setup = Setup(config, env, env_params, learner, buffer, relabel, obs_shape, actions, items)
+    setup = Setup(
+        config, env, env_params, learner, buffer, relabel, obs_shape, actions, items, num_masked
+    )
     return bind(
         setup,
         init=init,
@@ -373,6 +384,7 @@ def make_agent(
         env_steps_per_update=config.num_envs * config.collections_per_update,
         env_split=field_splits(config, "num_envs", "batch_size"),
         trainable=learner_of,
+        reads_action_mask=reads_action_mask,
     )
 
 
@@ -393,12 +405,15 @@ class Setup(NamedTuple):
     obs_shape: tuple[int, ...]
     actions: Actions
     items: Items
+    num_masked: int | None = None  # the actions of an environment with masks (else None)
 
 
-def replay_item(obs_shape: tuple[int, ...], action) -> dict:
+def replay_item(obs_shape: tuple[int, ...], action, num_masked: int | None = None) -> dict:
     """The example replay item the buffer is initialised with (see `make_agent`), with
-    `action` one action (`Actions.example`)."""
-    return {
+    `action` one action (`Actions.example`); on an environment with action masks
+    (`num_masked` actions), also the next state's mask, `"next_action_mask"` [n] bool, which
+    the learner bootstraps over."""
+    item = {
         "obs": jnp.zeros(obs_shape),
         "action": jnp.zeros_like(action),
         "reward": jnp.zeros(()),
@@ -407,6 +422,9 @@ def replay_item(obs_shape: tuple[int, ...], action) -> dict:
         "terminated": jnp.zeros((), bool),
         "truncated": jnp.zeros((), bool),
     }
+    if num_masked is not None:
+        item["next_action_mask"] = jnp.zeros((num_masked,), bool)
+    return item
 
 
 def normalize(setup: Setup, obs_stats, obs):
@@ -428,9 +446,11 @@ def init(setup: Setup, key, hp) -> OffPolicyState:
         "truncated": jnp.zeros((window, num_envs), bool),
         "next_obs": jnp.zeros((window, num_envs, *obs_shape)),
     }
+    if setup.num_masked is not None:
+        pending["next_action_mask"] = jnp.zeros((window, num_envs, setup.num_masked), bool)
     return OffPolicyState(
         learner=setup.learner.init(key_learner, hp),
-        buffer=setup.buffer.init(replay_item(obs_shape, action)),
+        buffer=setup.buffer.init(replay_item(obs_shape, action, setup.num_masked)),
         pending=pending,
         obs_stats=running_stats.init(obs_shape),
         env=reset_batch(setup.env, setup.env_params, key_env, num_envs),
@@ -446,11 +466,14 @@ def collect(setup: Setup, state: OffPolicyState, key):
     env_steps = state.collect_step * config.num_envs
     warm = env_steps < config.learning_starts
 
-    def policy(key, obs):
+    def policy(key, obs, **mask):
         key_explore, key_random = jax.random.split(key)
         obs = normalize(setup, state.obs_stats, obs)
-        action = learner_explore(setup.learner, state.learner, obs, key_explore, env_steps)
-        random = setup.actions.random(key_random, action.shape)
+        action = learner_explore(setup.learner, state.learner, obs, key_explore, env_steps, **mask)
+        if mask:  # the warm-up's random actions among the legal ones
+            random = masks.uniform_legal(key_random, mask["action_mask"], action.dtype)
+        else:
+            random = setup.actions.random(key_random, action.shape)
         return jnp.where(warm, random, action), {}
 
     env, params = setup.env, setup.env_params
@@ -468,6 +491,8 @@ def store(setup: Setup, state: OffPolicyState, tr, hp):
         "truncated": tr.truncated,
         "next_obs": tr.next_obs,
     }
+    if setup.num_masked is not None:  # the pre-reset state's, as `next_obs` is
+        new["next_action_mask"] = tr.info[masks.FINAL]
     steps = jax.tree.map(lambda p, n: jnp.concatenate([p, n]), state.pending, new)
     reward, discount, last = n_step_transitions(
         steps["reward"], steps["terminated"], steps["truncated"], setup.items.gamma(hp), n_step
@@ -484,6 +509,9 @@ def store(setup: Setup, state: OffPolicyState, tr, hp):
         "terminated": jnp.take_along_axis(steps["terminated"], last, axis=0)[0],
         "truncated": jnp.take_along_axis(steps["truncated"], last, axis=0)[0],
     }
+    if setup.num_masked is not None:
+        mask = steps["next_action_mask"]
+        items["next_action_mask"] = jnp.take_along_axis(mask, last[..., None], 0)[0]
     # The oldest step is real once n_step - 1 collections have filled the window.
     valid = jnp.broadcast_to(state.collect_step >= n_step - 1, (config.num_envs,))
     pending = jax.tree.map(lambda x: x[1:], steps)
@@ -559,7 +587,7 @@ def update(setup: Setup, state: OffPolicyState, hp):
     return state, metrics
 
 
-def act(setup: Setup, state: OffPolicyState, obs, key, deterministic: bool = False):
+def act(setup: Setup, state: OffPolicyState, obs, key, deterministic: bool = False, **mask):
     obs = normalize(setup, state.obs_stats, obs)
     env_steps = state.collect_step * setup.config.num_envs
-    return learner_act(setup.learner, state.learner, obs, key, deterministic, env_steps)
+    return learner_act(setup.learner, state.learner, obs, key, deterministic, env_steps, **mask)

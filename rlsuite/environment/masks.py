@@ -72,13 +72,21 @@ def masked_values(values: jax.Array, mask: jax.Array | None) -> jax.Array:
     return jnp.where(mask, values, -jnp.inf)
 
 
-def legal_max(values: jax.Array, mask: jax.Array | None) -> jax.Array:
-    """`max` of `values [..., A]` over the legal actions of `mask`, 0 where none is legal (a
-    state that ends the episode may allow nothing; a target then multiplies it by 0, which an
-    infinity would turn into NaN). None: the plain `max`."""
+def for_max(values: jax.Array, mask: jax.Array | None) -> jax.Array:
+    """`values [..., A]` made ready for a maximum or an argmax over the legal actions of `mask`:
+    the masked ones -inf, and a row where none is legal all 0 (a state that ends the episode
+    may allow nothing; a target then multiplies its maximum by 0, which an infinity would turn
+    into NaN). None: `values` as they are. A target rule written for plain values (DQN's
+    `target`, double Q-learning's argmax) reads these as it reads any."""
     if mask is None:
-        return values.max(axis=-1)
-    return jnp.where(mask.any(axis=-1), masked_values(values, mask).max(axis=-1), 0.0)
+        return values
+    return jnp.where(mask.any(axis=-1, keepdims=True), masked_values(values, mask), 0.0)
+
+
+def legal_max(values: jax.Array, mask: jax.Array | None) -> jax.Array:
+    """`max` of `values [..., A]` over the legal actions of `mask`, 0 where none is legal
+    (`for_max`). None: the plain `max`."""
+    return for_max(values, mask).max(axis=-1)
 
 
 def uniform_legal(key: jax.Array, mask: jax.Array, dtype: Any = jnp.int32) -> jax.Array:
