@@ -449,7 +449,24 @@ def bench_playground(args: Args) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------- suites
 _SUITE_OURS, _SUITE_LOOP = "ours (Environment.step)", "ours (rollout step)"
+_SUITE_SLOTS = "ours (rollout step, reset slots)"
 _SUITE_OWN = "suite's own"
+SLOT_SHARE = 16  # the slots variant resets up to num_envs / SLOT_SHARE environments a step
+
+
+def loop_variant(env, params, reset_slots: int | None = None):
+    """`step(keys, state, actions)` of ours as a training loop steps it (`step_batch`, with
+    `reset_slots`), reading the observation and the pre-reset one, as the loop does."""
+    from rlsuite.loop.rollout import step_batch
+
+    def loop_step(keys, state, actions):
+        obs, state, reward, terminated, truncated, info = step_batch(
+            env, params, keys, state, actions, reset_slots=reset_slots
+        )
+        obs = obs + info["final_observation"]  # what a training loop reads
+        return state, obs, reward, jnp.logical_or(terminated, truncated)
+
+    return loop_step
 
 
 def _checksum(tree) -> jax.Array:
@@ -457,28 +474,20 @@ def _checksum(tree) -> jax.Array:
     return sum(jnp.sum(jnp.asarray(x, jnp.float32)) for x in jax.tree.leaves(tree))
 
 
-def suite_variants(name: str) -> tuple[dict, Callable]:
-    """`variant -> (init, step)` for one suite task, all batched, and the action sampler: ours
+def suite_variants(name: str) -> tuple[dict, Callable, tuple]:
+    """`variant -> (init, step)` for one suite task, all batched, the action sampler, and ours
+    `(env, params)` (for `loop_variant` with reset slots, sized by the batch): ours
     through `Environment.step` (as `vmap(env.step)`) and as a training loop steps it
     (`rlsuite.loop.rollout.step_batch`), beside the suite's own environment behind its own
     auto-reset: Jumanji's `AutoResetWrapper`, Craftax's `auto_reset=True` environment,
     XLand-MiniGrid's `GymAutoResetWrapper`. The suite's side is given the same actions (decoded
     to its own form) and reads its own observation (every leaf summed)."""
     from rlsuite import envs
-    from rlsuite.loop.rollout import step_batch
 
     env, params = envs.make(name)
     core = getattr(env, "unwrapped", env)
     init, step = contract_batch(env, params)
-
-    def loop_step(keys, state, actions):
-        obs, state, reward, terminated, truncated, info = step_batch(
-            env, params, keys, state, actions
-        )
-        obs = obs + info["final_observation"]  # what a training loop reads
-        return state, obs, reward, jnp.logical_or(terminated, truncated)
-
-    variants = {_SUITE_OURS: (init, step), _SUITE_LOOP: (init, loop_step)}
+    variants = {_SUITE_OURS: (init, step), _SUITE_LOOP: (init, loop_variant(env, params))}
     if name.startswith("jumanji/"):
         from jumanji.wrappers import AutoResetWrapper
 
@@ -521,7 +530,7 @@ def suite_variants(name: str) -> tuple[dict, Callable]:
             return timestep, timestep.observation, timestep.reward, timestep.last()
 
     variants[_SUITE_OWN] = (own_init, own_step)
-    return variants, env.action_space(params).sample
+    return variants, env.action_space(params).sample, (env, params)
 
 
 def bench_suites(args: Args) -> list[dict]:
@@ -529,30 +538,39 @@ def bench_suites(args: Args) -> list[dict]:
     key = jax.random.PRNGKey(args.seed)
     steps = args.suite_steps
     for name in args.suite_envs:
-        variants, sample = suite_variants(name)
+        variants, sample, (env, params) = suite_variants(name)
         sizes = args.suite_batch_sizes
         if name.startswith("craftax/"):
             sizes = [n for n in sizes if n <= args.craftax_max_batch]
         for n in sizes:
+            slots = max(1, n // SLOT_SHARE)
+            sized = {
+                **variants,
+                _SUITE_SLOTS: (variants[_SUITE_LOOP][0], loop_variant(env, params, slots)),
+            }
             runs = {
-                v: scan_runner(init, step, sample, n, steps) for v, (init, step) in variants.items()
+                v: scan_runner(init, step, sample, n, steps) for v, (init, step) in sized.items()
             }
             results = measure(runs, key, args.repeats, n * steps)
             own = results[_SUITE_OWN]["steps_per_s"]
             row = {"env": name, "num_envs": n, "steps": steps, "variants": results}
+            row["reset_slots"] = slots
             row["ratio"] = results[_SUITE_OURS]["steps_per_s"] / own
             row["ratio_loop"] = results[_SUITE_LOOP]["steps_per_s"] / own
+            row["ratio_slots"] = results[_SUITE_SLOTS]["steps_per_s"] / own
             rows.append(row)
             progress(
                 f"{name} n={n:5d}  ours {results[_SUITE_OURS]['steps_per_s']:.3g}/s  own "
-                f"{own:.3g}/s  ratio {row['ratio']:.2f}, rollout step {row['ratio_loop']:.2f}"
+                f"{own:.3g}/s  ratio {row['ratio']:.2f}, rollout step {row['ratio_loop']:.2f}, "
+                f"with {slots} reset slots {row['ratio_slots']:.2f}"
             )
     return rows
 
 
 def suite_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     header = ["env", "num_envs", "ours steps/s", "ours rollout step/s", "suite's own steps/s"]
-    header += ["ours/own", "rollout step/own", "compile ours / own (s)"]
+    header += ["ours/own", "rollout step/own", "reset slots", "with slots/own"]
+    header += ["compile ours / own (s)"]
     body = []
     for r in rows:
         v = r["variants"]
@@ -563,6 +581,8 @@ def suite_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
                 *(f"{v[n]['steps_per_s']:,.0f}" for n in (_SUITE_OURS, _SUITE_LOOP, _SUITE_OWN)),
                 f"{r['ratio']:.2f}",
                 f"{r['ratio_loop']:.2f}",
+                str(r["reset_slots"]),
+                f"{r['ratio_slots']:.2f}",
                 " / ".join(f"{v[n]['compile_s']:.1f}" for n in (_SUITE_OURS, _SUITE_OWN)),
             ]
         )
@@ -669,7 +689,8 @@ def main(args: Args) -> dict:
     if suite_rows:
         title = (
             f"Jumanji, Craftax and MiniGrid adapters: env steps/s, {args.suite_steps} steps, "
-            "uniformly random actions (the same on both sides), each suite's own auto-reset"
+            "uniformly random actions (the same on both sides), each suite's own auto-reset; "
+            f"reset slots: num_envs / {SLOT_SHARE} (`--reset-slots`)"
         )
         tables.append((title, *suite_table(suite_rows)))
     print_tables(console, tables, args.markdown)
