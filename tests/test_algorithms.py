@@ -46,6 +46,7 @@ BUILT_IN = {
     "pqn": (pqn, pqn.PQNConfig, pqn.PQNHparams, False, "cartpole"),
 }
 WITH_MEMORY = ("ppo", "rl2", "ued")
+MASK_READERS = ("ppo", "rl2", "dqn", "pqn")
 
 
 @pytest.fixture
@@ -73,6 +74,7 @@ def test_every_built_in_family_is_registered_with_its_record():
     ]
     assert registry.offline() == ["bc", "td3_bc", "iql", "cql"]
     assert registry.with_memory() == list(WITH_MEMORY)
+    assert registry.mask_readers() == list(MASK_READERS)
     for name, (module, config_cls, hparams_cls, offline, default_env) in BUILT_IN.items():
         expected = Algorithm(
             name=name,
@@ -82,6 +84,7 @@ def test_every_built_in_family_is_registered_with_its_record():
             offline=offline,
             default_env=default_env,
             memory=name in WITH_MEMORY,
+            reads_action_mask=name in MASK_READERS,
         )
         assert registry.get(name) == expected, name
         assert registry.ALGORITHMS[name] is registry.get(name) is module.ALGORITHM

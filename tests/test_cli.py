@@ -10,6 +10,7 @@ import textwrap
 
 import pytest
 
+from rlsuite.app import cli
 from rlsuite.loop import checkpoint
 from tests.log_files import tensorboard_events, wandb_history
 
@@ -203,11 +204,27 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
         (["train", "ppo", "--log-interval", "2.5"], "Error parsing --log-interval"),
     ],
 )
-def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path):
-    proc = rlsuite(*args, cwd=tmp_path, timeout=120)
-    assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert message in proc.stdout + proc.stderr
+def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path, monkeypatch, capsys):
+    """In this process (`cli.main`, the exit status it returns or exits with); the command as a
+    process of its own: the next test."""
+    monkeypatch.chdir(tmp_path)
+    try:
+        code = cli.main(list(args))
+    except SystemExit as stop:  # the flag parser's own refusals
+        code = stop.code
+    said = capsys.readouterr()
+    assert code == 2, (said.out, said.err)
+    assert message in said.out + said.err
     assert not (tmp_path / "runs").exists()  # nothing was written
+
+
+def test_bad_input_exits_2_from_the_command_line_too(tmp_path):
+    proc = rlsuite("train", "ppo", "--env", "cartpol", cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "did you mean 'cartpole'" in proc.stderr
+    proc = rlsuite("train", "ppo", "--bogus", "1", cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and "Unrecognized options" in proc.stdout + proc.stderr
+    assert not (tmp_path / "runs").exists()
 
 
 @pytest.mark.parametrize("algo", ["sac", "td3"])
