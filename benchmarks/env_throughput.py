@@ -567,10 +567,10 @@ def bench_suites(args: Args) -> list[dict]:
     return rows
 
 
-def suite_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
-    header = ["env", "num_envs", "ours steps/s", "ours rollout step/s", "suite's own steps/s"]
-    header += ["ours/own", "rollout step/own", "reset slots", "with slots/own"]
-    header += ["compile ours / own (s)"]
+def rate_table(rows: list[dict], header: list[str], rates, columns, compiled):
+    """`(header, body)` of a comparison of variants: per row the env, the batch, each of `rates`'
+    env steps/s, each `(key, spec)` of `columns` (the row's own figures, formatted), and the
+    compile seconds of `compiled`."""
     body = []
     for r in rows:
         v = r["variants"]
@@ -578,34 +578,30 @@ def suite_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
             [
                 r["env"],
                 str(r["num_envs"]),
-                *(f"{v[n]['steps_per_s']:,.0f}" for n in (_SUITE_OURS, _SUITE_LOOP, _SUITE_OWN)),
-                f"{r['ratio']:.2f}",
-                f"{r['ratio_loop']:.2f}",
-                str(r["reset_slots"]),
-                f"{r['ratio_slots']:.2f}",
-                " / ".join(f"{v[n]['compile_s']:.1f}" for n in (_SUITE_OURS, _SUITE_OWN)),
+                *(f"{v[n]['steps_per_s']:,.0f}" for n in rates),
+                *(format(r[key], spec) for key, spec in columns),
+                " / ".join(f"{v[n]['compile_s']:.1f}" for n in compiled),
             ]
         )
     return header, body
+
+
+def suite_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    header = ["env", "num_envs", "ours steps/s", "ours rollout step/s", "suite's own steps/s"]
+    header += ["ours/own", "rollout step/own", "reset slots", "with slots/own"]
+    header += ["compile ours / own (s)"]
+    columns = [("ratio", ".2f"), ("ratio_loop", ".2f")]
+    columns += [("reset_slots", "d"), ("ratio_slots", ".2f")]
+    rates = (_SUITE_OURS, _SUITE_LOOP, _SUITE_OWN)
+    return rate_table(rows, header, rates, columns, (_SUITE_OURS, _SUITE_OWN))
 
 
 def playground_table(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
     header = ["env", "num_envs", "ours steps/s", "full_reset steps/s", "cached steps/s"]
     header += ["ours/full_reset", "ours/cached", "compile ours / full / cached (s)"]
-    body = []
-    for r in rows:
-        v = r["variants"]
-        body.append(
-            [
-                r["env"],
-                str(r["num_envs"]),
-                *(f"{v[name]['steps_per_s']:,.0f}" for name in (_PG_OURS, _PG_FULL, _PG_CACHED)),
-                f"{r['ratio_vs_full_reset']:.2f}",
-                f"{r['ratio_vs_cached']:.2f}",
-                " / ".join(f"{v[n]['compile_s']:.1f}" for n in (_PG_OURS, _PG_FULL, _PG_CACHED)),
-            ]
-        )
-    return header, body
+    variants = (_PG_OURS, _PG_FULL, _PG_CACHED)
+    columns = [("ratio_vs_full_reset", ".2f"), ("ratio_vs_cached", ".2f")]
+    return rate_table(rows, header, variants, columns, variants)
 
 
 # ------------------------------------------------------------------------------------------- report
