@@ -12,6 +12,7 @@ from rlsuite.agents import (
     cql,
     crl,
     dqn,
+    fixpo,
     iql,
     ppo,
     pqn,
@@ -44,9 +45,10 @@ BUILT_IN = {
     "sac_her": (sac_her, sac_her.SACHERConfig, sac.SACHparams, False, "goal/point_reach"),
     "dqn": (dqn, dqn.DQNConfig, dqn.DQNHparams, False, "cartpole"),
     "pqn": (pqn, pqn.PQNConfig, pqn.PQNHparams, False, "cartpole"),
+    "fixpo": (fixpo, fixpo.FixPOConfig, fixpo.FixPOHparams, False, "cartpole"),
 }
-WITH_MEMORY = ("ppo", "rl2", "ued")
-MASK_READERS = ("ppo", "rl2", "dqn", "pqn")
+WITH_MEMORY = ("ppo", "rl2", "ued", "fixpo")
+MASK_READERS = ("ppo", "rl2", "dqn", "pqn", "fixpo")
 
 
 @pytest.fixture
@@ -71,6 +73,7 @@ def test_every_built_in_family_is_registered_with_its_record():
         "sac_her",
         "dqn",
         "pqn",
+        "fixpo",
     ]
     assert registry.offline() == ["bc", "td3_bc", "iql", "cql"]
     assert registry.with_memory() == list(WITH_MEMORY)
@@ -89,7 +92,7 @@ def test_every_built_in_family_is_registered_with_its_record():
         assert registry.get(name) == expected, name
         assert registry.ALGORITHMS[name] is registry.get(name) is module.ALGORITHM
         assert tuned.default_env(name) == default_env
-    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 13
+    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 14
 
 
 def test_the_tuned_table_names_registered_algorithms():
@@ -105,6 +108,7 @@ def test_the_tuned_table_names_registered_algorithms():
         "sac_her",
         "dqn",
         "pqn",
+        "fixpo",
     }
 
 
@@ -146,7 +150,8 @@ def test_a_registered_toy_family_trains_and_evaluates_with_no_cli_change(toy, tm
 def test_an_unknown_algorithm_is_refused_with_the_registered_names(capsys):
     assert cli.main(["train", "nosuch"]) == 2
     err = capsys.readouterr().err
-    allowed = "(allowed: ppo, sac, td3, bc, td3_bc, iql, cql, rl2, ued, crl, sac_her, dqn, pqn)"
+    allowed = "(allowed: ppo, sac, td3, bc, td3_bc, iql, cql, rl2, ued, crl, sac_her, dqn, pqn, "
+    allowed += "fixpo)"
     assert err == f"rlsuite train: error: unknown algorithm 'nosuch' {allowed}\n"
     with pytest.raises(ValueError, match="unknown algorithm 'nosuch'; registered: ppo, sac, td3"):
         registry.get("nosuch")

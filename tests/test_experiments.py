@@ -494,3 +494,23 @@ def test_pqn_script_mellowmax_by_hand():
         jnp.array([[[0.0, 1.0]]]), 0.9, 0.5,
     )  # fmt: skip
     np.testing.assert_allclose(y, [[1.0 + 0.9 * expected]], rtol=1e-6)
+
+
+@pytest.mark.timeout(180)
+def test_fixpo_script_smoke_with_a_trust_region_passed_in(tmp_path):
+    args = ["--num-seeds", "2", "--total-timesteps", "512", "--num-envs", "4", "--num-steps", "16"]
+    args += ["--num-minibatches", "2", "--hidden-sizes", "8", "--eval-episodes", "2"]
+    args += ["--region-idea", "p90-kl", "--kl-target", "0.01", "--learning-rate", "0.01"]
+    proc = run_script("fixpo.py", *args, "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(r"^fixpo \(p90-kl\) on cartpole: 2 seeds x 512 steps", proc.stdout, re.M)
+    # 8 updates of 2 seeds, each ending inside the trust region the idea defines.
+    said = re.search(r"16 of 16 updates ended inside it; the fixup phase took (\d+)", proc.stdout)
+    assert said, proc.stdout
+
+
+def test_fixpo_script_p90_by_hand():
+    module = load_script("fixpo.py")
+    # The 90th percentile of 0..10 by linear interpolation: 9.
+    np.testing.assert_allclose(module.p90_kl(jnp.arange(11.0)), 9.0, rtol=1e-6)
+    assert module.REGION_IDEAS["max-kl"] is jnp.max

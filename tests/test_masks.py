@@ -169,19 +169,19 @@ def test_an_agent_that_does_not_read_masks_is_refused_an_environment_with_them(t
     out = tmp_path / "run"
     assert cli.main(["train", "ued", "--env", "probe/masked_action", "--out", str(out)]) == 2
     said = capsys.readouterr().err
-    assert "ued does not read them" in said and "do: ppo, rl2, dqn, pqn" in said
+    assert "ued does not read them" in said and "do: ppo, rl2, dqn, pqn, fixpo" in said
     assert not out.exists()
 
 
 def test_each_familys_record_says_what_its_agents_do_with_masks():
     """`Algorithm.reads_action_mask` agrees with the agents each family makes: on the masked probe
     where the family takes a discrete environment at all, and on its default environment."""
-    assert registry.mask_readers() == ["ppo", "rl2", "dqn", "pqn"]
+    assert registry.mask_readers() == ["ppo", "rl2", "dqn", "pqn", "fixpo"]
     for name in registry.online():
         algo = registry.get(name)
         agent = algo.make(algo.config_cls(), *envs.make(algo.default_env))
         assert agent.reads_action_mask == algo.reads_action_mask, name
-        if name in ("ppo", "pqn", "dqn"):
+        if name in ("ppo", "pqn", "dqn", "fixpo"):
             agent = algo.make(algo.config_cls(), *envs.make("probe/masked_action", masked=False))
             assert agent.reads_action_mask == algo.reads_action_mask, name
 

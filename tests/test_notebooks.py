@@ -183,3 +183,21 @@ def test_value_based_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
         assert 1.0 <= float(train_return) <= 500.0 and 1.0 <= float(eval_return) <= 500.0, rows
     assert len(_images(nb)) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.timeout(300)
+def test_trust_region_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
+    nb = _run_tiny("trust_region.ipynb", tmp_path, monkeypatch, timeout=240)
+    text = _stream_text(nb)
+    assert "2 updates of 2,048 env steps per run, 2 seeds" in text
+    assert re.findall(r"^(FixPO|PPO-clip): 2 runs in", text, re.M) == ["FixPO", "PPO-clip"]
+    rows = re.findall(
+        r"^\s*(FixPO|PPO-clip)\s+(\d+) / 4\s+(\S+)\s+(\S+) \[(\S+), (\S+)\]$", text, re.M
+    )
+    assert [row[0] for row in rows] == ["FixPO", "PPO-clip"], text
+    fix, clip = rows
+    assert fix[1] == "4" and fix[2].endswith("%") and clip[2] == "-"  # FixPO holds every update
+    for *_, mean, low, high in rows:  # pendulum returns lie in [-16.27 x 200, 0]
+        assert -3300.0 <= float(low) <= float(mean) <= float(high) <= 0.0, rows
+    assert len(_images(nb)) == 1
+    assert list(tmp_path.iterdir()) == []

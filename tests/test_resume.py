@@ -47,6 +47,8 @@ AGENTS = {
     "dqn": ["--env", "cartpole", *OFF_POLICY, "--n-step", "2", "--target-update-period", "3"],
     # PPO's shape without a policy: the Q network, Adam's state and the exploration schedule.
     "pqn": PPO,
+    # PPO's state and FixPO's across updates: the KL penalty's weight and its Adam state.
+    "fixpo": PPO,
     # ACCEL: the level buffer, the last levels and branch resume with the student.
     "ued": ["--env", "maze/small", "--curriculum", "accel", "--total-timesteps", "1536"]
     + ["--num-envs", "4", "--num-steps", "64", "--chunks", "3", *SMALL, "--recurrent-size", "8"]

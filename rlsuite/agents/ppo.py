@@ -29,6 +29,12 @@ Deviations and choices, written down:
 - Action masks (`rlsuite.environment.masks`): where the environment has them, the policy samples,
   scores (log-probability, entropy) and acts among the legal actions only, from the masks the
   rollout kept; a masked action's logit is the lowest float, so the network learns nothing of it.
+
+A research variant passes functions in (`prepare`): a `policy_loss`, `minibatches`, a `network`,
+and `Hooks` for what reaches beyond one minibatch's loss: state kept across updates, a penalty
+that compares the policy with the one that collected the rollout, a step after every gradient
+step, and a phase after the epochs (FixPO, `rlsuite.agents.fixpo`, is all four). `Hooks()` adds
+nothing: PPO then computes what it computes without them, bit for bit.
 """
 
 from __future__ import annotations
@@ -67,6 +73,60 @@ class PPOState:
     env: EnvBatch
     key: jax.Array
     update_step: jax.Array
+    variant: Any = ()  # what `Hooks.init` gave a research variant, kept across updates
+
+
+def no_state(hp) -> tuple:
+    """`Hooks.init` of a variant that keeps nothing across updates."""
+    return ()
+
+
+class Hooks(NamedTuple):
+    """What a research variant adds to PPO's update besides its `policy_loss`, each a function
+    (`prepare(hooks=...)`); `Hooks()` adds nothing.
+
+    init: `hp -> variant`: the variant's state, kept in `PPOState.variant` across updates.
+    penalty: `(variant, old_dist, dist, head, hp) -> (loss term, stats)`, added to every gradient
+        step's loss. `old_dist` is the policy that collected the rollout (the update's starting
+        parameters, without a gradient) and `dist` the one being learned, both over the
+        minibatch and restricted to the legal actions where there are masks; `head` is the
+        policy's `ActionHead` (its `kl`, `log_prob`, ...). `stats` join the step's metrics.
+        None: no term, and the old policy is not computed.
+    after_step: `(variant, metrics, hp) -> variant` after every gradient step, from its metrics
+        (the penalty's stats among them, taken before the step). None: the variant is kept.
+    after_epochs: `Phase -> ((params, opt_state, variant), metrics)`: a phase after the epochs,
+        which may take more of their gradient steps; its metrics join the update's. None: none.
+    """
+
+    init: Callable = no_state
+    penalty: Callable | None = None
+    after_step: Callable | None = None
+    after_epochs: Callable | None = None
+
+
+class Phase(NamedTuple):
+    """What `Hooks.after_epochs` is given.
+
+    carry: `(params, opt_state, variant)` after the epochs.
+    step: `(carry, minibatch, key) -> (carry, metrics)`: one gradient step as the epochs take it
+        (with `Hooks.after_step`).
+    penalty_step: the same step on the penalty's term alone (`Hooks.penalty`).
+    measure: `(carry, minibatch, key) -> metrics`: what that step would report, without taking
+        it.
+    split: `key -> (minibatches, keys)`: one epoch's minibatches (stacked on a leading axis) and
+        the keys their steps take (None where the policy's entropy needs none).
+    key: the last epoch's key (`split(key)` gives that epoch's minibatches again), so that a
+        phase takes no randomness from the epochs'.
+    hp: the hyperparameters.
+    """
+
+    carry: tuple
+    step: Callable
+    penalty_step: Callable
+    measure: Callable
+    split: Callable
+    key: jax.Array
+    hp: Any
 
 
 class PPOSetup(NamedTuple):
@@ -75,7 +135,7 @@ class PPOSetup(NamedTuple):
     network: the actor-critic in the carry shape (`rlsuite.networks.memory`).
     env, env_params: the environment as PPO steps it (wrapped) and its shared params (a batch
         that holds its own, `EnvBatch.params`, steps with those).
-    policy_loss, minibatches: the research variants `prepare` takes.
+    policy_loss, minibatches, hooks: the research variants `prepare` takes.
     head: what the network's distribution means to sampling, learning and evaluation
         (`rlsuite.networks.action_heads`).
     """
@@ -87,6 +147,7 @@ class PPOSetup(NamedTuple):
     policy_loss: Callable
     minibatches: Callable
     head: ActionHead
+    hooks: Hooks = Hooks()
 
 
 def normalized(setup: PPOSetup, obs_stats, obs):
@@ -127,6 +188,7 @@ def init(setup: PPOSetup, key: jax.Array, hp: PPOHparams) -> PPOState:
         env=env._replace(carry=setup.network.initial(config.num_envs)),
         key=key,
         update_step=jnp.zeros((), jnp.int32),
+        variant=setup.hooks.init(hp),
     )
 
 
@@ -202,10 +264,21 @@ def learning_batch(setup: PPOSetup, tr: Transition, advantages: jax.Array, carry
 
 
 def loss(
-    setup: PPOSetup, params, obs_stats, minibatch: dict, key, hp: PPOHparams, entropy_weight=None
+    setup: PPOSetup,
+    params,
+    obs_stats,
+    minibatch: dict,
+    key,
+    hp: PPOHparams,
+    entropy_weight=None,
+    variant=(),
+    old_params=None,
+    penalty_only: bool = False,
 ):
     """`(total loss, metrics)` of one minibatch: clipped surrogate (`setup.policy_loss`), value
-    loss (clipped around the rollout's values when the config says so) and entropy bonus."""
+    loss (clipped around the rollout's values when the config says so), entropy bonus, and a
+    variant's penalty (`Hooks.penalty`, against the policy of `old_params`; with
+    `penalty_only`, the loss is that term alone, the metrics all of them)."""
     config = setup.config
     if entropy_weight is None:
         entropy_weight = hp.ent_coef
@@ -226,6 +299,14 @@ def loss(
         v_loss = losses.value_loss(value, minibatch["targets"])
     total = pi_loss + hp.vf_coef * v_loss - entropy_weight * entropy
     metrics = {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": entropy, **pi_metrics}
+    if setup.hooks.penalty is not None:
+        old_dist, _ = apply(
+            setup, jax.lax.stop_gradient(old_params), obs_stats, minibatch["obs"], *memory
+        )
+        old_dist = masks.masked(old_dist, minibatch.get(masks.KEY))
+        term, stats = setup.hooks.penalty(variant, old_dist, dist, setup.head, hp)
+        total = term if penalty_only else total + term
+        metrics.update(stats)
     return total, metrics
 
 
@@ -245,32 +326,56 @@ def entropy_weight(state: PPOState, hp: PPOHparams):
 
 def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams):
     """`config.update_epochs` epochs over `batch`, each a scan of gradient steps over the
-    minibatches `setup.minibatches` slices; returns params, optimizer state, mean metrics."""
-    config = setup.config
+    minibatches `setup.minibatches` slices, then a variant's phase after them
+    (`Hooks.after_epochs`); returns params, optimizer state, the variant's state and metrics
+    (the steps' means, and the phase's)."""
+    config, hooks = setup.config, setup.hooks
     tx = optimizer(hp)
     weight = entropy_weight(state, hp)
+    loss_of = functools.partial(loss, setup)
 
-    def minibatch_step(carry, xs):
-        params, opt_state = carry
-        minibatch, key = xs
+    def gradient_step(carry, minibatch, key, penalty_only=False):
+        params, opt_state, variant = carry
         minibatch = split_minibatch(setup, minibatch)
-        grads, metrics = jax.grad(functools.partial(loss, setup), has_aux=True)(
-            params, state.obs_stats, minibatch, key, hp, weight
+        grads, metrics = jax.grad(loss_of, has_aux=True)(
+            params, state.obs_stats, minibatch, key, hp, weight, variant, state.params, penalty_only
         )
         updates, opt_state = tx.update(grads, opt_state, params)
         params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
-        return (params, opt_state), metrics
+        if hooks.after_step is not None:
+            variant = hooks.after_step(variant, metrics, hp)
+        return (params, opt_state, variant), metrics
 
-    def epoch(carry, key):
+    def measure(carry, minibatch, key):
+        params, _, variant = carry
+        minibatch = split_minibatch(setup, minibatch)
+        _, metrics = loss_of(
+            params, state.obs_stats, minibatch, key, hp, weight, variant, state.params
+        )
+        return metrics
+
+    def split(key):
         # Keys for the entropy samples of a head that estimates it (the squashed one); the
         # others shuffle with the epoch's key itself.
         key, keys = setup.head.entropy_keys(key, config.num_minibatches)
-        minibatches = setup.minibatches(key, batch, config.num_minibatches)
-        return jax.lax.scan(minibatch_step, carry, (minibatches, keys))
+        return setup.minibatches(key, batch, config.num_minibatches), keys
+
+    def epoch(carry, key):
+        def minibatch_step(carry, xs):
+            return gradient_step(carry, *xs)
+
+        return jax.lax.scan(minibatch_step, carry, split(key))
 
     keys = jax.random.split(key, config.update_epochs)
-    (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
-    return params, opt_state, jax.tree.map(jnp.mean, metrics)
+    carry = (state.params, state.opt_state, state.variant)
+    carry, metrics = jax.lax.scan(epoch, carry, keys)
+    metrics = jax.tree.map(jnp.mean, metrics)
+    if hooks.after_epochs is not None:
+        penalty_step = functools.partial(gradient_step, penalty_only=True)
+        phase = Phase(carry, gradient_step, penalty_step, measure, split, keys[-1], hp)
+        carry, phase_metrics = hooks.after_epochs(phase)
+        metrics = {**metrics, **phase_metrics}
+    return (*carry, metrics)
 
 
 def split_minibatch(setup: PPOSetup, minibatch: dict) -> dict:
@@ -306,9 +411,10 @@ def experience_of(setup: PPOSetup, state: PPOState, env_batch, tr: Transition, h
 
 
 def absorb(setup: PPOSetup, state: PPOState, exp: Experience, learned, key, lr):
-    """The state after `exp`: the `(params, opt_state, metrics)` that `learn` returned on it,
-    the rollout's environments and statistics, `key` as the next key; and the update's metrics."""
-    params, opt_state, metrics = learned
+    """The state after `exp`: the `(params, opt_state, variant, metrics)` that `learn` returned
+    on it, the rollout's environments and statistics, `key` as the next key; and the update's
+    metrics."""
+    params, opt_state, variant, metrics = learned
     obs_stats = state.obs_stats
     if setup.config.normalize_observations:
         obs_stats = running_stats.update(obs_stats, exp.transitions.obs)
@@ -321,6 +427,7 @@ def absorb(setup: PPOSetup, state: PPOState, exp: Experience, learned, key, lr):
         env=exp.env,
         key=key,
         update_step=state.update_step + 1,
+        variant=variant,
     )
     metrics = {f"losses/{k}": v for k, v in metrics.items()}
     metrics.update(episode_metrics(exp.transitions.info))
@@ -346,8 +453,8 @@ def learn_from(
     else:
 
         def keep(shapes):
-            zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[2])
-            return state.params, state.opt_state, zeros
+            zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[3])
+            return state.params, state.opt_state, state.variant, zeros
 
         learned = batching.gate(learning, epochs, keep)
     before = state.update_step
@@ -387,6 +494,7 @@ def prepare(
     policy_loss: Callable = losses.ppo_policy_loss,
     minibatches: Callable | None = None,
     network: Any = None,
+    hooks: Hooks | None = None,
 ) -> PPOSetup:
     """The `PPOSetup` of PPO on `env`: the environment wrapped as PPO steps it and the network;
     `make` binds the steps to it. A research variant passes its own step: `policy_loss(log_prob,
@@ -394,7 +502,9 @@ def prepare(
     num_minibatches)` (default: the network's, `shuffled_steps` or with memory `env_sequences`),
     or a `network` in the carry shape (`rlsuite.networks.memory`: `FeedForward(module)` of a
     module `apply(params, obs) -> (distribution, value)`, or `Recurrent(module)` of one with
-    `RecurrentActorCritic`'s signature; default `actor_critic`)."""
+    `RecurrentActorCritic`'s signature; default `actor_critic`), or `hooks` (`Hooks`: state
+    across updates, a penalty against the rollout's policy, a step after each gradient step, a
+    phase after the epochs)."""
     if not isinstance(config, PPOConfig):
         raise TypeError(f"ppo.make needs a PPOConfig, got {type(config).__name__}")
     env_params = env.check_params(env_params)
@@ -405,12 +515,13 @@ def prepare(
         minibatches = network.minibatches
     head = for_policy(space, config.distribution)
     env = EpisodeStatistics(head.wrap(env))
-    return PPOSetup(config, network, env, env_params, policy_loss, minibatches, head)
+    hooks = Hooks() if hooks is None else hooks
+    return PPOSetup(config, network, env, env_params, policy_loss, minibatches, head, hooks)
 
 
 def make(config: PPOConfig, env: Environment, env_params=None, **variants) -> Agent:
     """Bind PPO to `env`; `variants` are `prepare`'s research variants (`policy_loss`,
-    `minibatches`, `network`)."""
+    `minibatches`, `network`, `hooks`)."""
     setup = prepare(config, env, env_params, **variants)
     return bind(
         setup,

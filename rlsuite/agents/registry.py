@@ -38,6 +38,7 @@ BUILT_IN = (
     "sac_her",
     "dqn",
     "pqn",
+    "fixpo",
 )
 ENTRY_POINT_GROUP = "rlsuite.algorithms"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")

@@ -71,6 +71,23 @@ _JUMANJI_PPO = {
     "hparams": {"learning_rate": 1e-3},
 }
 
+_PPO_CARTPOLE: dict[str, dict] = {
+    "config": {"num_envs": 8, "num_steps": 64, "total_timesteps": 500_000},
+    "hparams": {},
+}
+_PPO_PENDULUM: dict[str, dict] = {
+    "config": {
+        "num_envs": 16,
+        "num_steps": 128,
+        "num_minibatches": 32,
+        "update_epochs": 10,
+        "total_timesteps": 1_000_000,
+        "normalize_observations": True,
+        "scale_rewards": True,
+    },
+    "hparams": {"learning_rate": 1e-3, "gamma": 0.95, "ent_coef": 0.0},
+}
+
 TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # PureJaxRL's published CartPole configuration (= PPOConfig / PPOHparams defaults) with its
     # 512-step batch collected as 8 envs x 64 steps instead of 4 x 128: the same updates and
@@ -78,24 +95,14 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # them (2 CPU devices, seeds 0-47, 192 runs, 500k steps): 4 x 128 left one run at 393 (the
     # first run of seed 0, so the README's main job evaluated 473.3), 8 x 64 every run at 500.
     # tests/test_cli.py runs the README's main job and asserts its mean evaluation >= 475.
-    ("ppo", "cartpole"): {
-        "config": {"num_envs": 8, "num_steps": 64, "total_timesteps": 500_000},
-        "hparams": {},
-    },
+    ("ppo", "cartpole"): _PPO_CARTPOLE,
     # gamma 0.95 (the reference that passes -300 after 150k-350k steps), normalised observations
     # and scaled rewards, 10 epochs of 64-sample minibatches; 2 seeds pass -300 before 300k steps.
-    ("ppo", "pendulum"): {
-        "config": {
-            "num_envs": 16,
-            "num_steps": 128,
-            "num_minibatches": 32,
-            "update_epochs": 10,
-            "total_timesteps": 1_000_000,
-            "normalize_observations": True,
-            "scale_rewards": True,
-        },
-        "hparams": {"learning_rate": 1e-3, "gamma": 0.95, "ent_coef": 0.0},
-    },
+    ("ppo", "pendulum"): _PPO_PENDULUM,
+    # FixPO (PPO with a guaranteed KL trust region) at PPO's entries: benchmarks/fixpo.py trains
+    # both from the same keys and compares the trust region, the fixup phase and the returns.
+    ("fixpo", "cartpole"): _PPO_CARTPOLE,
+    ("fixpo", "pendulum"): _PPO_PENDULUM,
     # One env, one gradient step per env step, 64x64 networks (rejax's size), 1,000 random
     # steps first. 4 vmapped seeds pass -250 at about 6k steps and evaluate near -175 at 15k
     # (tests/test_off_policy.py asserts >= -250 at 15k).

@@ -15,6 +15,9 @@ branch on the kind.
 | `GAUSSIAN`      | diagonal Gaussian           | it, clipped  | the unclipped one | exact      |
 | `TANH_GAUSSIAN` | tanh of a diagonal Gaussian | it, rescaled | the pre-tanh `u`  | a sample   |
 
+Each head's `kl(p, q)` is the exact divergence between two of its distributions (a trust region's
+measure: `rlsuite.agents.fixpo`).
+
 The squashed head keeps the pre-tanh sample `u` beside the action (`extras["raw"]`): its
 log-probability is taken at `u` with the tanh correction (`squashed_log_prob`, no `atanh`), and
 its entropy, which has no closed form, is the Gaussian's plus the log-determinant of the squash
@@ -53,6 +56,8 @@ class ActionHead(NamedTuple):
     entropy_keys: `(key, n) -> (key, keys)`: the key left for the rest of an epoch and `n`
         keys for the minibatch steps' entropies (None where the entropy needs none; the key
         is then returned as it is).
+    kl: `(p, q) -> KL(p || q)` per item, exact (squashed: the Gaussians' before the tanh, which
+        a bijection leaves unchanged).
     """
 
     name: str
@@ -63,6 +68,7 @@ class ActionHead(NamedTuple):
     entropy: Callable
     mode: Callable
     entropy_keys: Callable
+    kl: Callable
 
     def __repr__(self) -> str:
         return f"ActionHead({self.name})"
@@ -76,6 +82,14 @@ def _sample(dist, key):
 def _squashed_sample(dist, key):
     raw = dist.distribution.sample(seed=key)  # kept: log-probabilities are taken at it
     return jnp.tanh(raw), {"log_prob": squashed_log_prob(dist, raw), "raw": raw}
+
+
+def _kl(p, q):
+    return p.kl_divergence(q)
+
+
+def _squashed_kl(p, q):
+    return p.distribution.kl_divergence(q.distribution)
 
 
 def _no_entropy_keys(key, n):
@@ -96,6 +110,7 @@ CATEGORICAL = ActionHead(
     entropy=lambda dist, key: dist.entropy(),
     mode=lambda dist: dist.mode(),
     entropy_keys=_no_entropy_keys,
+    kl=_kl,
 )
 GAUSSIAN = CATEGORICAL._replace(name="gaussian", wrap=ClipAction)
 TANH_GAUSSIAN = ActionHead(
@@ -107,6 +122,7 @@ TANH_GAUSSIAN = ActionHead(
     entropy=squashed_entropy,
     mode=squashed_mode,
     entropy_keys=_entropy_keys,
+    kl=_squashed_kl,
 )
 
 

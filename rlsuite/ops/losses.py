@@ -39,11 +39,31 @@ def ppo_policy_loss(log_prob, old_log_prob, advantages, clip_eps):
     unclipped = ratio * advantages
     clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps) * advantages
     loss = -jnp.minimum(unclipped, clipped).mean()
-    metrics = {
+    return loss, _ratio_metrics(log_ratio, ratio, clip_eps)
+
+
+def importance_policy_loss(log_prob, old_log_prob, advantages, clip_eps):
+    """The unclipped importance-weighted surrogate `-E[r A]`, `r = pi / pi_old` (TRPO's, and
+    FixPO's, whose trust region a KL penalty keeps: `rlsuite.agents.fixpo`). `clip_eps` clips
+    nothing: the metrics' `clip_fraction` is the fraction PPO's surrogate would have clipped."""
+    _same(
+        "importance_policy_loss",
+        log_prob=log_prob,
+        old_log_prob=old_log_prob,
+        advantages=advantages,
+    )
+    log_ratio = log_prob - old_log_prob
+    ratio = jnp.exp(log_ratio)
+    return -(ratio * advantages).mean(), _ratio_metrics(log_ratio, ratio, clip_eps)
+
+
+def _ratio_metrics(log_ratio, ratio, clip_eps) -> dict:
+    """The approximate KL `E[(r - 1) - log r]` (Schulman's unbiased estimator) and the fraction
+    of ratios outside `[1 - clip_eps, 1 + clip_eps]`, without gradients."""
+    return {
         "approx_kl": jax.lax.stop_gradient(((ratio - 1.0) - log_ratio).mean()),
         "clip_fraction": jax.lax.stop_gradient((jnp.abs(ratio - 1.0) > clip_eps).mean()),
     }
-    return loss, metrics
 
 
 def value_loss(values, targets):
