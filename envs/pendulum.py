@@ -68,6 +68,19 @@ class Pendulum(Environment):
         reward = (-costs).astype(jnp.float32)
         return self._obs(state), state, reward, jnp.bool_(False), jnp.bool_(False), {}
 
+    def disturbance_shape(self, params: PendulumParams) -> tuple[int, ...]:
+        return (1,)
+
+    def disturb(self, state: PendulumState, params: PendulumParams, disturbance: jax.Array):
+        """An external torque `disturbance[0]` on the next step, as an impulse at its start:
+        `theta_dot` gains `3 / (m l^2) * torque * dt`. The step's velocity update is linear in
+        the torque, so the motion is the one the torque would give added to the motor's after
+        its clip, whatever the motor's limit; the step's cost counts the motor's torque only,
+        and the velocity after the impulse."""
+        m, length = params.mass, params.length
+        kick = 3.0 / (m * length**2) * disturbance[0] * params.dt
+        return state.replace(theta_dot=state.theta_dot + kick)
+
     def _obs(self, state: PendulumState) -> jax.Array:
         obs = [jnp.cos(state.theta), jnp.sin(state.theta), state.theta_dot]
         return jnp.stack(obs).astype(jnp.float32)

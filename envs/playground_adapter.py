@@ -36,6 +36,11 @@ maze's DR is a fresh level at every reset. The params are not copied into the st
 are not drawn: a batch that shares them keeps one model, not one per environment, and steps as
 Playground's own environment does, to the bit.
 
+A disturbance channel (`Environment.disturb`, for an adversary: `rlsuite.agents.rarl`): a force
+in the world frame at the centre of mass of each of the task's `DISTURBED_BODIES`
+(`disturbance_shape` `(3 * bodies,)`, x, y, z per body), MJX's `xfrc_applied`, for the step that
+follows (over its action repeats). Tasks without an entry have no channel.
+
 Playground and MJX are imported lazily (`pip install "rlsuite[playground]"`).
 """
 
@@ -123,6 +128,13 @@ def option_defaults(task: str) -> dict[str, Any]:
     task's Playground config, flattened), for reading command-line values as their types."""
     config = _flatten(_suite().get_default_config(task).to_dict())
     return {**config, "impl": "jax", "randomize": False}
+
+
+# The bodies an adversary pushes (RARL's cartpole adversary pushes the pole).
+DISTURBED_BODIES: dict[str, tuple[str, ...]] = {
+    "CartpoleBalance": ("pole_1",),
+    "CartpoleSwingup": ("pole_1",),
+}
 
 
 @struct.dataclass
@@ -240,6 +252,8 @@ class PlaygroundEnv(Environment):
         self._model = self.playground_env.mjx_model
         mj_model = self.playground_env.mj_model
         self._body_names = [mj_model.body(i).name for i in range(mj_model.nbody)]
+        pushed = DISTURBED_BODIES.get(task, ())
+        self._disturbed = np.asarray([self._body_names.index(b) for b in pushed], np.int32)
         shape = jax.eval_shape(self.playground_env.reset, jax.ShapeDtypeStruct((2,), jnp.uint32))
         if not isinstance(shape.obs, jax.ShapeDtypeStruct) or shape.obs.ndim != 1:
             keys = sorted(shape.obs) if isinstance(shape.obs, dict) else shape.obs
@@ -339,6 +353,21 @@ class PlaygroundEnv(Environment):
 
     def observation_space(self, params: Any) -> Box:
         return Box(-jnp.inf, jnp.inf, (self.observation_size,), jnp.float32)
+
+    def disturbance_shape(self, params: Any) -> tuple[int, ...] | None:
+        return (3 * len(self._disturbed),) if len(self._disturbed) else None
+
+    def disturb(self, state: PlaygroundState, params: Any, disturbance: jax.Array):
+        """A force `(x, y, z)` in the world frame at the centre of mass of each of the task's
+        `DISTURBED_BODIES` (`xfrc_applied`), for the step that follows (any torque there is
+        left at 0)."""
+        if not len(self._disturbed):
+            return super().disturb(state, params, disturbance)
+        data = state.playground.data
+        forces = jnp.reshape(disturbance, (len(self._disturbed), 3))
+        applied = data.xfrc_applied.at[self._disturbed, :3].set(forces)
+        playground = state.playground.replace(data=data.replace(xfrc_applied=applied))
+        return state.replace(playground=playground)
 
     def action_space(self, params: Any) -> Box:
         return Box(-1.0, 1.0, (self.action_size,), jnp.float32)

@@ -16,6 +16,7 @@ from rlsuite.agents import (
     iql,
     ppo,
     pqn,
+    rarl,
     registry,
     rl2,
     sac,
@@ -46,6 +47,7 @@ BUILT_IN = {
     "dqn": (dqn, dqn.DQNConfig, dqn.DQNHparams, False, "cartpole"),
     "pqn": (pqn, pqn.PQNConfig, pqn.PQNHparams, False, "cartpole"),
     "fixpo": (fixpo, fixpo.FixPOConfig, fixpo.FixPOHparams, False, "cartpole"),
+    "rarl": (rarl, rarl.RARLConfig, ppo.PPOHparams, False, "pendulum"),
 }
 WITH_MEMORY = ("ppo", "rl2", "ued", "fixpo")
 MASK_READERS = ("ppo", "rl2", "dqn", "pqn", "fixpo")
@@ -74,6 +76,7 @@ def test_every_built_in_family_is_registered_with_its_record():
         "dqn",
         "pqn",
         "fixpo",
+        "rarl",
     ]
     assert registry.offline() == ["bc", "td3_bc", "iql", "cql"]
     assert registry.with_memory() == list(WITH_MEMORY)
@@ -92,7 +95,7 @@ def test_every_built_in_family_is_registered_with_its_record():
         assert registry.get(name) == expected, name
         assert registry.ALGORITHMS[name] is registry.get(name) is module.ALGORITHM
         assert tuned.default_env(name) == default_env
-    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 14
+    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 15
 
 
 def test_the_tuned_table_names_registered_algorithms():
@@ -109,6 +112,7 @@ def test_the_tuned_table_names_registered_algorithms():
         "dqn",
         "pqn",
         "fixpo",
+        "rarl",
     }
 
 
@@ -151,7 +155,7 @@ def test_an_unknown_algorithm_is_refused_with_the_registered_names(capsys):
     assert cli.main(["train", "nosuch"]) == 2
     err = capsys.readouterr().err
     allowed = "(allowed: ppo, sac, td3, bc, td3_bc, iql, cql, rl2, ued, crl, sac_her, dqn, pqn, "
-    allowed += "fixpo)"
+    allowed += "fixpo, rarl)"
     assert err == f"rlsuite train: error: unknown algorithm 'nosuch' {allowed}\n"
     with pytest.raises(ValueError, match="unknown algorithm 'nosuch'; registered: ppo, sac, td3"):
         registry.get("nosuch")

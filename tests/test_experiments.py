@@ -514,3 +514,28 @@ def test_fixpo_script_p90_by_hand():
     # The 90th percentile of 0..10 by linear interpolation: 9.
     np.testing.assert_allclose(module.p90_kl(jnp.arange(11.0)), 9.0, rtol=1e-6)
     assert module.REGION_IDEAS["max-kl"] is jnp.max
+
+
+@pytest.mark.timeout(180)
+def test_rarl_script_smoke_with_an_adversary_reward_passed_in(tmp_path):
+    args = ["--num-seeds", "2", "--total-timesteps", "256", "--num-envs", "4", "--num-steps", "16"]
+    args += ["--num-minibatches", "2", "--hidden-sizes", "8", "--eval-episodes", "2"]
+    args += ["--adversary-idea", "effort", "--scales", "0.5", "2", "--attempts", "2"]
+    proc = run_script("rarl.py", *args, "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert re.search(
+        r"^rarl \(effort\) on pendulum: 2 seeds x 256 protagonist steps", proc.stdout, re.M
+    )
+    # The grid: mass x length over the two scales, 4 cells, each a mean return in [-3300, 0].
+    cells = re.findall(r"^\s+(0\.5|2) x (0\.5|2)\s+(\S+)$", proc.stdout, re.M)
+    assert len(cells) == 4 and all(-3300 <= float(v) <= 0 for *_, v in cells), proc.stdout
+    assert re.search(r"^worst cell per seed: \S+, \S+$", proc.stdout, re.M)
+    bad = run_script("rarl.py", "--fields", "friction", "--num-seeds", "1")
+    assert bad.returncode == 2 and "PendulumParams has no field 'friction'" in bad.stderr
+
+
+def test_rarl_script_effort_by_hand():
+    module = load_script("rarl.py")
+    # -r - 0.1 |d|^2: reward -2, disturbance (1, 2): 2 - 0.1 * 5 = 1.5.
+    value = module.effort(jnp.array([-2.0]), jnp.array([[1.0, 2.0]]))
+    np.testing.assert_allclose(value, [1.5], rtol=1e-6)

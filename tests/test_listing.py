@@ -51,7 +51,7 @@ def test_list_envs_with_a_pattern_gives_spaces_and_the_algorithms_that_take_them
     # The bandit's observation: the 5-arm one-hot of the last action, its reward, the trial's
     # done and time flags (RL^2's inputs, 5 + 3); the probe's a one-element zero, 2 actions.
     assert lines == [
-        "pendulum: observation Box(3,), action Box(1,); ppo, sac, td3, fixpo",
+        "pendulum: observation Box(3,), action Box(1,); ppo, sac, td3, fixpo, rarl",
         "probe/action_reward: observation Box(1,), action Discrete(2); ppo, dqn, pqn, fixpo",
         "meta/bandit: observation Box(8,), action Discrete(5); ppo, rl2, dqn, pqn, fixpo",
     ]
@@ -81,6 +81,6 @@ def test_listing_returns_what_it_prints():
 
     shown = listing.environments("pendulum")["envs"]
     assert shown == {"pendulum": {"observation": "Box(3,)", "action": "Box(1,)",
-                                  "algos": ["ppo", "sac", "td3", "fixpo"]}}  # fmt: skip
+                                  "algos": ["ppo", "sac", "td3", "fixpo", "rarl"]}}  # fmt: skip
     assert listing.algos()["algos"] == registry.names()
     assert len(listing.tuned()["tuned"]) == len(TUNED)

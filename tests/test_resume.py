@@ -49,6 +49,8 @@ AGENTS = {
     "pqn": PPO,
     # PPO's state and FixPO's across updates: the KL penalty's weight and its Adam state.
     "fixpo": PPO,
+    # Two PPO learners, each with its own environments, and the key of the alternation.
+    "rarl": ["--env", "pendulum", *PPO[2:], "--disturbance-bound", "0.5"],
     # ACCEL: the level buffer, the last levels and branch resume with the student.
     "ued": ["--env", "maze/small", "--curriculum", "accel", "--total-timesteps", "1536"]
     + ["--num-envs", "4", "--num-steps", "64", "--chunks", "3", *SMALL, "--recurrent-size", "8"]

@@ -192,10 +192,10 @@ def init(setup: PPOSetup, key: jax.Array, hp: PPOHparams) -> PPOState:
     )
 
 
-def collect(setup: PPOSetup, state: PPOState, key: jax.Array) -> tuple[EnvBatch, Transition]:
-    """A rollout of `config.num_steps` steps of every environment with the current policy; the
-    extras keep each step's log-probability, value and memory after it (and, squashed, the
-    pre-tanh sample)."""
+def sampling_policy(setup: PPOSetup, state: PPOState) -> RecurrentPolicy:
+    """The policy PPO collects with: `(key, obs, carry, action_mask=None) -> (action, extras,
+    carry)`, the extras each step's log-probability, value and memory after it (and, squashed,
+    the pre-tanh sample), what learning reads of a rollout."""
 
     def policy(key, obs, carry, action_mask=None):
         def sample(dist, value):
@@ -205,10 +205,15 @@ def collect(setup: PPOSetup, state: PPOState, key: jax.Array) -> tuple[EnvBatch,
         (action, extras), carry = step(setup, state.params, state.obs_stats, obs, carry, sample)
         return action, {**extras, "carry": carry}, carry
 
-    initial = functools.partial(initial_carry, setup, state)
+    return RecurrentPolicy(policy, functools.partial(initial_carry, setup, state))
+
+
+def collect(setup: PPOSetup, state: PPOState, key: jax.Array) -> tuple[EnvBatch, Transition]:
+    """A rollout of `config.num_steps` steps of every environment with the current policy
+    (`sampling_policy`)."""
     config = setup.config
     return rollout(
-        setup.env, setup.env_params, RecurrentPolicy(policy, initial), key, state.env,
+        setup.env, setup.env_params, sampling_policy(setup, state), key, state.env,
         config.num_steps, reset_slots=config.reset_slots,
     )  # fmt: skip
 

@@ -39,6 +39,7 @@ BUILT_IN = (
     "dqn",
     "pqn",
     "fixpo",
+    "rarl",
 )
 ENTRY_POINT_GROUP = "rlsuite.algorithms"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")

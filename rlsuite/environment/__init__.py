@@ -81,6 +81,18 @@ class Environment:
         """Whether `action_mask` gives masks (known without tracing): it is overridden."""
         return type(self).action_mask is not Environment.action_mask
 
+    def disturbance_shape(self, params: Any) -> tuple[int, ...] | None:
+        """The shape of the disturbance an adversary may apply (`disturb`), or `None` (the
+        default): the environment has no disturbance channel. Optional, with `disturb`
+        (`rlsuite.environment.adversarial`)."""
+        return None
+
+    def disturb(self, state: Any, params: Any, disturbance: jax.Array) -> Any:
+        """`state` with `disturbance` (of `disturbance_shape`) applied to the step that follows,
+        as an external force or torque acts on the physics: pendulum's is a torque added to the
+        motor's, outside its limit and its cost. Optional: see `disturbance_shape`."""
+        raise NotImplementedError(f"{self.name} has no disturbance channel")
+
     @property
     def name(self) -> str:
         return type(self).__name__

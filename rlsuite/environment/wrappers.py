@@ -61,6 +61,23 @@ class Wrapper(Environment):
         its own state around it says where)."""
         return state
 
+    def with_inner_state(self, state: Any, inner: Any) -> Any:
+        """This wrapper's `state` with the wrapped environment's replaced by `inner`. A wrapper
+        that keeps its own state (it overrides `inner_state`) says how, or is refused here."""
+        if type(self).inner_state is not Wrapper.inner_state:
+            raise TypeError(
+                f"{type(self).__name__} keeps a state of its own and does not say how to replace "
+                "the state it wraps (with_inner_state)"
+            )
+        return inner
+
+    def disturbance_shape(self, params: Any) -> tuple[int, ...] | None:
+        return self.env.disturbance_shape(params)
+
+    def disturb(self, state: Any, params: Any, disturbance: jax.Array) -> Any:
+        inner = self.env.disturb(self.inner_state(state), params, disturbance)
+        return self.with_inner_state(state, inner)
+
     @property
     def evaluation(self):
         """The wrapped environment's evaluation (a wrapper that changes it declares its own)."""
@@ -123,6 +140,9 @@ class TimeLimit(Wrapper):
     def inner_state(self, state: TimeLimitState) -> Any:
         return state.env_state
 
+    def with_inner_state(self, state: TimeLimitState, inner: Any) -> TimeLimitState:
+        return state.replace(env_state=inner)
+
     def __repr__(self) -> str:
         return f"TimeLimit({self.env!r}, max_episode_steps={self.max_episode_steps})"
 
@@ -164,6 +184,9 @@ class EpisodeStatistics(Wrapper):
 
     def inner_state(self, state: EpisodeStatisticsState) -> Any:
         return state.env_state
+
+    def with_inner_state(self, state: EpisodeStatisticsState, inner: Any):
+        return state.replace(env_state=inner)
 
 
 def episode_metrics(info: dict) -> dict:
