@@ -201,3 +201,21 @@ def test_trust_region_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
         assert -3300.0 <= float(low) <= float(mean) <= float(high) <= 0.0, rows
     assert len(_images(nb)) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.timeout(300)
+def test_robust_adversarial_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
+    nb = _run_tiny("robust_adversarial.ipynb", tmp_path, monkeypatch, timeout=240)
+    text = _stream_text(nb)
+    assert "2 updates of 2,048 protagonist env steps, 2 seeds, disturbance bound 0.25" in text
+    assert re.findall(r"^(RARL|PPO): 2 runs trained and tested in", text, re.M) == ["RARL", "PPO"]
+    largest = re.search(r"the largest disturbance applied: (\S+) \(bound 0.25\)", text)
+    assert largest and 0.0 < float(largest.group(1)) <= 0.25, text
+    rows = re.findall(r"^\s*(RARL|PPO|RARL - PPO)\s+(\S+) \[(\S+), (\S+)\]\s+(\S+) \[", text, re.M)
+    assert [row[0] for row in rows] == ["RARL", "PPO", "RARL - PPO"], text
+    for _side, mean, low, high, _mean_over_cells in rows[
+        :2
+    ]:  # the worst cell  # pendulum returns lie in [-16.27 x 200, 0]
+        assert -3300.0 <= float(low) <= float(mean) <= float(high) <= 0.0, rows
+    assert len(_images(nb)) == 1
+    assert list(tmp_path.iterdir()) == []
