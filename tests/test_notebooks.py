@@ -203,6 +203,7 @@ def test_trust_region_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_robust_adversarial_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     nb = _run_tiny("robust_adversarial.ipynb", tmp_path, monkeypatch, timeout=240)

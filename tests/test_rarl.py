@@ -4,7 +4,6 @@ bound, the zero-sum views, the refusals, and the command line with an exact resu
 
 import json
 import math
-import shutil
 
 import jax
 import jax.numpy as jnp
@@ -15,10 +14,10 @@ from rlsuite import envs
 from rlsuite.agents import ppo, rarl
 from rlsuite.app import cli
 from rlsuite.data.transition import Transition
-from rlsuite.environment.adversarial import DisturbanceView, Disturbed
+from rlsuite.environment.adversarial import DisturbanceView, Disturbed, physics_grid
 from rlsuite.environment.wrappers import Wrapper
-from rlsuite.loop import checkpoint
 from rlsuite.loop.loggers import read_metrics
+from tests.test_resume import resumes_in_process
 
 
 def _step(env, state, action, params):
@@ -136,6 +135,19 @@ def test_refusals_name_the_field_or_the_environment():
         rarl.make(ppo.PPOConfig(), *envs.make("pendulum"))
 
 
+def test_the_physics_grid_scales_every_combination_and_refuses_unknown_fields():
+    params = envs.make("pendulum")[1]
+    cells, grid = physics_grid(params, ("mass", "length"), (0.5, 2.0))
+    assert cells == [(0.5, 0.5), (0.5, 2.0), (2.0, 0.5), (2.0, 2.0)]
+    np.testing.assert_allclose(grid.mass, [0.5, 0.5, 2.0, 2.0])
+    np.testing.assert_allclose(grid.length, [0.5, 2.0, 0.5, 2.0])
+    np.testing.assert_allclose(grid.gravity, [10.0] * 4)  # the others as they were
+    with pytest.raises(ValueError, match="PendulumParams has no field 'friction'; its fields"):
+        physics_grid(params, ("friction",), (1.0,))
+    with pytest.raises(ValueError, match="scales must be finite numbers > 0, got 0"):
+        physics_grid(params, ("mass",), (0,))
+
+
 def test_a_wrapper_with_a_state_of_its_own_must_say_how_to_replace_the_inner_one():
     env, params = envs.make("pendulum")
 
@@ -164,21 +176,10 @@ def test_the_command_line_trains_rarl_and_resumes_it_exactly(tmp_path, capsys):
     assert len(rows) == 2 * 6
     assert all(0.0 < r["rarl/disturbance_max"] <= np.float32(0.3) for r in rows)
     assert json.loads((full / "config.json").read_text())["config"]["disturbance_bound"] == 0.3
-    steps = checkpoint.all_steps(full / "checkpoints")
-    cut = tmp_path / "cut"
-    shutil.copytree(full, cut)
-    shutil.rmtree(cut / "checkpoints" / str(steps[-1]))
-    (cut / "final.json").unlink()
-    assert cli.main(["train", "--resume", str(cut), "--no-progress"]) == 0
-    assert read_metrics(cut) == rows
-
-    def final(path):
-        summary = json.loads((path / "final.json").read_text())
-        return {k: v for k, v in summary.items() if "second" not in k and "this_call" not in k}
-
-    assert final(cut) == final(full)
+    resumes_in_process(full, tmp_path)
 
 
+@pytest.mark.slow  # MJX's compilation: about 15 s on 2 cores
 def test_an_mjx_task_is_pushed_by_a_force_on_its_pole_for_one_step():
     env, params = envs.make("playground/CartpoleBalance")
     assert env.disturbance_shape(params) == (3,)

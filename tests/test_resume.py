@@ -74,6 +74,23 @@ def _final(out) -> dict:
     return {k: v for k, v in summary.items() if "second" not in k and "this_call" not in k}
 
 
+def resumes_in_process(full, tmp_path) -> None:
+    """The run in `full`, cut after its last but one checkpoint (the last one and final.json
+    removed, as a kill leaves it), resumes in this process (`cli.main`) to `full`'s metrics
+    rows and final.json: the cheap check of a family's resume, beside the processes above."""
+    from rlsuite.app import cli
+
+    steps = checkpoint.all_steps(full / "checkpoints")
+    assert len(steps) >= 2, steps
+    cut = tmp_path / "cut"
+    shutil.copytree(full, cut)
+    shutil.rmtree(cut / "checkpoints" / str(steps[-1]))
+    (cut / "final.json").unlink()
+    assert cli.main(["train", "--resume", str(cut), "--no-progress"]) == 0
+    assert read_metrics(cut) == read_metrics(full)
+    assert _final(cut) == _final(full)
+
+
 # In the default run, one agent of each kind of learner state: on-policy (PPO), replay
 # (SAC), offline (IQL), recurrent (RL^2) and curriculum (ACCEL). The others share those
 # states' parts and resume in the slow run.

@@ -173,12 +173,13 @@ def _in_process(capsys, *args):
 
 @pytest.fixture(scope="module")
 def real_runs(tmp_path_factory):
+    """Three small PPO runs, trained in this process (`cli.main`: no interpreter each)."""
     root = tmp_path_factory.mktemp("runs")
     made = []
     for name, lr, seeds in (("slow", "0.0001", 3), ("fast", "0.0025", 3), ("two", "0.0025", 2)):
         out = root / name
-        done = _cli(*TRAIN, "--num-seeds", seeds, "--learning-rate", lr, "--out", out)
-        assert done.returncode == 0, done.stderr
+        args = [*TRAIN, "--num-seeds", seeds, "--learning-rate", lr, "--out", out]
+        assert cli.main([str(a) for a in args]) == 0, name
         made.append(out)
     return made
 
