@@ -44,7 +44,6 @@ from report import check_args, fmt, progress  # noqa: E402
 from rlsuite import envs  # noqa: E402
 from rlsuite.agents import fixpo, ppo  # noqa: E402
 from rlsuite.app.tuned import tuned  # noqa: E402
-from rlsuite.ops.bootstrap import bootstrap_ci  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -85,7 +84,7 @@ def run_side(label: str, agent, hp, keys, key_eval, episodes: int) -> dict:
     held = np.asarray(metrics["losses/trust_region_held"])  # [N, U]
     kl = np.asarray(metrics["losses/trust_region_kl"])
     evals = np.asarray(returns(out, key_eval, episodes)["eval_returns"]).mean(axis=1)  # [N]
-    low, high = bootstrap_ci(evals[:, None])
+    evaluation = side_by_side.mean_interval(evals)
     side = {
         "compile_s": compile_s,
         "train_s": train_s,
@@ -95,8 +94,8 @@ def run_side(label: str, agent, hp, keys, key_eval, episodes: int) -> dict:
         "trust_region_kl_max": float(kl.max()),
         "trust_region_kl_median": float(np.median(kl)),
         "eval_return_per_seed": [float(x) for x in evals],
-        "eval_return_mean": float(evals.mean()),
-        "eval_return_ci": [float(low[0]), float(high[0])],
+        "eval_return_mean": evaluation["mean"],
+        "eval_return_ci": evaluation["ci"],
     }
     if "losses/fixup_steps" in metrics:
         steps = np.asarray(metrics["losses/fixup_steps"])
@@ -117,11 +116,7 @@ def compare(env_name: str, args: Args) -> dict:
     difference = np.subtract(
         row["fixpo"]["eval_return_per_seed"], row["ppo_clip"]["eval_return_per_seed"]
     )
-    low, high = bootstrap_ci(difference[:, None])
-    row["eval_difference"] = {
-        "mean": float(difference.mean()),
-        "ci": [float(low[0]), float(high[0])],
-    }
+    row["eval_difference"] = side_by_side.mean_interval(difference)
     row["train_time_ratio"] = row["fixpo"]["train_s"] / row["ppo_clip"]["train_s"]
     return row
 

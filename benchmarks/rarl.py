@@ -42,7 +42,6 @@ from rlsuite.agents import ppo, rarl  # noqa: E402
 from rlsuite.app.tuned import tuned  # noqa: E402
 from rlsuite.environment.adversarial import physics_grid  # noqa: E402
 from rlsuite.loop import driver  # noqa: E402
-from rlsuite.ops.bootstrap import bootstrap_ci  # noqa: E402
 
 
 @dataclasses.dataclass
@@ -65,11 +64,6 @@ class Args(side_by_side.SideBySideArgs):
     """where to write the JSON results"""
 
 
-def interval(values: np.ndarray) -> dict:
-    low, high = bootstrap_ci(np.asarray(values, np.float64)[:, None])
-    return {"mean": float(np.mean(values)), "ci": [float(low[0]), float(high[0])]}
-
-
 def run_side(label, agent, hp, keys, key_eval, cells, params, args) -> dict:
     train, _ = side_by_side.ours_vmapped(agent, hp, agent.config.num_updates)
     compiled, compile_s = side_by_side.timed_compile(jax.jit(train), keys)
@@ -83,9 +77,9 @@ def run_side(label, agent, hp, keys, key_eval, cells, params, args) -> dict:
         "compile_s": compile_s,
         "train_s": train_s,
         "per_seed_per_cell": per_cell.tolist(),
-        "worst": interval(per_cell.min(axis=1)),
-        "mean_over_cells": interval(per_cell.mean(axis=1)),
-        "nominal": interval(per_cell[:, nominal]),
+        "worst": side_by_side.mean_interval(per_cell.min(axis=1)),
+        "mean_over_cells": side_by_side.mean_interval(per_cell.mean(axis=1)),
+        "nominal": side_by_side.mean_interval(per_cell[:, nominal]),
     }
     if "rarl/disturbance_max" in metrics:
         side["disturbance_max"] = float(np.asarray(metrics["rarl/disturbance_max"]).max())
@@ -124,7 +118,7 @@ def main(args: Args) -> dict:
             difference = ours[:, index] - theirs[:, index]
         else:
             difference = reduce(ours, axis=1) - reduce(theirs, axis=1)
-        row[f"difference_{stat}"] = interval(difference)
+        row[f"difference_{stat}"] = side_by_side.mean_interval(difference)
     result = side_by_side.write_result(args, machine, {}, start, {"rows": [row]})
 
     def cell(x):

@@ -40,6 +40,7 @@ from rlsuite import envs
 from rlsuite.loop import driver, platform
 from rlsuite.loop.agent import config_dict
 from rlsuite.loop.evaluation import evaluate
+from rlsuite.ops.bootstrap import bootstrap_ci
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -211,6 +212,14 @@ def timed_compile(fn, *args):
     start = time.perf_counter()
     compiled = fn.lower(*args).compile()
     return compiled, time.perf_counter() - start
+
+
+def mean_interval(values) -> dict:
+    """`{"mean", "ci"}`: the mean of `values` (one per seed) and its 95% percentile bootstrap
+    interval across seeds (of a paired difference, when `values` are each seed's differences)."""
+    values = np.asarray(values, np.float64)
+    low, high = bootstrap_ci(values[:, None])
+    return {"mean": float(values.mean()), "ci": [float(low[0]), float(high[0])]}
 
 
 def nanmean(x, axis=None):
