@@ -18,7 +18,7 @@ bootstrap interval), the nominal cell, and RARL minus PPO with the paired bootst
 seed's two runs share their key). Also each side's train seconds, and the largest disturbance
 RARL applied (`rarl/disturbance_max`, against the bound).
 
-    python benchmarks/rarl.py                                  # pendulum, 5 seeds, 1M steps
+    python benchmarks/rarl.py                          # pendulum, 5 seeds, 1M steps, bound 0.25
     python benchmarks/rarl.py --seeds 2 --total-timesteps 100000 --disturbance-bound 0.5
 """
 
@@ -52,8 +52,8 @@ class Args(side_by_side.SideBySideArgs):
     """seeds per side, vmapped"""
     total_timesteps: int | None = None
     """protagonist env steps per seed (None: the tuned entry's)"""
-    disturbance_bound: float = 1.0
-    """RARL's bound on the adversary's disturbance"""
+    disturbance_bound: float = 0.25
+    """RARL's bound on the adversary's disturbance (0.25: the tuned pendulum entry's)"""
     fields: list[str] = dataclasses.field(default_factory=lambda: ["mass", "length"])
     """physics params of the grid, each scaled by every --scales"""
     scales: list[float] = dataclasses.field(default_factory=lambda: [0.5, 0.71, 1.0, 1.41, 2.0])
