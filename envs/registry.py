@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import inspect
 from typing import Any
 
@@ -83,11 +84,18 @@ def _task_env(cls: type[Environment]):
 
 
 @_task_env(bandits.BernoulliBandit)
-def meta_bandit(num_arms: int = 5, pulls: int = 10, memory: str = "trial") -> RL2:
-    """Duan et al.'s bandits: probs ~ U[0, 1]^num_arms per trial, `pulls` one-pull episodes."""
+def meta_bandit(
+    num_arms: int = 5, pulls: int = 10, memory: str = "trial", held_out: bool = False
+) -> RL2:
+    """Duan et al.'s bandits: probs ~ U[0, 1]^num_arms per trial, `pulls` one-pull episodes.
+    Its tasks are levels for a curriculum; `held_out` evaluates on the five named bandits too
+    (5 arms)."""
     pulls = _trials("pulls", pulls)
+    if not isinstance(held_out, bool):
+        raise ValueError(f"invalid held_out={held_out!r}; allowed: True or False")
     env = bandits.BernoulliBandit(num_arms)
-    return RL2(env, bandits.sample_uniform, episodes_per_trial=pulls, memory=memory)
+    tasks = bandits.tasks(num_arms, held_out)
+    return RL2(env, bandits.sample_uniform, episodes_per_trial=pulls, memory=memory, tasks=tasks)
 
 
 @_task_env(bandits.BernoulliBandit)
@@ -120,11 +128,23 @@ def meta_maze(
     max_steps: int | None = None,
     episodes_per_trial: int = 3,
     memory: str = "trial",
+    wall_density: float = 0.0,
 ) -> RL2:
-    """A grid maze with a goal per trial, `episodes_per_trial` episodes from random starts."""
+    """A grid maze with a goal per trial, `episodes_per_trial` episodes from random starts; with
+    `wall_density` > 0, walls per trial too (`maze.sample_layout`: densities up to it), and the
+    six held-out layouts where the maze is 5 x 5. Its tasks are levels for a curriculum
+    (`rlsuite train ued --env meta/maze --env-option wall_density=0.4`)."""
     episodes = _trials("episodes_per_trial", episodes_per_trial)
+    if isinstance(wall_density, bool) or not isinstance(wall_density, int | float):
+        raise ValueError(f"invalid wall_density={wall_density!r}; allowed: a number in [0, 1]")
+    if not 0.0 <= wall_density <= 1.0:
+        raise ValueError(f"invalid wall_density={wall_density!r}; allowed: a number in [0, 1]")
     env = maze.Maze(size, view, observe_position, max_steps)
-    return RL2(env, maze.sample_task, episodes_per_trial=episodes, memory=memory)
+    sample = maze.sample_task
+    if wall_density > 0:
+        sample = functools.partial(maze.sample_layout, wall_density=float(wall_density))
+    tasks = maze.tasks(size, walls=wall_density > 0)
+    return RL2(env, sample, episodes_per_trial=episodes, memory=memory, tasks=tasks)
 
 
 @_task_env(point_robot.PointRobot)

@@ -20,6 +20,7 @@ from flax import struct
 from rlsuite.envs.tasks import check_leaf_shape
 
 from rlsuite.environment import Environment
+from rlsuite.environment.meta import TaskLevels
 from rlsuite.environment.spaces import Box, Discrete
 from rlsuite.ops.validators import check_field
 
@@ -106,3 +107,40 @@ def sample_paired(key: jax.Array, params: BanditParams) -> BanditParams:
     pair = jnp.stack([p, 1.0 - p])
     flip = jax.random.bernoulli(key)
     return params.replace(probs=jnp.where(flip, pair[::-1], pair))
+
+
+def mutate_probs(key: jax.Array, params: BanditParams, num_edits: int | jax.Array) -> BanditParams:
+    """`params` after `num_edits` edits, each redrawing one arm (uniform) ~ U[0, 1]; 0 edits
+    is the identity."""
+
+    def edit(i, params):
+        key_arm, key_prob = jax.random.split(jax.random.fold_in(key, i))
+        arm = jax.random.randint(key_arm, (), 0, jnp.shape(params.probs)[-1])
+        prob = jax.random.uniform(key_prob, (), jnp.float32)
+        return params.replace(probs=params.probs.at[arm].set(prob))
+
+    return jax.lax.fori_loop(0, num_edits, edit, params)
+
+
+# Five 5-armed bandits to evaluate on, from easy to hard to tell apart.
+HELD_OUT = {
+    "one_good_arm": (0.9, 0.1, 0.1, 0.1, 0.1),
+    "spread": (0.1, 0.3, 0.5, 0.7, 0.9),
+    "two_close": (0.2, 0.55, 0.2, 0.6, 0.2),
+    "all_low": (0.05, 0.1, 0.05, 0.2, 0.05),
+    "all_high": (0.8, 0.85, 0.95, 0.8, 0.85),
+}
+
+
+def held_out_tasks() -> tuple[tuple[str, ...], BanditParams]:
+    """The names of `HELD_OUT` and their params stacked `[5]` (5 arms)."""
+    names = tuple(HELD_OUT)
+    probs = jnp.asarray([HELD_OUT[name] for name in names], jnp.float32)
+    return names, BanditParams(probs=probs, p=jnp.full((len(names),), 0.1, jnp.float32))
+
+
+def tasks(num_arms: int, held_out: bool) -> TaskLevels:
+    """The bandit family's tasks for a curriculum: the arms' probabilities; the held-out
+    bandits where asked for (`held_out`) and there are 5 arms."""
+    named = held_out_tasks if held_out and num_arms == 5 else None
+    return TaskLevels(("probs",), mutate_probs, named)

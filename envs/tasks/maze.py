@@ -20,6 +20,16 @@ between two distinct cells: a return of 0.83). It locates itself from the walls 
 (16 of the 25 cells touch the border), or, with `observe_position=True`, from its coordinates.
 
 `render` draws the whole grid (the agent sees only its window), in NumPy.
+
+Tasks with walls (a curriculum over tasks, `TASKS`): `sample_layout(key, params, wall_density)`
+draws a density d ~ U[0, wall_density], each cell a wall with probability d, and a goal uniform
+over the grid (its cell freed); the free cells the goal cannot be reached from become walls (an
+open room where fewer than two cells stay free), so every start can reach the goal and goal
+distances vary with the walls. `mutate_task(key, params, num_edits)` applies `num_edits` edits,
+each uniform among adding a wall (on a free cell other than the goal), removing one and moving
+the goal to another free cell; an edit after which some free cell cannot reach the goal (or
+fewer than two are free) is not applied. `held_out_tasks()` are six named 5 x 5 layouts
+(`HELD_OUT`), each with every free cell connected to the goal.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from rlsuite.envs.rendering import Canvas
 from rlsuite.envs.tasks import check_leaf_shape
 
 from rlsuite.environment import Environment
+from rlsuite.environment.meta import TaskLevels
 from rlsuite.environment.spaces import Box, Discrete
 from rlsuite.ops.validators import check_field
 
@@ -193,3 +204,105 @@ def _draw_cell(key: jax.Array, allowed: jax.Array) -> jax.Array:
 def sample_task(key: jax.Array, params: MazeParams) -> MazeParams:
     """`params` with a goal drawn uniformly among the free cells of `params.walls`."""
     return params.replace(goal=_draw_cell(key, ~jnp.asarray(params.walls, bool)))
+
+
+def reachable(walls: jax.Array, goal: jax.Array) -> jax.Array:
+    """Bool `[size, size]`: the free cells of `walls` connected to `goal` (row, col) through free
+    cells by moves up, right, down and left (the goal's own cell included)."""
+    free = ~jnp.asarray(walls, bool)
+    size = free.shape[-1]
+    start = jnp.zeros_like(free).at[goal[0], goal[1]].set(True) & free
+
+    def grow(_, reach):
+        padded = jnp.pad(reach, 1)
+        near = padded[:-2, 1:-1] | padded[2:, 1:-1] | padded[1:-1, :-2] | padded[1:-1, 2:]
+        return reach | (near & free)
+
+    return jax.lax.fori_loop(0, size * size, grow, start)
+
+
+def well_formed(walls: jax.Array, goal: jax.Array) -> jax.Array:
+    """Bool scalar: the goal's cell is free, at least two cells are free and every free cell
+    can reach the goal."""
+    free = ~jnp.asarray(walls, bool)
+    return free[goal[0], goal[1]] & (free.sum() >= 2) & jnp.all(reachable(walls, goal) == free)
+
+
+def sample_layout(key: jax.Array, params: MazeParams, wall_density: float) -> MazeParams:
+    """`params` with walls and a goal drawn as the module's docstring says (`wall_density`, the
+    largest density, in [0, 1])."""
+    key_density, key_walls, key_goal = jax.random.split(key, 3)
+    size = jnp.shape(params.walls)[-1]
+    density = jax.random.uniform(key_density, (), jnp.float32, 0.0, wall_density)
+    walls = jax.random.bernoulli(key_walls, density, (size, size))
+    goal = _draw_cell(key_goal, jnp.ones((size, size), bool))
+    walls = walls.at[goal[0], goal[1]].set(False)
+    walls = walls | ~reachable(walls, goal)
+    walls = jnp.where((~walls).sum() < 2, jnp.zeros_like(walls), walls)
+    return params.replace(goal=goal, walls=walls)
+
+
+ADD_WALL, REMOVE_WALL, MOVE_GOAL = range(3)
+
+
+def mutate_task(key: jax.Array, params: MazeParams, num_edits: int | jax.Array) -> MazeParams:
+    """`params` after `num_edits` random edits of its walls and goal (the module's docstring);
+    0 edits is the identity."""
+    return jax.lax.fori_loop(
+        0, num_edits, lambda i, p: _edit(jax.random.fold_in(key, i), p), params
+    )
+
+
+def _edit(key: jax.Array, params: MazeParams) -> MazeParams:
+    key_kind, key_cell = jax.random.split(key)
+    kind = jax.random.randint(key_kind, (), 0, 3)
+    walls, goal = jnp.asarray(params.walls, bool), jnp.asarray(params.goal, jnp.int32)
+    not_goal = jnp.ones_like(walls).at[goal[0], goal[1]].set(False)
+    allowed = jnp.where(kind == REMOVE_WALL, walls, ~walls & not_goal)
+    found = jnp.any(allowed)
+    cell = _draw_cell(key_cell, jnp.where(found, allowed, True))
+    flipped = walls.at[cell[0], cell[1]].set(kind == ADD_WALL)
+    new_walls = jnp.where(kind == MOVE_GOAL, walls, flipped)
+    new_goal = jnp.where(kind == MOVE_GOAL, cell, goal)
+    keep = found & well_formed(new_walls, new_goal)
+    return params.replace(
+        walls=jnp.where(keep, new_walls, walls), goal=jnp.where(keep, new_goal, goal)
+    )
+
+
+# Six 5 x 5 layouts to evaluate on: `#` a wall, `G` the goal, `.` free.
+HELD_OUT = {
+    "open_corner": (".....", ".....", ".....", ".....", "....G"),
+    "open_centre": (".....", ".....", "..G..", ".....", "....."),
+    "pillars": (".....", ".#.#.", ".....", ".#.#.", "....G"),
+    "two_rooms": ("..#..", "..#..", ".....", "..#..", "G.#.."),
+    "enclosed_goal": (".....", ".###.", ".#G#.", ".#.#.", "....."),
+    "corridor": (".....", "####.", ".....", ".####", "G...."),
+}
+
+
+def task_from_rows(rows: tuple[str, ...], params: MazeParams | None = None) -> MazeParams:
+    """The params (default: an open 5 x 5's) of a layout drawn as rows of `#`, `G` and `.`."""
+    grid = np.array([list(row) for row in rows])
+    if grid.ndim != 2 or grid.shape[0] != grid.shape[1] or not set(grid.flat) <= set("#G."):
+        raise ValueError(f"task_from_rows: a square of '#', 'G' and '.' rows, got {rows!r}")
+    goals = np.argwhere(grid == "G")
+    if len(goals) != 1:
+        raise ValueError(f"task_from_rows: one goal 'G', got {len(goals)} in {rows!r}")
+    if params is None:
+        params = Maze(grid.shape[0]).default_params
+    return params.replace(goal=jnp.asarray(goals[0], jnp.int32), walls=jnp.asarray(grid == "#"))
+
+
+def held_out_tasks() -> tuple[tuple[str, ...], MazeParams]:
+    """The names of `HELD_OUT` and their params stacked `[6]` (5 x 5)."""
+    names = tuple(HELD_OUT)
+    tasks = [task_from_rows(HELD_OUT[name]) for name in names]
+    return names, jax.tree.map(lambda *xs: jnp.stack([jnp.asarray(x) for x in xs]), *tasks)
+
+
+def tasks(size: int, walls: bool) -> TaskLevels:
+    """The maze family's tasks for a curriculum: goal and walls; the held-out layouts where
+    tasks have `walls` and the maze is 5 x 5."""
+    held_out = held_out_tasks if walls and size == 5 else None
+    return TaskLevels(("goal", "walls"), mutate_task, held_out)

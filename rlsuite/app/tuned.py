@@ -388,6 +388,38 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     ("sac_her", "goal/point_reach"): {
         "config": {"num_envs": 64, "batch_size": 256, "total_timesteps": 200_000}
     },
+    # A curriculum over meta-RL tasks (benchmarks/ada.py): the RL^2 student of rl2's meta/maze
+    # entry (64 envs x 60 steps, 4 epochs of 4 minibatches, one hidden layer of 64, LSTM-64,
+    # lr 1e-3, entropy 0.01, gamma 0.99, lambda 0.95) with a buffer of 1,000 tasks, 300 updates
+    # (5 seeds in about 3 minutes on 2 cores per curriculum).
+    ("ued", "meta/maze"): {
+        "config": {
+            "num_envs": 64,
+            "num_steps": 60,
+            "update_epochs": 4,
+            "num_minibatches": 4,
+            "hidden_sizes": (64,),
+            "recurrent_size": 64,
+            "buffer_capacity": 1_000,
+            "total_timesteps": 300 * 64 * 60,
+        },
+        "hparams": {"learning_rate": 1e-3, "ent_coef": 0.01, "gamma": 0.99, "gae_lambda": 0.95},
+    },
+    # The bandits (5 arms, 10 pulls a trial): 128 envs x 20 steps (two trials per env and
+    # update), 4 epochs of 4 minibatches, LSTM-64, lr 1e-3, a buffer of 1,000, 500 updates.
+    ("ued", "meta/bandit"): {
+        "config": {
+            "num_envs": 128,
+            "num_steps": 20,
+            "update_epochs": 4,
+            "num_minibatches": 4,
+            "hidden_sizes": (64,),
+            "recurrent_size": 64,
+            "buffer_capacity": 1_000,
+            "total_timesteps": 500 * 128 * 20,
+        },
+        "hparams": {"learning_rate": 1e-3, "ent_coef": 0.01, "gamma": 0.99, "gae_lambda": 0.95},
+    },
     ("ued", "maze/small"): {
         "config": {
             "recurrent_size": 64,

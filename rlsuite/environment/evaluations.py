@@ -79,6 +79,13 @@ class Evaluator(Protocol):
         the actions asked for (or `deterministic`'s)."""
         ...
 
+    def level_trials(self, level_params: Any) -> TrialsResult:
+        """Whole trials of a task family on the tasks of `level_params` [N] (`GivenTask`
+        params), as many attempts on each as `levels` plays, with the actions asked for:
+        returns `[num_runs, N, attempts]`, episode_returns `[num_runs, N, attempts, episodes]`
+        and the adaptation curve across runs (each run's mean over the tasks and attempts)."""
+        ...
+
 
 class Evaluation:
     """Episodes: each run's returns, with nothing added."""
@@ -245,6 +252,48 @@ class HeldOutLevels(Evaluation):
 
     def references(self, env_params: Any, key: Any) -> list[Reference]:
         return self.base.references(env_params, key)
+
+
+class HeldOutTasks(HeldOutLevels):
+    """A task family with named held-out tasks (`rlsuite.environment.meta.TaskLevels`): `base`'s
+    trials, then as many whole trials as its episodes on each held-out task, as `HeldOutLevels`
+    reports levels (`held_out`: each trial's return, with the actions asked for and with the
+    other kind), with the adaptation curve on them (`held_out_adaptation`: the mean return per
+    episode of a trial, its interval across runs, each run's curve and each task's)."""
+
+    def __call__(self, ev: Evaluator) -> tuple[np.ndarray, dict]:
+        returns, entries = self.base(ev)
+        names, tasks = self.levels.held_out()
+        params = self.levels.params_for(ev.env_params, tasks)
+        asked = ev.level_trials(params)
+        other = not ev.deterministic
+        held_out = {
+            "names": list(names),
+            "actions": actions_word(ev.deterministic),
+            "returns": np.asarray(asked.returns).tolist(),
+            f"returns_{actions_word(other)}": np.asarray(ev.levels(params, other)).tolist(),
+        }
+        entries = {"held_out": held_out, **entries}
+        if asked.curve is not None:
+            mean, low, high = asked.curve
+            episode_returns = np.asarray(asked.episode_returns)  # [runs, tasks, attempts, E]
+            per_task = episode_returns.mean(axis=(0, 2))
+            entries["held_out_adaptation"] = {
+                "episode_return_mean": mean.tolist(),
+                "episode_return_low": low.tolist(),
+                "episode_return_high": high.tolist(),
+                "episode_return_per_seed": episode_returns.mean(axis=(1, 2)).tolist(),
+                "episode_return_per_task": dict(zip(names, per_task.tolist(), strict=True)),
+            }
+        return returns, entries
+
+    def describe(self, entries: dict) -> str | None:
+        lines = [super().describe(entries)]
+        if "held_out_adaptation" in entries:
+            table = adaptation_table(entries["held_out_adaptation"])
+            lines.append(table.replace("adaptation:", "adaptation on the held-out tasks:", 1))
+        lines = [line for line in lines if line is not None]
+        return "\n".join(lines) if lines else None
 
 
 def with_held_out(levels: Any, base: Evaluation | None = None) -> Evaluation:

@@ -11,25 +11,59 @@ episode ends are not terminal: the wrapper reports `terminated` only at the tria
 `rlsuite.loop.rollout.TRIAL_END`) tells the rollout where the policy's memory resets.
 `memory="episode"` is the ablation without memory across episodes: the previous inputs are zeroed
 and `info["trial_done"]` is set at every inner episode end (the task is kept).
+
+A task family may also offer what a curriculum needs of a levelled environment (`TaskLevels`: the
+params fields that make a task, a mutator and named held-out tasks); `RL2.levels()` then gives its
+`rlsuite.environment.levels.Levels`, whose levels are tasks: drawn by the wrapper's `sample_task`,
+replayed at every trial reset once given as `GivenTask` params, so that UED's curricula
+(`rlsuite train ued --env meta/maze --curriculum plr`) choose the tasks the RL^2 student meets
+(AdA's curriculum over tasks, Adaptive Agent Team 2023, arXiv:2301.07608).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from rlsuite.environment import Environment, StepResult, select
-from rlsuite.environment.evaluations import Trials
+from rlsuite.environment import Environment, StepResult, param_fields, select
+from rlsuite.environment.evaluations import HeldOutTasks, Trials
+from rlsuite.environment.levels import Levels
 from rlsuite.environment.spaces import Box, Discrete, Space, flat_dim
 from rlsuite.environment.wrappers import Wrapper
 
 TRIAL_DONE = "trial_done"  # the `info` key of the trial ends (`rlsuite.loop.rollout.TRIAL_END`)
 MEMORY = ("trial", "episode")
+
+
+class TaskLevels(NamedTuple):
+    """What a task family offers a curriculum over its tasks (`RL2(..., tasks=...)`): a level is
+    one task, the family's params as `sample_task` draws them."""
+
+    fields: tuple[str, ...]
+    """the params fields that make a task (the others are the environment's settings, which a
+    level takes from the run's params)"""
+    mutate: Callable[[jax.Array, Any, Any], Any]
+    """`(key, params, num_edits) -> params`: a few random edits of a task (ACCEL)"""
+    held_out: Callable[[], tuple[tuple[str, ...], Any]] | None = None
+    """`() -> (names, params [N])`: named tasks to evaluate on, or None"""
+
+
+@struct.dataclass
+class GivenTask:
+    """RL2 params that hold the task every trial plays (`params`, the inner environment's),
+    instead of a task drawn at each trial reset: a curriculum's level, a held-out task."""
+
+    params: Any
+
+
+def task_params(params: Any) -> Any:
+    """The inner environment's params within `params` (RL2's, or `GivenTask`'s)."""
+    return params.params if isinstance(params, GivenTask) else params
 
 
 @struct.dataclass
@@ -71,6 +105,10 @@ class RL2(Wrapper):
     to, from 0), `"episode_returns"` (`RL2State.episode_returns` after this step) and
     `"episode_final_observation"` (the inner observation the step reached, before the inner
     reset). `max_episode_steps` is the longest trial in steps where it is known.
+
+    `params` may also be `GivenTask(task)`: every trial then plays `task`, nothing is drawn.
+    `tasks` (a `TaskLevels`, with a `sample_task`) makes the task family one a curriculum can
+    train on (`levels()`), evaluated on its held-out tasks where it names some.
     """
 
     def __init__(
@@ -80,6 +118,7 @@ class RL2(Wrapper):
         episodes_per_trial: int | None = None,
         steps_per_trial: int | None = None,
         memory: str = "trial",
+        tasks: TaskLevels | None = None,
     ):
         super().__init__(env)
         episodes = _trial_length("episodes_per_trial", episodes_per_trial)
@@ -103,7 +142,20 @@ class RL2(Wrapper):
                 f"RL2: sample_task must be a function (key, params) -> params or None, got "
                 f"{type(sample_task).__name__}"
             )
+        if tasks is not None and (not isinstance(tasks, TaskLevels) or sample_task is None):
+            raise TypeError(
+                "RL2: tasks must be a TaskLevels, given with a sample_task (a curriculum draws "
+                f"its new tasks with it), got tasks={type(tasks).__name__}, sample_task="
+                f"{sample_task!r}"
+            )
         params = env.default_params
+        if tasks is not None:
+            unknown = [f for f in tasks.fields if not hasattr(params, f)]
+            if not tasks.fields or unknown:
+                raise ValueError(
+                    f"RL2: TaskLevels.fields={tasks.fields!r} must name fields of {env.name}'s "
+                    f"params; allowed: {', '.join(param_fields(params))}"
+                )
         action_space = env.action_space(params)
         box_1d = isinstance(action_space, Box) and len(action_space.shape) == 1
         if not (isinstance(action_space, Discrete) or box_1d):
@@ -116,17 +168,27 @@ class RL2(Wrapper):
         self.episodes_per_trial = episodes
         self.steps_per_trial = steps
         self.memory = memory
+        self.tasks = tasks
         if steps is not None:
             self.max_episode_steps = steps
         elif episode_steps is not None:
             self.max_episode_steps = episodes * int(episode_steps)
 
     # ----------------------------------------------------------------- spaces
+    def check_params(self, params: Any) -> Any:
+        if isinstance(params, GivenTask):
+            return GivenTask(self.env.check_params(params.params))
+        return self.env.check_params(params)
+
+    def action_space(self, params: Any) -> Space:
+        return self.env.action_space(task_params(params))
+
     def _action_dim(self, params: Any) -> int:
-        space = self.env.action_space(params)
+        space = self.action_space(params)
         return space.n if isinstance(space, Discrete) else flat_dim(space)
 
     def observation_space(self, params: Any) -> Box:
+        params = task_params(params)
         obs_low, obs_high = _obs_bounds(self.env.observation_space(params), self.env.name)
         space = self.env.action_space(params)
         dim = self._action_dim(params)
@@ -137,7 +199,7 @@ class RL2(Wrapper):
         return Box(low, high, low.shape, jnp.float32)
 
     def _encode_action(self, action: jax.Array, params: Any) -> jax.Array:
-        space = self.env.action_space(params)
+        space = self.action_space(params)
         if isinstance(space, Discrete):
             return jax.nn.one_hot(action, space.n, dtype=jnp.float32)
         return jnp.asarray(action, jnp.float32)
@@ -159,7 +221,10 @@ class RL2(Wrapper):
 
     def reset_env(self, key: jax.Array, params: Any) -> tuple[jax.Array, RL2State]:
         key_task, key_reset = jax.random.split(key)
-        task = params if self.sample_task is None else self.sample_task(key_task, params)
+        if isinstance(params, GivenTask):
+            task = params.params
+        else:
+            task = params if self.sample_task is None else self.sample_task(key_task, params)
         obs, env_state = self.env.reset(key_reset, task)
         zero = jnp.zeros((), jnp.float32)
         state = RL2State(
@@ -227,12 +292,40 @@ class RL2(Wrapper):
         return self._observation(obs, new_state), new_state, reward, trial_done, truncated, info
 
     @property
-    def evaluation(self) -> Trials:
+    def evaluation(self) -> Trials | HeldOutTasks:
         """Each evaluation episode a trial: the adaptation curve across its inner episodes, and
         the regret summed per trial where the task family reports one; as references, what
         known policies earn on the same tasks where the family names them (its
-        `trial_references(sample_task, params, episodes_per_trial, key)`)."""
-        return Trials(("regret",), references=self._references)
+        `trial_references(sample_task, params, episodes_per_trial, key)`). Where the family
+        names held-out tasks (`TaskLevels.held_out`), trials on each of them besides, with
+        their adaptation curve (`HeldOutTasks`)."""
+        trials = Trials(("regret",), references=self._references)
+        if self.tasks is None or self.tasks.held_out is None:
+            return trials
+        return HeldOutTasks(trials, self.levels())
+
+    def levels(self) -> Levels | None:
+        """The task family as levels for a curriculum (`rlsuite.agents.ued`), where it offers
+        `tasks`: a level is one task, drawn by `sample_task` from the family's default params
+        (`generate`), edited by `TaskLevels.mutate`; `params_for(env_params, tasks [N])` is
+        `GivenTask` params [N], the run's params with each task's fields, which every trial
+        of its environment replays. None for a family without `tasks`."""
+        if self.tasks is None:
+            return None
+        default, fields = self.env.default_params, self.tasks.fields
+
+        def generate(key):
+            return self.sample_task(key, default)
+
+        def params_for(env_params, tasks):
+            num = jax.tree.leaves(tasks)[0].shape[0]
+            base = jax.tree.map(
+                lambda x: jnp.broadcast_to(jnp.asarray(x), (num, *jnp.shape(x))),
+                task_params(env_params),
+            )
+            return GivenTask(base.replace(**{f: getattr(tasks, f) for f in fields}))
+
+        return Levels(generate, self.tasks.mutate, params_for, self.tasks.held_out)
 
     def _references(self, params: Any, key: jax.Array) -> list:
         find = getattr(self.env, "trial_references", None)

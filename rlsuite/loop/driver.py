@@ -182,6 +182,27 @@ def evaluate_trials_batch(
     return _evaluate_runs(agent, states, key, deterministic, one)
 
 
+def evaluate_level_trials_batch(
+    agent: Agent,
+    states: Any,
+    key: jax.Array,
+    level_params: Any,
+    attempts: int,
+    deterministic: bool = True,
+) -> TrialResult:
+    """`evaluate_trials_batch` on given tasks (a task family's held-out tasks, `GivenTask`
+    params with a leading `[num_tasks]` axis): every run's policy for `attempts` whole trials on
+    each, trial `i * attempts + j` on task `i`; results `[num_runs, num_tasks * attempts, ...]`.
+    Each trial has the key `evaluate_levels_batch` gives the attempt it matches."""
+    num = jax.tree.leaves(level_params)[0].shape[0]
+    params = jax.tree.map(lambda x: jnp.repeat(x, attempts, axis=0), level_params)
+
+    def one(acting, key, params):
+        return evaluate_trials(agent.env, params, acting, key, num * attempts, params_axis=0)
+
+    return _evaluate_runs(agent, states, key, deterministic, one, params)
+
+
 def evaluate_levels_batch(
     agent: Agent,
     states: Any,

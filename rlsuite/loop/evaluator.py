@@ -77,6 +77,26 @@ class Evaluator:
         )  # fmt: skip
         return np.asarray(result.returns)
 
+    def level_trials(self, level_params: Any) -> TrialsResult:
+        evaluation = jax.jit(driver.evaluate_level_trials_batch, static_argnums=(0, 4, 5))
+        keys = self._keys(jax.random.fold_in(self.key, 1))
+        result = to_host(
+            evaluation(
+                self.agent, self.states, keys, level_params, self.episodes_per_run,
+                self.deterministic,
+            )
+        )  # fmt: skip
+        episode_returns = np.asarray(result.episode_returns)  # [runs, N * attempts, episodes]
+        num_runs, num_trials = episode_returns.shape[:2]
+        shape = (num_runs, num_trials // self.episodes_per_run, self.episodes_per_run)
+        curve = adaptation_curve(episode_returns) if episode_returns.shape[-1] > 0 else None
+        return TrialsResult(
+            np.asarray(result.returns).reshape(shape),
+            episode_returns.reshape(*shape, -1),
+            dict(result.sums),
+            curve,
+        )
+
 
 def evaluate_policies(
     agent, states, key: jax.Array, episodes: int, deterministic: bool = True, seeds=None
