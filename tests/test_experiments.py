@@ -537,3 +537,36 @@ def test_rarl_script_effort_by_hand():
     # -r - 0.1 |d|^2: reward -2, disturbance (1, 2): 2 - 0.1 * 5 = 1.5.
     value = module.effort(jnp.array([-2.0]), jnp.array([[1.0, 2.0]]))
     np.testing.assert_allclose(value, [1.5], rtol=1e-6)
+
+
+@pytest.mark.timeout(240)
+def test_ada_script_smoke_with_a_task_score_passed_in(tmp_path):
+    args = ["--curriculum", "dr", "plr", "--score-idea", "near-best", "--num-seeds", "2"]
+    args += ["--total-timesteps", "960", "--num-envs", "8", "--num-steps", "60"]
+    args += ["--buffer-capacity", "32", "--eval-episodes", "2"]
+    proc = run_script("ada.py", *args, "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = re.findall(
+        r"^\| (dr|plr) \| (\S+) \[.*\| (\S+) \[.*\| (\S+) \[.*\| (\S+) \[", proc.stdout, re.M
+    )
+    assert [r[0] for r in rows] == ["dr", "plr"], proc.stdout
+    for _, trial, *episodes in rows:  # a trial's return is the sum of its three episodes'
+        assert abs(float(trial) - sum(map(float, episodes))) < 2e-3
+    assert re.search(r"^\| plr - dr \(paired\) \| \S+ \[\S+, \S+\] \|$", proc.stdout, re.M)
+    assert len(re.findall(r"^\| (open_corner|corridor) \| \S+ \| \S+ \|$", proc.stdout, re.M)) == 2
+    assert (tmp_path / "run" / "adaptation.png").stat().st_size > 0
+    assert (tmp_path / "run" / "plr" / "final.json").exists()
+
+
+def test_ada_script_near_best_by_hand():
+    module = load_script("ada.py")
+    # One env, trials of returns 1 (steps 0-1) and 3 (steps 2-3), R_max 3: the first trial
+    # falls short of 3 - 0.6 = 2.4, the second reaches it; p = 1/2, learnability 1/4.
+    done = jnp.array([[False], [True], [False], [True]])
+    reward = jnp.array([[0.0], [1.0], [1.0], [2.0]])
+    np.testing.assert_allclose(module.running_returns(done, reward)[:, 0], [0, 1, 1, 3])
+    tr = types.SimpleNamespace(terminated=done, truncated=jnp.zeros_like(done), reward=reward)
+    score = module.near_best(None, tr, None, jnp.array([-jnp.inf]))
+    np.testing.assert_allclose(score, [0.25])
+    # A best of 5 seen before: neither trial comes within 1 of it.
+    np.testing.assert_allclose(module.near_best(None, tr, None, jnp.array([5.0])), [0.0])

@@ -102,6 +102,22 @@ def test_the_held_out_layouts_are_well_formed_and_drawn_as_written():
         maze.task_from_rows((".....",) * 5)
 
 
+def test_a_task_is_drawn_with_its_walls_and_goal():
+    env, _ = envs.make("meta/maze", wall_density=0.4)
+    names, tasks = maze.held_out_tasks()
+    corridor = jax.tree.map(lambda x: np.asarray(x[names.index("corridor")]), tasks)
+    image = env.levels().render(corridor)
+    assert image.shape == (7 * 16, 7 * 16, 3) and image.dtype == np.uint8
+
+    def pixel(row, col):  # the centre of cell (row, col), a cell of wall around the grid
+        return image[(row + 1) * 16 + 8, (col + 1) * 16 + 8].tolist()
+
+    assert pixel(4, 0) == [60, 170, 60]  # the goal
+    assert pixel(1, 0) == [60, 60, 60]  # a wall
+    assert pixel(0, 0) == [255, 255, 255]  # free
+    assert image[2, 2].tolist() == [60, 60, 60]  # the border
+
+
 def test_meta_maze_without_walls_keeps_its_tasks_and_evaluation():
     env, _ = envs.make("meta/maze")
     assert isinstance(env.evaluation, Trials) and not isinstance(env.evaluation, HeldOutTasks)
@@ -250,7 +266,13 @@ def test_ued_on_the_maze_tasks_reports_held_out_tasks_and_their_adaptation(plr_r
     rows = [json.loads(line) for line in (plr_run / "metrics.jsonl").read_text().splitlines()]
     assert {row["ued/branch"] for row in rows} <= {0.0, 1.0}
     assert cli.main(["eval", str(plr_run), "--episodes", "4"]) == 0
-    assert "adaptation on the held-out tasks" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "held-out tasks (trial returns), greedy actions:" in printed
+    assert "adaptation on the held-out tasks" in printed
+    # The held-out layouts and the buffer's top tasks, drawn.
+    out = plr_run.parent / "levels.png"
+    assert cli.main(["plot", str(plr_run), "--levels", "--out", str(out)]) == 0
+    assert out.stat().st_size > 0
 
 
 def test_ued_on_the_maze_tasks_resumes_exactly(plr_run, tmp_path):

@@ -171,14 +171,7 @@ class Maze(Environment):
         cells white, the goal cell (`params.goal`, the task: under `RL2` the trial's) green
         (60, 170, 60), the agent a blue (40, 80, 220) disk of radius 0.35 c at the centre of
         its cell `position`."""
-        n = self.size
-        cell = min(width, height) / (n + 2)
-        left, top = (width - n * cell) / 2, (height - n * cell) / 2  # of cell (0, 0)
-        canvas = Canvas(width, height, (60, 60, 60))
-        canvas.grid(~np.asarray(params.walls, bool), left, top, cell, (255, 255, 255))
-        goal = np.zeros((n, n), bool)
-        goal[tuple(np.asarray(params.goal))] = True
-        canvas.grid(goal, left, top, cell, (60, 170, 60))
+        canvas, left, top, cell = _draw_task(params, width, height)
         row, col = np.asarray(state.position, np.float64)
         canvas.disk(left + (col + 0.5) * cell, top + (row + 0.5) * cell, 0.35 * cell, (40, 80, 220))
         return canvas.image
@@ -188,6 +181,27 @@ class Maze(Environment):
             f"Maze(size={self.size}, view={self.view}, observe_position="
             f"{self.observe_position}, max_steps={self.max_episode_steps})"
         )
+
+
+def _draw_task(params: MazeParams, width: int, height: int):
+    """The grid of `params` drawn as `Maze.render` draws it, without the agent: the canvas, the
+    left and top of cell (0, 0) and the side of a cell, in pixels."""
+    n = np.shape(params.walls)[-1]
+    cell = min(width, height) / (n + 2)
+    left, top = (width - n * cell) / 2, (height - n * cell) / 2  # of cell (0, 0)
+    canvas = Canvas(width, height, (60, 60, 60))
+    canvas.grid(~np.asarray(params.walls, bool), left, top, cell, (255, 255, 255))
+    goal = np.zeros((n, n), bool)
+    goal[tuple(np.asarray(params.goal))] = True
+    canvas.grid(goal, left, top, cell, (60, 170, 60))
+    return canvas, left, top, cell
+
+
+def render_task(params: MazeParams, cell: int = 16):
+    """uint8 RGB of a task (its walls and goal, as `Maze.render` draws them), `cell` pixels a
+    cell, with a cell of wall around the grid."""
+    side = (np.shape(params.walls)[-1] + 2) * cell
+    return _draw_task(params, side, side)[0].image
 
 
 def _not_int(value) -> bool:
@@ -305,4 +319,4 @@ def tasks(size: int, walls: bool) -> TaskLevels:
     """The maze family's tasks for a curriculum: goal and walls; the held-out layouts where
     tasks have `walls` and the maze is 5 x 5."""
     held_out = held_out_tasks if walls and size == 5 else None
-    return TaskLevels(("goal", "walls"), mutate_task, held_out)
+    return TaskLevels(("goal", "walls"), mutate_task, held_out, render_task)

@@ -289,6 +289,8 @@ class HeldOutTasks(HeldOutLevels):
 
     def describe(self, entries: dict) -> str | None:
         lines = [super().describe(entries)]
+        if lines[0] is not None:  # an attempt is a whole trial: solved where its return is > 0
+            lines[0] = lines[0].replace("held-out levels,", "held-out tasks (trial returns),")
         if "held_out_adaptation" in entries:
             table = adaptation_table(entries["held_out_adaptation"])
             lines.append(table.replace("adaptation:", "adaptation on the held-out tasks:", 1))

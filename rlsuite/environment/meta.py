@@ -51,6 +51,8 @@ class TaskLevels(NamedTuple):
     """`(key, params, num_edits) -> params`: a few random edits of a task (ACCEL)"""
     held_out: Callable[[], tuple[tuple[str, ...], Any]] | None = None
     """`() -> (names, params [N])`: named tasks to evaluate on, or None"""
+    render: Callable[[Any], Any] | None = None
+    """`params -> uint8 RGB [H, W, 3]` (NumPy): a picture of one task, or None"""
 
 
 @struct.dataclass
@@ -325,7 +327,8 @@ class RL2(Wrapper):
             )
             return GivenTask(base.replace(**{f: getattr(tasks, f) for f in fields}))
 
-        return Levels(generate, self.tasks.mutate, params_for, self.tasks.held_out)
+        tasks = self.tasks
+        return Levels(generate, tasks.mutate, params_for, tasks.held_out, tasks.render)
 
     def _references(self, params: Any, key: jax.Array) -> list:
         find = getattr(self.env, "trial_references", None)
