@@ -6,7 +6,7 @@ trains on a task family's tasks, chosen by each of `--curricula` (`plr`, `robust
 curricula draw their new tasks from), all at the suite's tuned entry for `ued` on the family,
 from the same `--seeds` keys, vmapped, at equal env steps (`num_envs * num_steps` an update).
 
-Families (`--env`): `meta/maze` with walls (`wall_density=0.4`: a density ~ U[0, 0.4] per task,
+Families (`--env`): `meta/maze` with walls (`--wall-density 0.4`: a density ~ U[0, 0.4] per task,
 the six held-out 5 x 5 layouts of `rlsuite.envs.tasks.maze.HELD_OUT`) and `meta/bandit` (five
 arms; `held_out=True`: the five held-out bandits of `rlsuite.envs.tasks.bandits.HELD_OUT`).
 
@@ -52,6 +52,8 @@ class Args(side_by_side.SideBySideArgs):
     """curricula set beside dr"""
     score: str | None = None
     """the curricula's level score (None: the tuned entry's)"""
+    wall_density: float = 0.4
+    """meta/maze: the largest wall density of a task"""
     seeds: int = 5
     """seeds per side, vmapped"""
     total_timesteps: int | None = None
@@ -93,7 +95,10 @@ def main(args: Args) -> dict:
     check_args(args, choices={"env": tuple(FAMILIES), "curricula": curricula})
     console, machine = side_by_side.set_up(args)
     start = time.perf_counter()
-    env, params = envs.make(args.env, **FAMILIES[args.env])
+    options = dict(FAMILIES[args.env])
+    if args.env == "meta/maze":
+        options["wall_density"] = args.wall_density
+    env, params = envs.make(args.env, **options)
     entry = tuned("ued", args.env)
     config = dict(entry["config"])
     if args.total_timesteps is not None:
@@ -102,7 +107,7 @@ def main(args: Args) -> dict:
         config["score"] = args.score
     hp = ued.UEDHparams(**entry["hparams"])
     keys, key_eval = side_by_side.keys_for(args.seed, args.seeds)
-    row = {"env": args.env, "env_options": FAMILIES[args.env], "seeds": args.seeds}
+    row = {"env": args.env, "env_options": options, "seeds": args.seeds}
     sides = ["dr", *args.curricula]
     for label in sides:
         agent = ued.make(ued.UEDConfig(**config, curriculum=label), env, params)

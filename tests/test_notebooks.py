@@ -220,3 +220,21 @@ def test_robust_adversarial_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch
         assert -3300.0 <= float(low) <= float(mean) <= float(high) <= 0.0, rows
     assert len(_images(nb)) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_task_curricula_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
+    nb = _run_tiny("task_curricula.ipynb", tmp_path, monkeypatch, timeout=240)
+    text = _stream_text(nb)
+    assert "2 updates of 3,840 env steps, 2 seeds, score maxmc" in text
+    assert re.findall(r"^(dr|plr): 2 runs trained and tested in", text, re.M) == ["dr", "plr"]
+    rows = re.findall(r"^\s*(dr|plr)\s+trial (\S+) \[(\S+), (\S+)\]\s+episodes (.*)$", text, re.M)
+    assert [row[0] for row in rows] == ["dr", "plr"], text
+    for _side, mean, low, high, episodes in rows:  # 3 episodes, each in [-1, 1]
+        assert -3.0 <= float(low) <= float(mean) <= float(high) <= 3.0, rows
+        means = [float(m) for m in re.findall(r"(\S+) \[", episodes)]
+        assert len(means) == 3 and abs(sum(means) - float(mean)) < 2e-3, rows
+    assert re.search(r"^\s*plr - dr\s+trial \S+ \[\S+, \S+\]$", text, re.M), text
+    assert len(_images(nb)) == 2  # the held-out layouts, the adaptation curves
+    assert list(tmp_path.iterdir()) == []
