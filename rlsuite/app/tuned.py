@@ -71,6 +71,7 @@ _JUMANJI_PPO = {
     "hparams": {"learning_rate": 1e-3},
 }
 
+
 def _ued_tasks(num_envs: int, num_steps: int, updates: int) -> dict:
     """UED's RL^2 student on a task family's tasks (rl2's meta/maze entry's PPO: 4 epochs of 4
     minibatches, one hidden layer of 64, LSTM-64, lr 1e-3, entropy 0.01, gamma 0.99, lambda
