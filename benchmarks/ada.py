@@ -118,6 +118,17 @@ def main(args: Args) -> dict:
         difference = np.asarray(row[label]["held_out_per_seed"]) - dr
         row[f"{label}_minus_dr"] = side_by_side.mean_interval(difference)
     result = side_by_side.write_result(args, machine, {}, start, {"rows": [row]})
+    side_by_side.show(console, args, result, tables(result))
+    return result
+
+
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of the held-out returns and adaptation curves of every side, and
+    of each held-out task's return, from the JSON `main` writes (also `benchmarks/device.sh`'s
+    summary)."""
+    args, row = result["args"], result["rows"][0]
+    curricula = args["curricula"]
+    sides = ["dr", *curricula]
 
     def cell(x):
         return f"{x['mean']:.3f} [{x['ci'][0]:.3f}, {x['ci'][1]:.3f}]"
@@ -132,20 +143,19 @@ def main(args: Args) -> dict:
     ]
     body += [
         [f"{label} - dr (paired)", cell(row[f"{label}_minus_dr"]), *[""] * episodes, ""]
-        for label in args.curricula
+        for label in curricula
     ]
     names = list(row["dr"]["per_task"])
     tasks = [[name, *[f"{row[s]['per_task'][name]:.3f}" for s in sides]] for name in names]
     title = (
-        f"Curricula over {args.env} tasks beside DR, {row['env_steps_per_seed']:,} env steps x "
-        f"{args.seeds} seeds; greedy trials on {len(names)} held-out tasks, {args.attempts} each"
+        f"Curricula over {row['env']} tasks beside DR, {row['env_steps_per_seed']:,} env steps x "
+        f"{row['seeds']} seeds; greedy trials on {len(names)} held-out tasks, "
+        f"{args['attempts']} each"
     )
-    tables = [
+    return [
         (title, header, body),
         ("mean trial return per held-out task", ["task", *sides], tasks),
     ]
-    side_by_side.show(console, args, result, tables)
-    return result
 
 
 if __name__ == "__main__":

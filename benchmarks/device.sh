@@ -56,6 +56,10 @@
 #               1e-3; one unroll per env per update, where its batch_size 1,024 takes 16),
 #               RLSUITE_DEVICE_PLAYGROUND_UPDATES updates (default 40: 2,457,600 env steps per
 #               seed), seeds 1 and 8: env steps/s and the evaluation return. Limit: 540 s.
+#   ada-maze    benchmarks/ada.py: a curriculum over meta/maze tasks (walls up to 0.4), PLR beside
+#               DR at the tuned ued entry's geometry, 5 vmapped seeds of
+#               RLSUITE_DEVICE_ADA_STEPS env steps each (default 10,000,000, 9x the CPU's run):
+#               the held-out trial return, PLR - DR paired, the adaptation curve. Limit: 540 s.
 #
 # Each part runs under `timeout` (250 + 180 + 60 s), so the whole command, the install of the
 # wheels included, ends within about 8.5 minutes. Writes to $OUT (default
@@ -74,6 +78,7 @@
 #     RLSUITE_DEVICE_PARTS=scaling-ant bash benchmarks/device.sh
 #     RLSUITE_DEVICE_PARTS=pqn-minatar bash benchmarks/device.sh
 #     RLSUITE_DEVICE_PARTS=playground-cartpole bash benchmarks/device.sh
+#     RLSUITE_DEVICE_PARTS=ada-maze bash benchmarks/device.sh
 #
 # Environment: OUT; PYTHON (default python3); RLSUITE_DEVICE_PARTS (default "ant hopper offline",
 # the parts to run); RLSUITE_DEVICE_ANT_SECONDS and RLSUITE_DEVICE_HOPPER_SECONDS (whole seconds
@@ -86,6 +91,7 @@
 # size, default 480) and RLSUITE_DEVICE_SCALING_ENVS (its env batches, default "1024 4096 16384
 # 65536": a second call for sizes the first skipped); RLSUITE_DEVICE_PQN_SEEDS and
 # RLSUITE_DEVICE_PQN_STEPS (the PQN part's seed counts and env steps per seed);
+# RLSUITE_DEVICE_ADA_STEPS (the curriculum part's env steps per seed);
 # RLSUITE_DEVICE_TINY=1 (tiny sizes and CPU-sized limits, to
 # check the orchestration). The wheels are installed only where PYTHON is CPython 3.12 (what they
 # are built for).
@@ -167,6 +173,8 @@ if [ "$TINY" = 1 ]; then
   PLAYGROUND_LIMIT=900
   PLAYGROUND=(--brax-seeds 1 --brax-num-envs 8 --brax-num-steps 10 --brax-num-minibatches 2
     --brax-update-epochs 1 --brax-updates 4 --brax-epochs 2 --eval-episodes 1)
+  ADA_LIMIT=900
+  ADA=(--seeds 2 --total-timesteps 7680 --attempts 2)
 else
   # Each side stops at its first evaluation past its budget; a part's limit adds 60 s for the
   # process, imports, env set-up and those last chunks.
@@ -203,6 +211,8 @@ else
   PLAYGROUND=(--brax-seeds 1 8 --brax-num-envs 2048 --brax-num-steps 30
     --brax-num-minibatches 32 --brax-update-epochs 16 --brax-learning-rate 1e-3
     --brax-updates "${RLSUITE_DEVICE_PLAYGROUND_UPDATES:-40}" --brax-epochs 4)
+  ADA_LIMIT=540
+  ADA=(--seeds 5 --total-timesteps "${RLSUITE_DEVICE_ADA_STEPS:-10000000}")
 fi
 
 # part NAME LIMIT COMMAND...: run COMMAND under `timeout LIMIT`, its output in $OUT/NAME.log.
@@ -245,6 +255,8 @@ part pqn-minatar "$PQN_LIMIT" "$PYTHON" benchmarks/value_based.py --no-markdown 
 part playground-cartpole "$PLAYGROUND_LIMIT" "$PYTHON" benchmarks/ppo.py --no-cartpole \
   --no-markdown --brax-env playground/CartpoleBalance "${PLAYGROUND[@]}" \
   --out "$OUT/playground-cartpole.json"
+part ada-maze "$ADA_LIMIT" "$PYTHON" benchmarks/ada.py --no-markdown --curricula plr "${ADA[@]}" \
+  --out "$OUT/ada-maze.json"
 
 echo
 echo "=== summary ($((SECONDS - start)) s in all)"
@@ -306,6 +318,12 @@ for name in parts:
         print(markdown(["dataset", *algos], cells) if cells else "no scores")
         print(f"\nreference: {data.get('reference')}")
         print(f"datasets: {data['datasets']}\nseconds: {data['seconds']}")
+        continue
+    if name == "ada-maze":
+        from ada import tables
+
+        for title, header, body in tables(data):
+            print(f"**{title}**\n\n{markdown(header, body)}\n")
         continue
     if name == "playground-cartpole":
         from side_by_side import brax_table
