@@ -53,7 +53,7 @@ def test_list_envs_with_a_pattern_gives_spaces_and_the_algorithms_that_take_them
     assert lines == [
         "pendulum: observation Box(3,), action Box(1,); ppo, sac, td3, fixpo, rarl",
         "probe/action_reward: observation Box(1,), action Discrete(2); ppo, dqn, pqn, fixpo",
-        "meta/bandit: observation Box(8,), action Discrete(5); ppo, rl2, dqn, pqn, fixpo",
+        "meta/bandit: observation Box(8,), action Discrete(5); ppo, rl2, ued, dqn, pqn, fixpo",
     ]
     assert cli.main(["list", "envs", "nothing/*"]) == 2
     assert "no environment name matches nothing/*" in capsys.readouterr().err
