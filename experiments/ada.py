@@ -25,6 +25,7 @@ metrics, `final.json`: `--resume` with the same flags continues them after a kil
 """
 
 import dataclasses
+import json
 import pathlib
 import sys
 from typing import Annotated, Literal, get_args
@@ -137,6 +138,10 @@ def main(argv: list[str]) -> dict:
 
     summaries = {}
     for curriculum, agent in agents.items():
+        final = out / curriculum / "final.json"
+        if args.resume and final.exists():  # this curriculum's run had finished before
+            summaries[curriculum] = json.loads(final.read_text())
+            continue
         result = runner.fit(
             agent,
             jax.random.key(args.seed),

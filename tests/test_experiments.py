@@ -6,6 +6,7 @@ import json
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import types
@@ -555,7 +556,21 @@ def test_ada_script_smoke_with_a_task_score_passed_in(tmp_path):
     assert re.search(r"^\| plr - dr \(paired\) \| \S+ \[\S+, \S+\] \|$", proc.stdout, re.M)
     assert len(re.findall(r"^\| (open_corner|corridor) \| \S+ \| \S+ \|$", proc.stdout, re.M)) == 2
     assert (tmp_path / "run" / "adaptation.png").stat().st_size > 0
-    assert (tmp_path / "run" / "plr" / "final.json").exists()
+    # Killed in its second curriculum (plr's last checkpoint and summary gone; dr's run had
+    # finished): --resume completes it to the same metrics.
+    full = tmp_path / "run" / "plr"
+    rows = (full / "metrics.jsonl").read_text()
+    cut = tmp_path / "cut"
+    shutil.copytree(tmp_path / "run", cut)
+    steps = sorted(int(p.name) for p in (cut / "plr" / "checkpoints").iterdir())
+    assert len(steps) >= 2, steps
+    shutil.rmtree(cut / "plr" / "checkpoints" / str(steps[-1]))
+    (cut / "plr" / "final.json").unlink()
+    (cut / "adaptation.png").unlink()
+    proc = run_script("ada.py", *args, "--out", str(cut), "--resume")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (cut / "plr" / "metrics.jsonl").read_text() == rows
+    assert (cut / "adaptation.png").stat().st_size > 0
 
 
 def test_ada_script_near_best_by_hand():
