@@ -135,9 +135,8 @@ def meta_maze(
     six held-out layouts where the maze is 5 x 5. Its tasks are levels for a curriculum
     (`rlsuite train ued --env meta/maze --env-option wall_density=0.4`)."""
     episodes = _trials("episodes_per_trial", episodes_per_trial)
-    if isinstance(wall_density, bool) or not isinstance(wall_density, int | float):
-        raise ValueError(f"invalid wall_density={wall_density!r}; allowed: a number in [0, 1]")
-    if not 0.0 <= wall_density <= 1.0:
+    number = isinstance(wall_density, int | float) and not isinstance(wall_density, bool)
+    if not number or not 0.0 <= wall_density <= 1.0:
         raise ValueError(f"invalid wall_density={wall_density!r}; allowed: a number in [0, 1]")
     env = maze.Maze(size, view, observe_position, max_steps)
     sample = maze.sample_task
