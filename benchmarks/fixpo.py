@@ -6,7 +6,7 @@ For each environment (`--envs`), both sides train at the suite's tuned PPO confi
 
 - FixPO: `fixpo.make(FixPOConfig(**tuned), env)` with `FixPOHparams(**tuned)` (its own trust
   region: `kl_target` 0.2 on each minibatch's largest KL, `kl_target_coef` 3);
-- PPO-clip: `ppo.make(PPOConfig(**tuned), env, hooks=fixpo.watch(0.2))`, which learns exactly
+- PPO-clip: `ppo.make(PPOConfig(**tuned), env, learn_with=fixpo.watch(0.2))`, which learns exactly
   as PPO does and measures each update's trust region as FixPO's does.
 
 Each side's `train(keys)` is compiled ahead of time, then run once (`side_by_side`). Reported per
@@ -67,7 +67,7 @@ def sides(env_name: str, args: Args):
     env, params = envs.make(env_name)
     fix_config, fix_hp = fixpo.FixPOConfig(**config), fixpo.FixPOHparams(**entry["hparams"])
     ppo_config, ppo_hp = ppo.PPOConfig(**config), ppo.PPOHparams(**entry["hparams"])
-    watched = ppo.make(ppo_config, env, params, hooks=fixpo.watch(fix_hp.kl_target))
+    watched = ppo.make(ppo_config, env, params, learn_with=fixpo.watch(fix_hp.kl_target))
     return {
         "fixpo": (fixpo.make(fix_config, env, params), fix_hp),
         "ppo_clip": (watched, ppo_hp),

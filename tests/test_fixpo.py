@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from rlsuite import envs
-from rlsuite.agents import fixpo, ppo
+from rlsuite.agents import fixpo, ppo, ppo_hooks
 from rlsuite.app import cli
 from rlsuite.loop import checkpoint
 from rlsuite.loop.loggers import read_metrics
@@ -127,7 +127,9 @@ def _largest_kl_of_updates(hooks, num_updates=6):
     rollout's states, computed from the two parameter sets (not by the hooks), and the
     update's metrics."""
     env, params = envs.make("cartpole")
-    setup = ppo.prepare(STRESS, env, params, policy_loss=losses.importance_policy_loss, hooks=hooks)
+    setup = ppo.prepare(
+        STRESS, env, params, policy_loss=losses.importance_policy_loss, learn_with=hooks
+    )
 
     @jax.jit
     def one(state):
@@ -180,7 +182,7 @@ def test_hooks_that_keep_state_and_watch_change_nothing_ppo_learns():
     )
     results = []
     for hooks in (None, counting):
-        agent = ppo.make(config, env, params, hooks=hooks)
+        agent = ppo.make(config, env, params, learn_with=hooks)
         state = agent.init(jax.random.key(0), agent.default_hparams)
         update = jax.jit(agent.update)
         for _ in range(2):
@@ -212,8 +214,8 @@ def test_refusals_name_the_field():
         agent.check_hparams(ppo.PPOHparams())
     with pytest.raises(TypeError, match="needs a FixPOConfig"):
         fixpo.make(ppo.PPOConfig(), *envs.make("cartpole"))
-    with pytest.raises(TypeError, match="the hooks are FixPO's own"):
-        fixpo.make(fixpo.FixPOConfig(), *envs.make("cartpole"), hooks=ppo.Hooks())
+    with pytest.raises(TypeError, match="the learning stage is FixPO.s hooks"):
+        fixpo.make(fixpo.FixPOConfig(), *envs.make("cartpole"), learn_with=ppo_hooks.Hooks())
 
 
 def test_the_command_line_trains_fixpo_and_resumes_it_exactly(tmp_path, capsys):

@@ -183,6 +183,20 @@ def test_rl2_refuses_what_it_cannot_train_before_compiling():
     assert registry.get("rl2").make is rl2.make
 
 
+def test_a_composition_derives_its_identity_and_nothing_else():
+    """RL^2 is PPO's agent under its own name (`agent.derive`): the same stages, and a field
+    other than the identity's cannot be derived."""
+    bandit, params = envs.make("meta/bandit")
+    config = rl2.RL2Config(num_envs=2, num_steps=8, recurrent_size=8)
+    agent = rl2.make(config, bandit, params)
+    assert agent.name == "rl2" and agent.config is config
+    assert isinstance(agent.default_hparams, ppo.PPOHparams)
+    with pytest.raises(ValueError, match=r"update cannot be derived; allowed: name, default_hp"):
+        agent_lib.derive(agent, name="other", update=agent.update)
+    renamed = agent_lib.derive(agent, name="other")
+    assert renamed.name == "other" and renamed.update is agent.update
+
+
 def test_train_eval_and_plot_the_adaptation_curve_from_the_cli(tmp_path):
     from tests.test_cli import rlsuite
 

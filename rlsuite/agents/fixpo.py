@@ -3,7 +3,7 @@ Optimization via Two-Phase KL Penalization"): PPO whose every update ends inside
 around the policy that collected its rollout.
 
 FixPO is not another learner: it is `rlsuite.agents.ppo` with its policy loss and four hooks
-passed in (`ppo.Hooks`), built by `hooks`:
+passed in (`ppo_hooks.Hooks`), built by `hooks`:
 
 - the policy loss is the unclipped importance-weighted surrogate `-E[r A]`
   (`losses.importance_policy_loss`): the KL penalty, not clipping, keeps the update close;
@@ -17,7 +17,7 @@ passed in (`ppo.Hooks`), built by `hooks`:
   `hparams.beta_min`. With `kl_target_coef > 1` the primary phase aims inside the trust region;
 - `after_epochs`, the fixup phase: while some minibatch's `D` exceeds `kl_target`, rounds over
   the minibatches take one more gradient step on every minibatch that exceeds it, on the
-  penalty's term alone (`ppo.Phase.penalty_step`: the KL's gradient, through the same
+  penalty's term alone (`ppo_hooks.Phase.penalty_step`: the KL's gradient, through the same
   optimiser, `beta` still adapting), at most `config.fixup_max_rounds` rounds.
 
 So every update ends with `D <= kl_target` on every minibatch, unless the rounds ran out; the
@@ -35,7 +35,7 @@ Choices, written down:
 - The old policy is recomputed from the update's starting parameters on each minibatch rather
   than stored with the rollout: PPO collects and learns with the same parameters and
   observation statistics, so it is the same distribution.
-- The fixup phase's minibatches are the last epoch's (`ppo.Phase.key`); a round steps on each
+- The fixup phase's minibatches are the last epoch's (`ppo_hooks.Phase.key`); a round steps on each
   minibatch that exceeds the bound at the parameters of that moment, and the phase ends when
   the largest `D` over all of them, measured after a round, is within the bound.
 - The fixup steps descend the KL alone. On the whole loss, the policy gradient, which does not
@@ -58,9 +58,9 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rlsuite.agents import ppo, registry
+from rlsuite.agents import ppo, ppo_hooks, registry
 from rlsuite.environment import Environment
-from rlsuite.loop.agent import Agent
+from rlsuite.loop.agent import Agent, derive
 from rlsuite.ops import losses
 from rlsuite.ops.validators import check_field, check_positive, check_positive_ints
 
@@ -144,7 +144,7 @@ def divergence(old_dist, dist, head, statistic: Callable = jnp.max):
     return kl, jax.lax.stop_gradient(stats)
 
 
-def largest(phase: ppo.Phase, carry, minibatches, keys) -> jax.Array:
+def largest(phase: ppo_hooks.Phase, carry, minibatches, keys) -> jax.Array:
     """The largest `minibatch_kl` over `minibatches` at `carry`'s parameters (no step)."""
 
     def measure(_, xs):
@@ -153,7 +153,7 @@ def largest(phase: ppo.Phase, carry, minibatches, keys) -> jax.Array:
     return jax.lax.scan(measure, None, (minibatches, keys))[1].max()
 
 
-def hooks(config: FixPOConfig, statistic: Callable = jnp.max) -> ppo.Hooks:
+def hooks(config: FixPOConfig, statistic: Callable = jnp.max) -> ppo_hooks.Hooks:
     """FixPO's hooks for `config` (see the module docstring). `statistic` reduces a
     minibatch's per-state KLs to the number the trust region bounds: `jnp.max`, the paper's;
     `jnp.mean` bounds the average KL instead (TRPO's)."""
@@ -166,7 +166,7 @@ def hooks(config: FixPOConfig, statistic: Callable = jnp.max) -> ppo.Hooks:
     def after_step(state: Penalty, metrics, hp):
         return adapt(state, metrics["minibatch_kl"], hp)
 
-    def fixup(phase: ppo.Phase):
+    def fixup(phase: ppo_hooks.Phase):
         hp = phase.hp
         minibatches, keys = phase.split(phase.key)
 
@@ -197,7 +197,7 @@ def hooks(config: FixPOConfig, statistic: Callable = jnp.max) -> ppo.Hooks:
             "beta": carry[2].beta,
         }
 
-    return ppo.Hooks(init=init, penalty=penalty, after_step=after_step, after_epochs=fixup)
+    return ppo_hooks.Hooks(init=init, penalty=penalty, after_step=after_step, after_epochs=fixup)
 
 
 def held(after, kl_target) -> dict:
@@ -208,20 +208,20 @@ def held(after, kl_target) -> dict:
     }
 
 
-def watch(kl_target: float = 0.2, statistic: Callable = jnp.max) -> ppo.Hooks:
+def watch(kl_target: float = 0.2, statistic: Callable = jnp.max) -> ppo_hooks.Hooks:
     """Hooks that change nothing PPO learns and measure its trust region as FixPO's do: each
     step's `kl_mean` and `minibatch_kl` (before the step), and after the epochs
     `trust_region_kl` and `trust_region_held` (against `kl_target`) over the last epoch's
-    minibatches. `ppo.make(config, env, hooks=fixpo.watch())` is PPO-clip beside FixPO."""
+    minibatches. `ppo.make(config, env, learn_with=fixpo.watch())` is PPO-clip beside FixPO."""
 
     def penalty(state, old_dist, dist, head, hp):
         return 0.0, divergence(old_dist, dist, head, statistic)[1]
 
-    def after_epochs(phase: ppo.Phase):
+    def after_epochs(phase: ppo_hooks.Phase):
         minibatches, keys = phase.split(phase.key)
         return phase.carry, held(largest(phase, phase.carry, minibatches, keys), kl_target)
 
-    return ppo.Hooks(penalty=penalty, after_epochs=after_epochs)
+    return ppo_hooks.Hooks(penalty=penalty, after_epochs=after_epochs)
 
 
 def make(
@@ -235,11 +235,11 @@ def make(
     `variants` are `ppo.make`'s others (`minibatches`, `network`, or another `policy_loss`)."""
     if not isinstance(config, FixPOConfig):
         raise TypeError(f"fixpo.make needs a FixPOConfig, got {type(config).__name__}")
-    if "hooks" in variants:
-        raise TypeError("fixpo.make: the hooks are FixPO's own; pass ppo.make hooks instead")
+    if "learn_with" in variants:
+        raise TypeError("fixpo.make: the learning stage is FixPO's hooks; use ppo.make for another")
     variants.setdefault("policy_loss", losses.importance_policy_loss)
-    agent = ppo.make(config, env, env_params, hooks=hooks(config, statistic), **variants)
-    return agent._replace(name="fixpo", default_hparams=FixPOHparams(), check_hparams=check_hparams)
+    agent = ppo.make(config, env, env_params, learn_with=hooks(config, statistic), **variants)
+    return derive(agent, name="fixpo", default_hparams=FixPOHparams(), check_hparams=check_hparams)
 
 
 # This family in the algorithm registry (`rlsuite train fixpo`).

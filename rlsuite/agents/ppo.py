@@ -1,9 +1,8 @@
 """Proximal Policy Optimization (Schulman et al., 2017, arXiv:1707.06347) for discrete and
 continuous actions, following the implementation details catalogued by Huang et al. (2022, ICLR
-blog track).
-
-One `update` reads top-down: collect a rollout -> advantages (GAE that knows truncation) -> epochs
-of shuffled minibatches, each a clipped-surrogate step with a global-norm gradient clip.
+blog track). One `update` reads top-down: collect a rollout -> advantages (GAE that knows
+truncation) -> epochs of shuffled minibatches, each a clipped-surrogate step with a global-norm
+gradient clip. Its parts (config, hparams, network, setup, state) are in `ppo_config`.
 
     agent = ppo.make(PPOConfig(num_envs=8), env, env_params)
     state = agent.init(key, agent.default_hparams)
@@ -13,28 +12,22 @@ Deviations and choices, written down:
 - Observation normalisation statistics live in the learner state. A rollout is collected and learned
   from with the same statistics (so the first ratio is exactly 1); they are updated afterwards.
 - `hparams.reward_scale` multiplies the rewards PPO learns from by a constant (1 by default).
-- Reward scaling divides rewards by the running standard deviation of the discounted return, with
-  statistics in the learner state; episode returns in the metrics are always the raw ones. The
-  return is `G = gamma G + r`, set to 0 after every episode end (truncations included).
-  gymnasium 1.x's `NormalizeReward` computes `G = gamma (1 - terminated) G + r` instead, which
-  drops the return so far on the terminal step and carries it across a truncation. The
-  statistics take the whole rollout's returns before its rewards are divided (not step by step).
-- The learning rate anneals linearly per update, from `learning_rate` to 0 at
-  `config.total_timesteps`.
-- Continuous actions are an unsquashed Gaussian that the environment clips, or with
-  `config.distribution="tanh_gaussian"` brax.training's squashed one, whose entropy bonus is an
-  estimate at a fresh sample (`rlsuite.networks.action_heads`: the head owns these choices).
-- The network's memory is its own: a feed-forward network is one whose carry is `()`
-  (`rlsuite.networks.memory`), so no step below branches on it.
-- Action masks (`rlsuite.environment.masks`): where the environment has them, the policy samples,
-  scores (log-probability, entropy) and acts among the legal actions only, from the masks the
-  rollout kept; a masked action's logit is the lowest float, so the network learns nothing of it.
+- Reward scaling divides rewards by the running standard deviation of the discounted return
+  `G = gamma G + r`, set to 0 after every episode end (truncations included; gymnasium 1.x's
+  `NormalizeReward` drops it on the terminal step and carries it across a truncation), its
+  statistics in the learner state and taken over the whole rollout before its rewards are divided.
+  Episode returns in the metrics are always the raw ones.
+- The learning rate anneals linearly per update, from `learning_rate` to 0 at the run's end.
+- The action head (`rlsuite.networks.action_heads`) owns the distribution's choices (an unsquashed
+  Gaussian the environment clips, or brax.training's squashed one with a sampled entropy), and
+  the network its memory (`rlsuite.networks.memory`: a feed-forward one's carry is `()`).
+- Action masks (`rlsuite.environment.masks`): the policy samples, scores and acts among the legal
+  actions only, from the masks the rollout kept.
 
 A research variant passes functions in (`prepare`): a `policy_loss`, `minibatches`, a `network`,
-and `Hooks` for what reaches beyond one minibatch's loss: state kept across updates, a penalty
-that compares the policy with the one that collected the rollout, a step after every gradient
-step, and a phase after the epochs (FixPO, `rlsuite.agents.fixpo`, is all four). `Hooks()` adds
-nothing: PPO then computes what it computes without them, bit for bit.
+and a learning stage `learn_with` for what reaches beyond one minibatch's loss
+(`rlsuite.agents.ppo_hooks`: state across updates, a penalty against the rollout's policy, a
+step after each gradient step, a phase after the epochs; FixPO is all four).
 """
 
 from __future__ import annotations
@@ -46,131 +39,46 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 import optax
-from flax import struct
 
 from rlsuite.agents import registry
-from rlsuite.agents.ppo_config import PPOConfig, PPOHparams, actor_critic, check_hparams, optimizer
+from rlsuite.agents.ppo_config import (
+    PPOConfig,
+    PPOHparams,
+    PPOSetup,
+    PPOState,
+    actor_critic,
+    apply,
+    check_hparams,
+    entropy_weight,
+    env_split,
+    initial_carry,
+    learning_rate,
+    normalized,
+    optimizer,
+    step,
+)
 from rlsuite.data.transition import Transition
 from rlsuite.environment import Environment, masks
 from rlsuite.environment.wrappers import EpisodeStatistics, episode_metrics
 from rlsuite.loop.agent import Agent, acting, bind
-from rlsuite.loop.mesh import Split, field_splits
 from rlsuite.loop.rollout import TRIAL_END, EnvBatch, RecurrentPolicy, reset_batch, rollout
-from rlsuite.networks.action_heads import ActionHead, for_policy
-from rlsuite.networks.memory import FeedForward, Recurrent
+from rlsuite.networks.action_heads import for_policy
 from rlsuite.ops import batching, losses, running_stats
 from rlsuite.ops.returns import gae
 from rlsuite.ops.sharding import split_envs
 
 
-@struct.dataclass
-class PPOState:
-    params: dict
-    opt_state: optax.OptState
-    obs_stats: running_stats.RunningStats
-    return_stats: running_stats.RunningStats
-    discounted_return: jax.Array  # [num_envs], for reward scaling
-    env: EnvBatch
-    key: jax.Array
-    update_step: jax.Array
-    variant: Any = ()  # what `Hooks.init` gave a research variant, kept across updates
+class Epochs(NamedTuple):
+    """PPO's learning stage, `prepare`'s default `learn_with`: `init(hp)` gives what the learner
+    keeps across updates (`PPOState.variant`: nothing), `learn(setup, state, batch, key, lr, hp)
+    -> (params, opt_state, variant, metrics)` takes the epochs of minibatch steps (`learn`). A
+    variant passes a value with these two methods (`rlsuite.agents.ppo_hooks.Hooks`)."""
 
+    def init(self, hp) -> tuple:
+        return ()
 
-def no_state(hp) -> tuple:
-    """`Hooks.init` of a variant that keeps nothing across updates."""
-    return ()
-
-
-class Hooks(NamedTuple):
-    """What a research variant adds to PPO's update besides its `policy_loss`, each a function
-    (`prepare(hooks=...)`); `Hooks()` adds nothing.
-
-    init: `hp -> variant`: the variant's state, kept in `PPOState.variant` across updates.
-    penalty: `(variant, old_dist, dist, head, hp) -> (loss term, stats)`, added to every gradient
-        step's loss. `old_dist` is the policy that collected the rollout (the update's starting
-        parameters, without a gradient) and `dist` the one being learned, both over the
-        minibatch and restricted to the legal actions where there are masks; `head` is the
-        policy's `ActionHead` (its `kl`, `log_prob`, ...). `stats` join the step's metrics.
-        None: no term, and the old policy is not computed.
-    after_step: `(variant, metrics, hp) -> variant` after every gradient step, from its metrics
-        (the penalty's stats among them, taken before the step). None: the variant is kept.
-    after_epochs: `Phase -> ((params, opt_state, variant), metrics)`: a phase after the epochs,
-        which may take more of their gradient steps; its metrics join the update's. None: none.
-    """
-
-    init: Callable = no_state
-    penalty: Callable | None = None
-    after_step: Callable | None = None
-    after_epochs: Callable | None = None
-
-
-class Phase(NamedTuple):
-    """What `Hooks.after_epochs` is given.
-
-    carry: `(params, opt_state, variant)` after the epochs.
-    step: `(carry, minibatch, key) -> (carry, metrics)`: one gradient step as the epochs take it
-        (with `Hooks.after_step`).
-    penalty_step: the same step on the penalty's term alone (`Hooks.penalty`).
-    measure: `(carry, minibatch, key) -> metrics`: what that step would report, without taking
-        it.
-    split: `key -> (minibatches, keys)`: one epoch's minibatches (stacked on a leading axis) and
-        the keys their steps take (None where the policy's entropy needs none).
-    key: the last epoch's key (`split(key)` gives that epoch's minibatches again), so that a
-        phase takes no randomness from the epochs'.
-    hp: the hyperparameters.
-    """
-
-    carry: tuple
-    step: Callable
-    penalty_step: Callable
-    measure: Callable
-    split: Callable
-    key: jax.Array
-    hp: Any
-
-
-class PPOSetup(NamedTuple):
-    """What PPO's steps read besides the learner state: fixed by `make`, closed over by the agent.
-
-    network: the actor-critic in the carry shape (`rlsuite.networks.memory`).
-    env, env_params: the environment as PPO steps it (wrapped) and its shared params (a batch
-        that holds its own, `EnvBatch.params`, steps with those).
-    policy_loss, minibatches, hooks: the research variants `prepare` takes.
-    head: what the network's distribution means to sampling, learning and evaluation
-        (`rlsuite.networks.action_heads`).
-    """
-
-    config: PPOConfig
-    network: FeedForward | Recurrent
-    env: Environment
-    env_params: Any
-    policy_loss: Callable
-    minibatches: Callable
-    head: ActionHead
-    hooks: Hooks = Hooks()
-
-
-def normalized(setup: PPOSetup, obs_stats, obs):
-    """`obs` normalised with `obs_stats` when the config says so."""
-    if setup.config.normalize_observations:
-        return running_stats.normalize(obs_stats, obs, clip=10.0)
-    return obs
-
-
-def apply(setup: PPOSetup, params, obs_stats, obs, carry=(), starts=None):
-    """`(distribution, value)` for `obs`: a sequence from the memory `carry` with its `starts`
-    (`[T, B]`), or without memory (carry `()`) any batch of observations."""
-    return setup.network.apply(params, carry, normalized(setup, obs_stats, obs), starts)
-
-
-def step(setup: PPOSetup, params, obs_stats, obs, carry, read):
-    """One step of a batch `obs` from its memory: `(read(distribution, value), carry after)`."""
-    return setup.network.step(params, carry, normalized(setup, obs_stats, obs), read)
-
-
-def initial_carry(setup: PPOSetup, state, num_envs: int):
-    """The carry of `num_envs` fresh episodes (`Agent.initial_carry`; `()` without memory)."""
-    return setup.network.initial(num_envs)
+    def learn(self, setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams):
+        return learn(setup, state, batch, key, lr, hp)
 
 
 def init(setup: PPOSetup, key: jax.Array, hp: PPOHparams) -> PPOState:
@@ -188,7 +96,7 @@ def init(setup: PPOSetup, key: jax.Array, hp: PPOHparams) -> PPOState:
         env=env._replace(carry=setup.network.initial(config.num_envs)),
         key=key,
         update_step=jnp.zeros((), jnp.int32),
-        variant=setup.hooks.init(hp),
+        variant=setup.learn_with.init(hp),
     )
 
 
@@ -268,28 +176,19 @@ def learning_batch(setup: PPOSetup, tr: Transition, advantages: jax.Array, carry
     }
 
 
-def loss(
-    setup: PPOSetup,
-    params,
-    obs_stats,
-    minibatch: dict,
-    key,
-    hp: PPOHparams,
-    entropy_weight=None,
-    variant=(),
-    old_params=None,
-    penalty_only: bool = False,
-):
-    """`(total loss, metrics)` of one minibatch: clipped surrogate (`setup.policy_loss`), value
-    loss (clipped around the rollout's values when the config says so), entropy bonus, and a
-    variant's penalty (`Hooks.penalty`, against the policy of `old_params`; with
-    `penalty_only`, the loss is that term alone, the metrics all of them)."""
-    config = setup.config
-    if entropy_weight is None:
-        entropy_weight = hp.ent_coef
+def forward(setup: PPOSetup, params, obs_stats, minibatch: dict):
+    """`(distribution, value)` over `minibatch` (from its memory), the distribution restricted
+    to the legal actions where the minibatch has masks."""
     memory = minibatch["carry"], minibatch["starts"]
     dist, value = apply(setup, params, obs_stats, minibatch["obs"], *memory)
-    dist = masks.masked(dist, minibatch.get(masks.KEY))
+    return masks.masked(dist, minibatch.get(masks.KEY)), value
+
+
+def objective(setup: PPOSetup, dist, value, minibatch: dict, key, hp: PPOHparams, entropy_weight):
+    """`(total loss, metrics)` of a minibatch from its `forward`: clipped surrogate
+    (`setup.policy_loss`), value loss (clipped around the rollout's values when the config says
+    so) and entropy bonus."""
+    config = setup.config
     log_prob = setup.head.log_prob(dist, minibatch["action"])
     entropy = setup.head.entropy(dist, key).mean()
     adv = minibatch["advantages"]
@@ -303,83 +202,63 @@ def loss(
     else:
         v_loss = losses.value_loss(value, minibatch["targets"])
     total = pi_loss + hp.vf_coef * v_loss - entropy_weight * entropy
-    metrics = {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": entropy, **pi_metrics}
-    if setup.hooks.penalty is not None:
-        old_dist, _ = apply(
-            setup, jax.lax.stop_gradient(old_params), obs_stats, minibatch["obs"], *memory
-        )
-        old_dist = masks.masked(old_dist, minibatch.get(masks.KEY))
-        term, stats = setup.hooks.penalty(variant, old_dist, dist, setup.head, hp)
-        total = term if penalty_only else total + term
-        metrics.update(stats)
-    return total, metrics
+    return total, {"policy_loss": pi_loss, "value_loss": v_loss, "entropy": entropy, **pi_metrics}
 
 
-def learning_rate(setup: PPOSetup, state: PPOState, hp: PPOHparams):
-    """This update's step size: annealed linearly to 0 over the run when the config says so."""
-    config = setup.config
-    if not config.anneal_lr:
-        return jnp.asarray(hp.learning_rate, jnp.float32)
-    return hp.learning_rate * jnp.maximum(1.0 - state.update_step / config.num_updates, 0.0)
+def loss(setup: PPOSetup, params, obs_stats, minibatch: dict, key, hp, entropy_weight=None):
+    """`(total loss, metrics)` of one minibatch (`objective` of its `forward`); the entropy
+    weight is `hp.ent_coef` unless given."""
+    weight = hp.ent_coef if entropy_weight is None else entropy_weight
+    dist, value = forward(setup, params, obs_stats, minibatch)
+    return objective(setup, dist, value, minibatch, key, hp, weight)
 
 
-def entropy_weight(state: PPOState, hp: PPOHparams):
-    """This update's entropy weight: `ent_coef * ent_decay ** update`, at least `ent_coef_min`
-    (with the defaults, `ent_coef` itself)."""
-    return jnp.maximum(hp.ent_coef * hp.ent_decay**state.update_step, hp.ent_coef_min)
+def gradient_step(setup: PPOSetup, lr, hp: PPOHparams, loss_of: Callable) -> Callable:
+    """`(carry, minibatch, key) -> (carry, metrics)`: one optimiser step on `loss_of(params,
+    variant, minibatch, key) -> (loss, metrics)`, the carry `(params, opt_state, variant)`."""
+    tx = optimizer(hp)
+
+    def step(carry, minibatch, key):
+        params, opt_state, variant = carry
+        minibatch = split_minibatch(setup, minibatch)
+        grads, metrics = jax.grad(loss_of, has_aux=True)(params, variant, minibatch, key)
+        updates, opt_state = tx.update(grads, opt_state, params)
+        params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
+        return (params, opt_state, variant), metrics
+
+    return step
+
+
+def epoch_minibatches(setup: PPOSetup, batch: dict, key):
+    """`(minibatches, keys)` of one epoch: `setup.minibatches`' slices of `batch` (stacked on a
+    leading axis) and the keys of their steps' entropy samples (None where the head needs
+    none; the others shuffle with the epoch's key itself)."""
+    key, keys = setup.head.entropy_keys(key, setup.config.num_minibatches)
+    return setup.minibatches(key, batch, setup.config.num_minibatches), keys
+
+
+def epochs(setup: PPOSetup, state: PPOState, batch: dict, key, step: Callable):
+    """`((params, opt_state, variant), metrics)`: `config.update_epochs` epochs of `step` (see
+    `gradient_step`) over `batch`'s minibatches from the state's, the metrics the steps'
+    means. The epochs' keys are `jax.random.split(key, update_epochs)`."""
+
+    def epoch(carry, key):
+        return jax.lax.scan(lambda c, xs: step(c, *xs), carry, epoch_minibatches(setup, batch, key))
+
+    keys = jax.random.split(key, setup.config.update_epochs)
+    carry, metrics = jax.lax.scan(epoch, (state.params, state.opt_state, state.variant), keys)
+    return carry, jax.tree.map(jnp.mean, metrics)
 
 
 def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams):
-    """`config.update_epochs` epochs over `batch`, each a scan of gradient steps over the
-    minibatches `setup.minibatches` slices, then a variant's phase after them
-    (`Hooks.after_epochs`); returns params, optimizer state, the variant's state and metrics
-    (the steps' means, and the phase's)."""
-    config, hooks = setup.config, setup.hooks
-    tx = optimizer(hp)
+    """PPO's epochs over `batch` (`Epochs.learn`): params, optimizer state, the variant's state
+    and the steps' mean metrics."""
     weight = entropy_weight(state, hp)
-    loss_of = functools.partial(loss, setup)
 
-    def gradient_step(carry, minibatch, key, penalty_only=False):
-        params, opt_state, variant = carry
-        minibatch = split_minibatch(setup, minibatch)
-        grads, metrics = jax.grad(loss_of, has_aux=True)(
-            params, state.obs_stats, minibatch, key, hp, weight, variant, state.params, penalty_only
-        )
-        updates, opt_state = tx.update(grads, opt_state, params)
-        params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
-        if hooks.after_step is not None:
-            variant = hooks.after_step(variant, metrics, hp)
-        return (params, opt_state, variant), metrics
+    def loss_of(params, variant, minibatch, key):
+        return loss(setup, params, state.obs_stats, minibatch, key, hp, weight)
 
-    def measure(carry, minibatch, key):
-        params, _, variant = carry
-        minibatch = split_minibatch(setup, minibatch)
-        _, metrics = loss_of(
-            params, state.obs_stats, minibatch, key, hp, weight, variant, state.params
-        )
-        return metrics
-
-    def split(key):
-        # Keys for the entropy samples of a head that estimates it (the squashed one); the
-        # others shuffle with the epoch's key itself.
-        key, keys = setup.head.entropy_keys(key, config.num_minibatches)
-        return setup.minibatches(key, batch, config.num_minibatches), keys
-
-    def epoch(carry, key):
-        def minibatch_step(carry, xs):
-            return gradient_step(carry, *xs)
-
-        return jax.lax.scan(minibatch_step, carry, split(key))
-
-    keys = jax.random.split(key, config.update_epochs)
-    carry = (state.params, state.opt_state, state.variant)
-    carry, metrics = jax.lax.scan(epoch, carry, keys)
-    metrics = jax.tree.map(jnp.mean, metrics)
-    if hooks.after_epochs is not None:
-        penalty_step = functools.partial(gradient_step, penalty_only=True)
-        phase = Phase(carry, gradient_step, penalty_step, measure, split, keys[-1], hp)
-        carry, phase_metrics = hooks.after_epochs(phase)
-        metrics = {**metrics, **phase_metrics}
+    carry, metrics = epochs(setup, state, batch, key, gradient_step(setup, lr, hp, loss_of))
     return (*carry, metrics)
 
 
@@ -452,16 +331,16 @@ def learn_from(
     (which the schedules follow) does not advance. PPO, UED's student and PAIRED learn so."""
     lr = learning_rate(setup, state, hp)
     batch = learning_batch(setup, exp.transitions, exp.advantages, carry)
-    epochs = functools.partial(learn, setup, state, batch, key, lr, hp)
+    learned = functools.partial(setup.learn_with.learn, setup, state, batch, key, lr, hp)
     if learning is None:
-        learned = epochs()
+        learned = learned()
     else:
 
         def keep(shapes):
             zeros = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), shapes[3])
             return state.params, state.opt_state, state.variant, zeros
 
-        learned = batching.gate(learning, epochs, keep)
+        learned = batching.gate(learning, learned, keep)
     before = state.update_step
     state, metrics = absorb(setup, state, exp, learned, key_next, lr)
     if learning is not None:
@@ -499,7 +378,7 @@ def prepare(
     policy_loss: Callable = losses.ppo_policy_loss,
     minibatches: Callable | None = None,
     network: Any = None,
-    hooks: Hooks | None = None,
+    learn_with: Any = None,
 ) -> PPOSetup:
     """The `PPOSetup` of PPO on `env`: the environment wrapped as PPO steps it and the network;
     `make` binds the steps to it. A research variant passes its own step: `policy_loss(log_prob,
@@ -507,9 +386,8 @@ def prepare(
     num_minibatches)` (default: the network's, `shuffled_steps` or with memory `env_sequences`),
     or a `network` in the carry shape (`rlsuite.networks.memory`: `FeedForward(module)` of a
     module `apply(params, obs) -> (distribution, value)`, or `Recurrent(module)` of one with
-    `RecurrentActorCritic`'s signature; default `actor_critic`), or `hooks` (`Hooks`: state
-    across updates, a penalty against the rollout's policy, a step after each gradient step, a
-    phase after the epochs)."""
+    `RecurrentActorCritic`'s signature; default `actor_critic`), or a learning stage `learn_with`
+    (`Epochs`' two methods; `rlsuite.agents.ppo_hooks.Hooks`)."""
     if not isinstance(config, PPOConfig):
         raise TypeError(f"ppo.make needs a PPOConfig, got {type(config).__name__}")
     env_params = env.check_params(env_params)
@@ -520,13 +398,13 @@ def prepare(
         minibatches = network.minibatches
     head = for_policy(space, config.distribution)
     env = EpisodeStatistics(head.wrap(env))
-    hooks = Hooks() if hooks is None else hooks
-    return PPOSetup(config, network, env, env_params, policy_loss, minibatches, head, hooks)
+    learn_with = Epochs() if learn_with is None else learn_with
+    return PPOSetup(config, network, env, env_params, policy_loss, minibatches, head, learn_with)
 
 
 def make(config: PPOConfig, env: Environment, env_params=None, **variants) -> Agent:
     """Bind PPO to `env`; `variants` are `prepare`'s research variants (`policy_loss`,
-    `minibatches`, `network`, `hooks`)."""
+    `minibatches`, `network`, `learn_with`)."""
     setup = prepare(config, env, env_params, **variants)
     return bind(
         setup,
@@ -549,19 +427,6 @@ def make(config: PPOConfig, env: Environment, env_params=None, **variants) -> Ag
 def trainable(state: PPOState):
     """What a diverging update makes non-finite: the parameters and the optimiser's state."""
     return state.params, state.opt_state
-
-
-def env_split(setup: PPOSetup) -> tuple[Split, ...]:
-    """What a split over environments divides: the environments, and each minibatch (of whole
-    environments with memory, of steps without: the network's `minibatch_size`)."""
-    config, count = setup.config, setup.config.num_minibatches
-    size = setup.network.minibatch_size(config.num_envs, config.num_steps, count)
-    owner = f"{type(config).__name__}.num_minibatches={count}"
-    advice = "choose num_minibatches so that each minibatch is a multiple of it"
-    return (
-        *field_splits(config, "num_envs"),
-        Split(size, f"the minibatch of {size} ({owner})", advice),
-    )
 
 
 # This family in the algorithm registry (`rlsuite train ppo`).

@@ -1,16 +1,24 @@
-"""PPO's static configuration (`PPOConfig`), numeric hyperparameters (`PPOHparams`) and the
-actor-critic a configuration describes (`actor_critic`): what `rlsuite.agents.ppo` and the families
-built on it (RL^2, UED's student) are given. `rlsuite.agents.ppo` exports them all."""
+"""PPO's parts: its static configuration (`PPOConfig`), numeric hyperparameters (`PPOHparams`), the
+actor-critic a configuration describes (`actor_critic`), the learner state (`PPOState`) and what
+its steps read besides it (`PPOSetup`, with the network's application: `apply`, `step`). What
+`rlsuite.agents.ppo` and the families built on it (RL^2, UED's student) are given;
+`rlsuite.agents.ppo` exports them all."""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
+import jax
+import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rlsuite.environment import spaces
+from rlsuite.environment import Environment, spaces
 from rlsuite.environment.spaces import Box, Discrete
+from rlsuite.loop.mesh import Split, field_splits
+from rlsuite.loop.rollout import EnvBatch
 from rlsuite.networks import (
     TORSOS,
     ActorCritic,
@@ -18,9 +26,10 @@ from rlsuite.networks import (
     encoder,
     resolve_torso,
 )
-from rlsuite.networks.action_heads import KINDS
+from rlsuite.networks.action_heads import KINDS, ActionHead
 from rlsuite.networks.memory import FeedForward, Recurrent
 from rlsuite.networks.recurrent import RecurrentActorCritic, check_cell
+from rlsuite.ops import running_stats
 from rlsuite.ops.validators import (
     check_field,
     check_hidden_sizes,
@@ -232,4 +241,88 @@ def actor_critic(
             encoder=features,
             **head,
         )
+    )
+
+
+@struct.dataclass
+class PPOState:
+    params: dict
+    opt_state: optax.OptState
+    obs_stats: running_stats.RunningStats
+    return_stats: running_stats.RunningStats
+    discounted_return: jax.Array  # [num_envs], for reward scaling
+    env: EnvBatch
+    key: jax.Array
+    update_step: jax.Array
+    variant: Any = ()  # what `learn_with.init` gave a research variant, kept across updates
+
+
+class PPOSetup(NamedTuple):
+    """What PPO's steps read besides the learner state: fixed by `make`, closed over by the agent.
+
+    network: the actor-critic in the carry shape (`rlsuite.networks.memory`).
+    env, env_params: the environment as PPO steps it (wrapped) and its shared params (a batch
+        that holds its own, `EnvBatch.params`, steps with those).
+    policy_loss, minibatches, learn_with: the research variants `prepare` takes.
+    head: what the network's distribution means to sampling, learning and evaluation
+        (`rlsuite.networks.action_heads`).
+    """
+
+    config: PPOConfig
+    network: FeedForward | Recurrent
+    env: Environment
+    env_params: Any
+    policy_loss: Callable
+    minibatches: Callable
+    head: ActionHead
+    learn_with: Any  # `ppo.Epochs` by default
+
+
+def normalized(setup: PPOSetup, obs_stats, obs):
+    """`obs` normalised with `obs_stats` when the config says so."""
+    if setup.config.normalize_observations:
+        return running_stats.normalize(obs_stats, obs, clip=10.0)
+    return obs
+
+
+def apply(setup: PPOSetup, params, obs_stats, obs, carry=(), starts=None):
+    """`(distribution, value)` for `obs`: a sequence from the memory `carry` with its `starts`
+    (`[T, B]`), or without memory (carry `()`) any batch of observations."""
+    return setup.network.apply(params, carry, normalized(setup, obs_stats, obs), starts)
+
+
+def step(setup: PPOSetup, params, obs_stats, obs, carry, read):
+    """One step of a batch `obs` from its memory: `(read(distribution, value), carry after)`."""
+    return setup.network.step(params, carry, normalized(setup, obs_stats, obs), read)
+
+
+def initial_carry(setup: PPOSetup, state, num_envs: int):
+    """The carry of `num_envs` fresh episodes (`Agent.initial_carry`; `()` without memory)."""
+    return setup.network.initial(num_envs)
+
+
+def learning_rate(setup: PPOSetup, state: PPOState, hp: PPOHparams):
+    """This update's step size: annealed linearly to 0 over the run when the config says so."""
+    config = setup.config
+    if not config.anneal_lr:
+        return jnp.asarray(hp.learning_rate, jnp.float32)
+    return hp.learning_rate * jnp.maximum(1.0 - state.update_step / config.num_updates, 0.0)
+
+
+def entropy_weight(state: PPOState, hp: PPOHparams):
+    """This update's entropy weight: `ent_coef * ent_decay ** update`, at least `ent_coef_min`
+    (with the defaults, `ent_coef` itself)."""
+    return jnp.maximum(hp.ent_coef * hp.ent_decay**state.update_step, hp.ent_coef_min)
+
+
+def env_split(setup: PPOSetup) -> tuple[Split, ...]:
+    """What a split over environments divides: the environments, and each minibatch (of whole
+    environments with memory, of steps without: the network's `minibatch_size`)."""
+    config, count = setup.config, setup.config.num_minibatches
+    size = setup.network.minibatch_size(config.num_envs, config.num_steps, count)
+    owner = f"{type(config).__name__}.num_minibatches={count}"
+    advice = "choose num_minibatches so that each minibatch is a multiple of it"
+    return (
+        *field_splits(config, "num_envs"),
+        Split(size, f"the minibatch of {size} ({owner})", advice),
     )

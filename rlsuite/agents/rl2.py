@@ -23,7 +23,7 @@ import dataclasses
 from rlsuite.agents import ppo, registry
 from rlsuite.environment import Environment
 from rlsuite.environment.meta import trial_wrapper
-from rlsuite.loop.agent import Agent
+from rlsuite.loop.agent import Agent, derive
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,7 +70,7 @@ def make(config: ppo.PPOConfig, env: Environment, env_params=None, **variants) -
             f"rl2 trains on a task family whose episodes are trials (an environment wrapped in "
             f"rlsuite.environment.meta.RL2, e.g. meta/bandit); {env.name} is not"
         )
-    return ppo.make(config, env, env_params, **variants)._replace(name="rl2")
+    return derive(ppo.make(config, env, env_params, **variants), name="rl2")
 
 
 # This family in the algorithm registry (`rlsuite train rl2`).

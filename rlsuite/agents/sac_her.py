@@ -23,7 +23,7 @@ from rlsuite.agents import registry, sac
 from rlsuite.data import trajectory_buffer
 from rlsuite.environment import Environment
 from rlsuite.environment.goal import check_goal_contract
-from rlsuite.loop.agent import Agent
+from rlsuite.loop.agent import Agent, derive
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,7 +61,7 @@ def make(config: SACHERConfig, env: Environment, env_params=None) -> Agent:
         int(env.state_dim), tuple(env.goal_indices), compute_reward, config.relabel_prob
     )
     agent = sac.make(config, env, env_params, buffer=buffer, relabel=relabel)
-    return agent._replace(name="sac_her")
+    return derive(agent, name="sac_her")
 
 
 # This family in the algorithm registry (`rlsuite train sac_her`).

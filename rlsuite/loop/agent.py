@@ -118,6 +118,25 @@ def bind(
     )
 
 
+# What a composition may change of the agent it is made of (`derive`): its identity, never how it
+# computes.
+DERIVED = ("name", "default_hparams", "check_hparams")
+
+
+def derive(agent: Agent, **identity: Any) -> Agent:
+    """`agent` under another family's identity: a composition of a family (RL^2 of PPO, FixPO
+    of PPO with its hooks, SAC + HER) takes the agent its base builds and sets the fields of
+    `DERIVED` (`name`, `default_hparams`, `check_hparams`); another field is a `ValueError`
+    naming it, since what the agent computes is its base's to build."""
+    other = sorted(set(identity) - set(DERIVED))
+    if other:
+        raise ValueError(
+            f"derive({agent.name}): {', '.join(other)} cannot be derived; allowed: "
+            f"{', '.join(DERIVED)}"
+        )
+    return agent._replace(**identity)
+
+
 def acting(act: Callable, initial_carry: Callable, memory: bool) -> dict[str, Callable | None]:
     """`bind`'s `act` and `initial_carry` for a family whose `act` stage has one arity whether or
     not its network has memory: `(setup, state, obs, key, deterministic, carry) -> (action,
