@@ -40,7 +40,7 @@ from rlsuite.agents import ued
 from rlsuite.app.errors import run_script
 from rlsuite.app.plotting import plot_adaptation
 from rlsuite.app.tuned import env_from_argv, tuned
-from rlsuite.loop import platform, runner
+from rlsuite.loop import files, platform, runner
 from rlsuite.ops import level_scores
 from rlsuite.ops.bootstrap import bootstrap_ci
 
@@ -128,7 +128,7 @@ def main(argv: list[str]) -> dict:
     out = pathlib.Path(args.out)
     picture = out / "adaptation.png"
     if not args.resume:
-        runner.check_new_file(picture, "--out", hint=" (the script never replaces its results)")
+        files.check_new_file(picture, "--out", hint=" (the script never replaces its results)")
     options = {name: getattr(args, name) for name in ENV_OPTIONS[args.env]}
     options.update(FIXED_OPTIONS[args.env])
     env, env_params = envs.make(args.env, **options)
@@ -146,12 +146,14 @@ def main(argv: list[str]) -> dict:
             agent,
             jax.random.key(args.seed),
             args.hparams,
-            num_seeds=args.num_seeds,
-            out_dir=out / curriculum,
-            resume=args.resume,
-            env_name=args.env,
-            eval_episodes=args.eval_episodes,
-            metadata={"score_idea": args.score_idea, "env_options": options},
+            schedule=runner.Schedule(num_seeds=args.num_seeds),
+            output=runner.Output(
+                out_dir=out / curriculum,
+                resume=args.resume,
+                env_name=args.env,
+                metadata={"score_idea": args.score_idea, "env_options": options},
+            ),
+            final=runner.Final(eval_episodes=args.eval_episodes),
         )
         summaries[curriculum] = result.summary
     print(report(summaries))

@@ -43,7 +43,7 @@ from rlsuite.app.errors import run_script
 from rlsuite.app.plotting import plot_curves
 from rlsuite.app.tuned import default_env, env_from_argv, tuned
 from rlsuite.environment.evaluations import goal_summary
-from rlsuite.loop import driver, platform, runner
+from rlsuite.loop import driver, files, platform, runner
 from rlsuite.ops.bootstrap import bootstrap_ci
 
 EVAL_KEY = 1  # the evaluation episodes: the same for every variant, seed and evaluation
@@ -141,7 +141,7 @@ def main(argv: list[str]) -> dict:
     out = pathlib.Path(args.out)
     paths = {name: out / name for name in ("success.png", "results.json")}
     for path in paths.values():  # refused before anything is compiled
-        runner.check_new_file(path, "--out", hint=" (the script never replaces its results)")
+        files.check_new_file(path, "--out", hint=" (the script never replaces its results)")
 
     env, env_params = envs.make(args.env)
     agents = {f"{e}/{loss}": make_agent(args, e, loss, env, env_params) for e, loss in variants}

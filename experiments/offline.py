@@ -38,7 +38,7 @@ from rlsuite.app import collect, tuned
 from rlsuite.app.errors import run_script
 from rlsuite.data.dataset_files import save_d4rl
 from rlsuite.data.datasets import normalized_score
-from rlsuite.loop import driver, platform, runner
+from rlsuite.loop import driver, files, platform
 
 # Defaults otherwise. CQL: a target entropy of 0 instead of SAC's -1, which on Pendulum's narrow
 # datasets keeps the policy from saturating at the wrong end of the action range (cql.py).
@@ -132,7 +132,7 @@ def check(args: Args) -> None:
     if args.save_dir is not None:
         paths += [dataset_path(args, quality) for quality in args.qualities]
     for path in paths:  # not under a file, not a directory: checked here, not after training
-        runner.check_new_file(path, "--out" if path == args.out else "--save-dir", overwrite=True)
+        files.check_new_file(path, "--out" if path == args.out else "--save-dir", overwrite=True)
     taken = [path for path in paths if path.exists()]
     if taken:
         raise FileExistsError(f"not replacing {', '.join(map(str, taken))}; choose another path")

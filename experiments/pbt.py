@@ -28,7 +28,7 @@ import tyro
 
 from rlsuite.app import pbt as populations
 from rlsuite.app.errors import run_script
-from rlsuite.loop import platform, runner
+from rlsuite.loop import files, platform
 from rlsuite.ops.bootstrap import bootstrap_ci
 
 
@@ -75,7 +75,7 @@ def main(args: Args) -> dict:
         if (args.runs / name).exists():
             raise FileExistsError(f"{args.runs / name} exists; choose another --runs")
     if args.out is not None:
-        runner.check_new_file(args.out)
+        files.check_new_file(args.out)
     platform.use_cpu_cores()  # the members split over the CPU cores (before anything runs)
     pbt, random = arm(args, "pbt", True), arm(args, "random", False)
     best = {

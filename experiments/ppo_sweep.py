@@ -31,7 +31,7 @@ from rlsuite.agents import ppo
 from rlsuite.app.batches import sweep_hparams
 from rlsuite.app.errors import run_script
 from rlsuite.app.tuned import default_env
-from rlsuite.loop import driver, platform, runner
+from rlsuite.loop import driver, files, platform
 from rlsuite.loop.agent import Agent
 
 
@@ -71,7 +71,7 @@ def setup(args: Args) -> tuple[Agent, list, ppo.PPOHparams]:
         if getattr(args, name) < 1:
             raise ValueError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.out is not None:
-        runner.check_new_file(args.out)  # an existing file is not replaced
+        files.check_new_file(args.out)  # an existing file is not replaced
     env, env_params = envs.make(args.env)
     config = ppo.PPOConfig(
         num_envs=args.num_envs, num_steps=args.num_steps, total_timesteps=args.total_timesteps

@@ -91,12 +91,15 @@ def main(argv: list[str]) -> dict:
         agent,
         jax.random.key(args.seed),
         args.hparams,
-        num_seeds=args.num_seeds,
-        out_dir=args.out,
-        resume=args.resume,
-        env_name=args.env,
-        eval_episodes=args.eval_episodes,
-        metadata={"task_idea": args.task_idea},  # a resume with another idea is refused
+        schedule=runner.Schedule(num_seeds=args.num_seeds),
+        output=runner.Output(
+            out_dir=args.out,
+            resume=args.resume,
+            env_name=args.env,
+            # a resume with another idea is refused
+            metadata={"task_idea": args.task_idea},
+        ),
+        final=runner.Final(eval_episodes=args.eval_episodes),
     )
     summary = result.summary
     print(

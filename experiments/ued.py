@@ -45,7 +45,7 @@ from rlsuite.app.plotting import plot_curves, plot_levels
 from rlsuite.app.tuned import default_env, env_from_argv, tuned
 from rlsuite.data import level_buffer
 from rlsuite.environment.levels import levels_of
-from rlsuite.loop import driver, platform, runner
+from rlsuite.loop import driver, files, platform, runner
 from rlsuite.ops import level_scores
 from rlsuite.ops.bootstrap import bootstrap_ci
 
@@ -134,7 +134,7 @@ def main(argv: list[str]) -> dict:
     out = pathlib.Path(args.out)
     paths = {name: out / name for name in ("solve_rate.png", "levels.png", "results.json")}
     for path in paths.values():  # refused before anything is compiled
-        runner.check_new_file(path, "--out", hint=" (the script never replaces its results)")
+        files.check_new_file(path, "--out", hint=" (the script never replaces its results)")
 
     env, env_params = envs.make(args.env)
     levels = levels_of(env)

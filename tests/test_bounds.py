@@ -69,12 +69,8 @@ EXCEPTIONS = {
         "the loggers and their backends: to be split",
     ),
     ("rlsuite/loop/runner.py", None, "lines"): (
-        630,
-        "fit and its steps: the run seam of records",
-    ),
-    ("rlsuite/loop/runner.py", "fit", "parameters"): (
-        19,
-        "the run seam of records",
+        597,
+        "fit's steps (prepare, train_chunks, finish) and their checks: to be split",
     ),
 }
 

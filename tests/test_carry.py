@@ -16,7 +16,7 @@ import pytest
 from flax import struct
 
 from rlsuite.environment.wrappers import TimeLimit
-from rlsuite.loop import driver, runner
+from rlsuite.loop import driver
 from rlsuite.loop.agent import Agent, extra_args, policy
 from rlsuite.loop.evaluation import evaluate
 from rlsuite.loop.rollout import (
@@ -27,6 +27,7 @@ from rlsuite.loop.rollout import (
     reset_each,
     rollout,
 )
+from tests import fitting
 from tests.counter_env import Counter, CounterParams
 
 NUM_ENVS, NUM_STEPS, TIME_LIMIT = 3, 7, 4
@@ -194,9 +195,9 @@ def test_driver_vmapped_seeds_carry_the_count_and_evaluate():
 def test_a_resumed_run_continues_the_carry_exactly(tmp_path):
     agent = make_counting_agent()
     options = dict(num_seeds=2, chunk_updates=2, eval_episodes=2, progress=False)
-    whole = runner.fit(agent, jax.random.key(5), out_dir=tmp_path / "whole", **options)
-    runner.fit(agent, jax.random.key(5), out_dir=tmp_path / "cut", num_updates=2, **options)
-    resumed = runner.fit(
+    whole = fitting.fit(agent, jax.random.key(5), out_dir=tmp_path / "whole", **options)
+    fitting.fit(agent, jax.random.key(5), out_dir=tmp_path / "cut", num_updates=2, **options)
+    resumed = fitting.fit(
         agent, jax.random.key(5), out_dir=tmp_path / "cut", resume=True, num_updates=4, **options
     )
     # The carry lives in the saved learner state; the resumed run's last two updates and final

@@ -503,8 +503,8 @@ def test_a_record_from_before_log_interval_resumes_with_a_row_per_update(tmp_pat
     class Stop(Exception):
         pass
 
-    def fit(*args, logger_options, **kwargs):
-        raise Stop(logger_options)
+    def fit(*args, output, **kwargs):
+        raise Stop(output.logger_options)
 
     monkeypatch.setattr(runner, "fit", fit)
     config = types.SimpleNamespace(num_updates=4)

@@ -15,11 +15,12 @@ from rlsuite import envs
 from rlsuite.agents import ppo
 from rlsuite.app import cli, stats, sweep
 from rlsuite.app.batches import Sweep
-from rlsuite.loop import checkpoint, runner
+from rlsuite.loop import checkpoint
 from rlsuite.loop.divergence import DIVERGED, EXIT_DIVERGED, Divergence, finite_check, located
 from rlsuite.loop.files import json_text
 from rlsuite.loop.loggers import read_metrics
 from rlsuite.loop.population import PBT, Member
+from tests import fitting
 
 CONFIG = ppo.PPOConfig(num_envs=4, num_steps=16, num_minibatches=2, total_timesteps=4 * 64)
 WILD = ppo.PPOHparams(learning_rate=50.0)  # Adam's first step moves every weight by ~50
@@ -48,8 +49,8 @@ def agent():
 
 def fit(agent, out_dir, hparams, **kwargs):
     options = dict(chunk_updates=2, env_name="pendulum", eval_episodes=2, progress=False)
-    return runner.fit(
-        agent, jax.random.key(0), hparams, out_dir=out_dir, **{**options, **kwargs}
+    return fitting.fit(
+        agent, jax.random.key(0), hparams=hparams, out_dir=out_dir, **{**options, **kwargs}
     )  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from rlsuite.app.tuned import tuned
 from rlsuite.environment.wrappers import TimeLimit
 from rlsuite.loop import checkpoint, driver, runner
 from rlsuite.networks import QEnsemble
+from tests import fitting
 from tests.counter_env import Counter, CounterParams
 from tests.trees import leaves_equal
 
@@ -371,16 +372,9 @@ def test_resume_after_kill_equals_uninterrupted_run_buffer_included(tmp_path, mo
     agent = sac.make(config, env, params)
 
     def fit(out, **kwargs):
-        return runner.fit(
-            agent,
-            jax.random.key(5),
-            num_seeds=2,
-            chunk_updates=20,
-            out_dir=out,
-            env_name="pendulum",
-            eval_episodes=1,
-            progress=False,
-            **kwargs,
+        options = dict(num_seeds=2, chunk_updates=20, env_name="pendulum", eval_episodes=1)
+        return fitting.fit(
+            agent, jax.random.key(5), out_dir=out, progress=False, **options, **kwargs
         )
 
     full = fit(tmp_path / "full")
@@ -413,7 +407,12 @@ def test_buffer_too_large_is_refused_before_allocation(tmp_path):
     # state is 7.6 TB; with checkpoints on a CPU, their host copy counts too: 15.2 TB.
     agent = td3.make(td3.TD3Config(buffer_size=10**8), env, params)
     with pytest.raises(MemoryError, match=r"2000 runs with its checkpoint copy needs 15,2\d\d,"):
-        runner.fit(agent, jax.random.key(0), num_seeds=2000, out_dir=tmp_path, progress=False)
+        runner.fit(
+            agent,
+            jax.random.key(0),
+            schedule=runner.Schedule(num_seeds=2000),
+            output=runner.Output(out_dir=tmp_path, progress=False),
+        )
     assert not any(tmp_path.iterdir())
 
 

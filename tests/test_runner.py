@@ -13,6 +13,7 @@ from rlsuite.agents import ppo
 from rlsuite.loop import checkpoint, runner
 from rlsuite.loop.checkpoint import CheckpointError
 from rlsuite.loop.loggers import read_metrics
+from tests import fitting
 
 CONFIG = ppo.PPOConfig(num_envs=4, num_steps=16, num_minibatches=2, total_timesteps=6 * 64)
 
@@ -25,7 +26,7 @@ def agent():
 
 def fit(agent, out_dir, **kwargs):
     options = dict(num_seeds=2, chunk_updates=2, env_name="cartpole", eval_episodes=2)
-    return runner.fit(
+    return fitting.fit(
         agent, jax.random.key(0), out_dir=out_dir, progress=False, **{**options, **kwargs}
     )
 
@@ -200,7 +201,7 @@ def test_bad_arguments_fail_before_compiling(agent, tmp_path):
     with pytest.raises(ValueError, match="num_seeds must be an int >= 1"):
         fit(agent, tmp_path, num_seeds=0)
     with pytest.raises(ValueError, match="resume=True needs the out_dir"):
-        runner.fit(agent, jax.random.key(0), resume=True, progress=False)
+        runner.fit(agent, jax.random.key(0), output=runner.Output(resume=True, progress=False))
     for name in ("num_updates", "chunk_updates", "eval_episodes"):  # 0 is not "the default"
         with pytest.raises(ValueError, match=f"fit: {name} must be an int >= 1, got 0"):
             fit(agent, tmp_path, **{name: 0})
@@ -246,7 +247,13 @@ def test_memory_check_counts_the_checkpoint_copy_on_a_cpu(agent, tmp_path, monke
     with pytest.raises(MemoryError, match="the learner state of 2 runs with its checkpoint copy"):
         fit(agent, tmp_path / "run")
     assert not (tmp_path / "run").exists()
-    assert runner.fit(agent, jax.random.key(0), num_seeds=2, eval_episodes=1, progress=False)
+    assert runner.fit(
+        agent,
+        jax.random.key(0),
+        schedule=runner.Schedule(num_seeds=2),
+        output=runner.Output(progress=False),
+        final=runner.Final(eval_episodes=1),
+    )
 
 
 def test_every_chunk_length_compiles_before_the_first_chunk_and_the_rate_leaves_it_out(

@@ -46,7 +46,7 @@ class CollectArgs:
 def main(argv: list[str]) -> dict:
     from rlsuite.app import collect
     from rlsuite.data.dataset_files import save_d4rl
-    from rlsuite.loop.runner import check_new_file
+    from rlsuite.loop.files import check_new_file
 
     if argv and argv[0] in ("-h", "--help"):
         print(

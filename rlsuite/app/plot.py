@@ -47,8 +47,8 @@ class PlotArgs:
 
 def main(argv: list[str]) -> dict:
     from rlsuite.app.plotting import curve, image_path, plot_runs
+    from rlsuite.loop.files import check_new_file
     from rlsuite.loop.loggers import read_metrics
-    from rlsuite.loop.runner import check_new_file
 
     args = tyro.cli(PlotArgs, args=argv, prog="rlsuite plot")
     if args.bin_steps is not None and args.bin_steps < 1:

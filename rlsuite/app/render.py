@@ -128,7 +128,7 @@ def load(run: str | pathlib.Path, seed_index: int = 0) -> tuple[Any, Any, int]:
 
 def _check_args(args: RenderArgs, run: pathlib.Path) -> pathlib.Path:
     """The video's path, after every check of the command line that needs no run."""
-    from rlsuite.loop.runner import check_new_file
+    from rlsuite.loop.files import check_new_file
 
     for flag, value, least in [("--episodes", args.episodes, 1), ("--fps", args.fps, 1),
                                ("--width", args.width, 16), ("--height", args.height, 16),

@@ -24,9 +24,8 @@ import tyro
 from rlsuite.app.plotting import curve, plot_runs
 from rlsuite.app.runs import env_label, read_json
 from rlsuite.loop.divergence import diverged_runs
-from rlsuite.loop.files import write_text
+from rlsuite.loop.files import check_new_file, write_text
 from rlsuite.loop.loggers import JSONL, read_metrics
-from rlsuite.loop.runner import check_new_file
 
 SPEED_KEYS = ("wall_seconds", "compile_seconds")
 

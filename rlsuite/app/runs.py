@@ -98,6 +98,26 @@ class RunRecord:
         """The hparams the runs train with: `hparams`, or one set per run of a batch."""
         return self.hparams if self.batch is None else self.batch.hparams(self.hparams)
 
+    def fit_records(self, out: pathlib.Path, resumed: bool, progress: bool, data=None) -> dict:
+        """`runner.fit`'s records for this run in `out` (`schedule`, `output`, `callbacks`,
+        `final`) and `data`: an offline run's dataset, identified in the checkpoints by its
+        hash and scored against its reference returns."""
+        from rlsuite.loop import runner
+
+        batch, offline = self.batch, data is not None
+        per_config = None if batch is None else batch.seeds_per_config
+        between = None if batch is None else batch.between_chunks(self.seed, out)
+        metadata = {"dataset_sha256": self.dataset_sha256} if offline else None
+        schedule = (self.num_seeds, None, self.chunk_updates, self.hparams_axis, per_config)
+        logging = dataclasses.asdict(self.logging)
+        return {
+            "schedule": runner.Schedule(*schedule),
+            "output": runner.Output(out, resumed, self.env, progress, logging, metadata),
+            "callbacks": runner.Callbacks(between_chunks=between),
+            "final": runner.Final(self.eval_episodes, reference_returns(data) if offline else None),
+            "data": data,
+        }
+
     def to_dict(self) -> dict:
         """`config.json`'s entries, in its order."""
         record = {
@@ -275,7 +295,7 @@ def saved_evaluations(run: pathlib.Path) -> list[pathlib.Path]:
 
 def check_out(out: pathlib.Path) -> None:
     """Refuse an `--out` that cannot hold a new run, before anything is written there."""
-    from rlsuite.loop.runner import file_in_the_way
+    from rlsuite.loop.files import file_in_the_way
 
     blocked = file_in_the_way(out)
     if blocked is not None:
@@ -413,10 +433,6 @@ def train(record: RunRecord, built: Built, out: pathlib.Path, resumed: bool, pro
 
     unit = runner.step_unit(built.data)
     _announce(record, built, out, resumed, unit)
-    offline = {}
-    if built.data is not None:
-        offline = {"data": built.data, "metadata": {"dataset_sha256": record.dataset_sha256}}
-        offline["reference_returns"] = reference_returns(built.data)
     mesh = None
     if record.mesh is not None:
         try:
@@ -424,25 +440,9 @@ def train(record: RunRecord, built: Built, out: pathlib.Path, resumed: bool, pro
         except UsageError as error:
             hint = "; continue it on another mesh with --mesh" if resumed else ""
             raise UsageError(f"{error}{hint}") from None
-    batch = record.batch
     with contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh):
-        result = runner.fit(
-            built.agent,
-            jax.random.key(record.seed),
-            built.hparams,
-            num_seeds=record.num_seeds,
-            chunk_updates=record.chunk_updates,
-            out_dir=out,
-            resume=resumed,
-            env_name=record.env,
-            eval_episodes=record.eval_episodes,
-            progress=progress,
-            logger_options=dataclasses.asdict(record.logging),
-            hparams_axis=record.hparams_axis,
-            seeds_per_config=None if batch is None else batch.seeds_per_config,
-            between_chunks=None if batch is None else batch.between_chunks(record.seed, out),
-            **offline,
-        )
+        records = record.fit_records(out, resumed, progress, built.data)
+        result = runner.fit(built.agent, jax.random.key(record.seed), built.hparams, **records)
     _report(record, result.summary, out, unit)
     return result.summary
 

@@ -465,7 +465,7 @@ def _pyplot():
 def check_out(out: pathlib.Path) -> None:
     """Refuse an `--out` that is a file, cannot be made or written to, or already holds any of
     `FILES`."""
-    from rlsuite.loop.runner import file_in_the_way
+    from rlsuite.loop.files import file_in_the_way
 
     blocked = file_in_the_way(out)
     if blocked is not None:

@@ -152,3 +152,31 @@ def sync_dir(directory) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def file_in_the_way(path) -> pathlib.Path | None:
+    """The first of `path` and its parents that exists and is not a directory (so that no
+    directory can be made at `path`), or None."""
+    path = pathlib.Path(path)
+    return next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
+
+
+def check_new_file(
+    path, flag: str = "--out", overwrite: bool = False, hint: str = ""
+) -> pathlib.Path:
+    """Refuse, before anything runs, a `path` that a new file cannot be written to: one under a
+    file or where no folder can be made or written to, a directory, or (unless `overwrite`) an
+    existing file; `hint` ends the message of that last.
+    Returns `path` as a `pathlib.Path`."""
+    path = pathlib.Path(path)
+    blocked = file_in_the_way(path.parent)
+    if blocked is not None:
+        raise ValueError(f"{flag} {path}: {blocked} is a file, not a directory")
+    if path.is_dir():
+        raise ValueError(f"{flag} {path} is a directory; give the name of a file")
+    if path.exists() and not overwrite:
+        raise FileExistsError(f"{path} exists; choose another {flag}{hint}")
+    reason = unwritable(path.parent)
+    if reason is not None:
+        raise ValueError(f"{flag} {path}: {reason}")
+    return path

@@ -2,8 +2,8 @@
 
     member = population_agent(agent)          # any agent: its hparams move into its state
     step = PBT(fields=..., low=..., high=..., members=8, seed=0)
-    result = runner.fit(member, key, hparams, num_seeds=8, hparams_axis=0,
-                        between_chunks=step)  # exploit and explore after every chunk but the last
+    result = runner.fit(member, key, hparams, runner.Schedule(num_seeds=8, hparams_axis=0),
+                        callbacks=runner.Callbacks(between_chunks=step))  # exploit, explore
 
 `population_agent(agent)` keeps each run's hyperparameters in its learner state (`Member`), so that
 they can change between chunks and are saved and restored with the checkpoint; its `update`

@@ -2,8 +2,9 @@
 chunks, saves an orbax checkpoint of the whole batched learner state, writes per-seed metrics and
 moves a progress bar; at the end it evaluates every seed's policy and writes `final.json`.
 
-    result = fit(agent, jax.random.key(0), num_seeds=8, out_dir="runs/demo", env_name="cartpole")
-    result = fit(agent, jax.random.key(0), num_seeds=8, out_dir="runs/demo", resume=True, ...)
+    output = Output(out_dir="runs/demo", env_name="cartpole")
+    result = fit(agent, jax.random.key(0), schedule=Schedule(num_seeds=8), output=output)
+    result = fit(agent, ..., output=dataclasses.replace(output, resume=True))
 
 A resumed run restores the latest checkpoint and continues with the same chunk boundaries, so it
 ends bitwise where the uninterrupted run would have. A run stopped before its first checkpoint
@@ -37,7 +38,7 @@ from rlsuite.loop.agent import Agent, config_dict
 from rlsuite.loop.distributed import is_main, place, to_host
 from rlsuite.loop.divergence import DIVERGED, Divergence, finite_check
 from rlsuite.loop.evaluator import eval_summary, evaluate_policies
-from rlsuite.loop.files import WriteError, unwritable, write_json
+from rlsuite.loop.files import WriteError, file_in_the_way, write_json
 from rlsuite.loop.loggers import MetricsLogger, check_backends
 from rlsuite.loop.mesh import check_mesh, context_mesh
 from rlsuite.ops import memory
@@ -102,50 +103,44 @@ def fit(
     agent: Agent,
     key: jax.Array,
     hparams: Any = None,
-    *,
-    num_seeds: int = 1,
-    num_updates: int | None = None,
-    chunk_updates: int | None = None,
-    hparams_axis: int | None = None,
-    seeds_per_config: int | None = None,
-    out_dir: str | pathlib.Path | None = None,
-    resume: bool = False,
-    env_name: str = "",
-    eval_episodes: int = 10,
-    progress: bool = True,
-    logger_options: dict | None = None,
-    on_chunk: Callable[[int, dict], None] | None = None,
-    between_chunks: Callable[[Any, dict, int], Any] | None = None,
+    schedule: Schedule = Schedule(),
+    output: Output = Output(),
+    callbacks: Callbacks = Callbacks(),
+    final: Final = Final(),
     data: Any = None,
-    metadata: dict | None = None,
-    reference_returns: tuple[float, float] | None = None,
 ) -> FitResult:
-    """Train `num_seeds` runs of `agent` (vmapped, sharded over devices) and evaluate them:
-    `prepare`, `train_chunks`, `finish`, with the keywords gathered into their records
-    (`Schedule`, `Output`, `Callbacks`, `Final`).
+    """Train `schedule.num_seeds` runs of `agent` (vmapped, sharded over devices) and evaluate
+    them: `prepare`, `train_chunks`, `finish`. `hparams` defaults to the agent's.
 
-    `num_updates` defaults to `agent.config.num_updates`; `chunk_updates` (default:
-    `chunk_length(num_updates)`, about a tenth of the run) sets how often checkpoints, logs and
-    progress happen. `on_chunk(update, metrics)` is
-    called on the host after each chunk is saved. `between_chunks(states, metrics, update)`
-    returns the states the next chunk starts from, after every chunk but the last and before its
-    checkpoint (population-based training, `rlsuite.loop.population.PBT`); it must decide from
-    its arguments alone, so that a resumed run decides the same.
+    `schedule.num_updates` defaults to `agent.config.num_updates`; `schedule.chunk_updates`
+    (default: `chunk_length(num_updates)`, about a tenth of the run) sets how often checkpoints,
+    logs and progress happen. `callbacks.on_chunk(update, metrics)` is called on the host after
+    each chunk is saved. `callbacks.between_chunks(states, metrics, update)` returns the states
+    the next chunk starts from, after every chunk but the last and before its checkpoint
+    (population-based training, `rlsuite.loop.population.PBT`); it must decide from its
+    arguments alone, so that a resumed run decides the same.
 
-    Offline agents take their dataset as `data` (see `rlsuite.loop.driver`); it is not checkpointed,
-    so pass something that identifies it in `metadata` (a resume must then present the same).
-    `reference_returns=(random, expert)` adds D4RL's normalised scores to the summary.
+    Offline agents take their dataset as `data` (see `rlsuite.loop.driver`); it is not
+    checkpointed, so pass something that identifies it in `output.metadata` (a resume must then
+    present the same). `final.reference_returns=(random, expert)` adds D4RL's normalised scores
+    to the summary.
 
-    A sweep passes one set of hparams per run (`hparams_axis=0`) and `seeds_per_config`: the
-    runs are then `num_seeds // seeds_per_config` configurations of `seeds_per_config` seeds,
-    configuration-major, and each run is initialised and evaluated with the keys of its seed in
-    a `seeds_per_config`-seed run of its configuration alone (`driver.run_keys`).
+    A sweep passes one set of hparams per run (`schedule.hparams_axis=0`) and
+    `schedule.seeds_per_config`: the runs are then `num_seeds // seeds_per_config`
+    configurations of `seeds_per_config` seeds, configuration-major, and each run is initialised
+    and evaluated with the keys of its seed in a `seeds_per_config`-seed run of its
+    configuration alone (`driver.run_keys`).
     """
-    schedule = Schedule(num_seeds, num_updates, chunk_updates, hparams_axis, seeds_per_config)
-    output = Output(out_dir, resume, env_name, progress, logger_options, metadata)
-    final = Final(eval_episodes, reference_returns)
+    for name, value, cls in (
+        ("schedule", schedule, Schedule),
+        ("output", output, Output),
+        ("callbacks", callbacks, Callbacks),
+        ("final", final, Final),
+    ):
+        if not isinstance(value, cls):
+            raise TypeError(f"fit: {name} must be a runner.{cls.__name__}, got {value!r}")
     run = prepare(agent, key, hparams, schedule, output, final, data)
-    trained = train_chunks(run, Callbacks(on_chunk, between_chunks))
+    trained = train_chunks(run, callbacks)
     return finish(run, trained, final)
 
 
@@ -560,34 +555,6 @@ def chunk_length(num_updates: int, chunks: int = 10) -> int:
     if dividing:
         return num_updates // min(dividing, key=lambda c: (abs(c - chunks), -c))
     return max(1, num_updates // chunks)
-
-
-def file_in_the_way(path) -> pathlib.Path | None:
-    """The first of `path` and its parents that exists and is not a directory (so that no
-    directory can be made at `path`), or None."""
-    path = pathlib.Path(path)
-    return next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
-
-
-def check_new_file(
-    path, flag: str = "--out", overwrite: bool = False, hint: str = ""
-) -> pathlib.Path:
-    """Refuse, before anything runs, a `path` that a new file cannot be written to: one under a
-    file or where no folder can be made or written to, a directory, or (unless `overwrite`) an
-    existing file; `hint` ends the message of that last.
-    Returns `path` as a `pathlib.Path`."""
-    path = pathlib.Path(path)
-    blocked = file_in_the_way(path.parent)
-    if blocked is not None:
-        raise ValueError(f"{flag} {path}: {blocked} is a file, not a directory")
-    if path.is_dir():
-        raise ValueError(f"{flag} {path} is a directory; give the name of a file")
-    if path.exists() and not overwrite:
-        raise FileExistsError(f"{path} exists; choose another {flag}{hint}")
-    reason = unwritable(path.parent)
-    if reason is not None:
-        raise ValueError(f"{flag} {path}: {reason}")
-    return path
 
 
 class _Progress:
