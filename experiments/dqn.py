@@ -24,7 +24,7 @@ from rlsuite.agents import dqn
 from rlsuite.app.errors import run_script
 from rlsuite.app.tuned import default_env, env_from_argv, tuned
 from rlsuite.loop import platform, runner
-from rlsuite.ops import losses
+from rlsuite.ops import exploration, losses
 
 SARSA_EPSILON = 0.05  # the behaviour an expected-SARSA target evaluates
 
@@ -52,7 +52,7 @@ def exponential_epsilon(env_steps, hp, total_timesteps):
 
 
 TARGETS = {"q-learning": losses.q_learning_target, "expected-sarsa": expected_sarsa_target}
-EXPLORATIONS = {"linear": dqn.epsilon, "exponential": exponential_epsilon}
+EXPLORATIONS = {"linear": exploration.linear_epsilon, "exponential": exponential_epsilon}
 
 
 @dataclasses.dataclass

@@ -21,15 +21,6 @@ EXCEPTIONS = {
         512,
         "the adapter and its own time limit: to be declared as a Suite with the others",
     ),
-    ("rlsuite/agents/off_policy.py", None, "lines"): (
-        593,
-        "make_agent's plug-ins as one record and exploration in ops are still to come",
-    ),
-    ("rlsuite/agents/off_policy.py", "make_agent", "lines"): (81, "as make_agent's parameters"),
-    ("rlsuite/agents/off_policy.py", "make_agent", "parameters"): (
-        12,
-        "the buffer, relabel, items, actions and masks plug-ins, to become one record",
-    ),
     ("rlsuite/app/collect.py", "collect", "parameters"): (
         10,
         "the run seam of records is still to come",

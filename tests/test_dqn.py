@@ -81,21 +81,6 @@ def test_td_losses_by_hand():
 
 
 # ------------------------------------------------------------------------------ exploration
-def test_epsilon_schedule_is_exact_at_its_ends():
-    hp = dqn.DQNHparams(start_e=1.0, end_e=0.05, exploration_fraction=0.5)
-    total = 1000  # epsilon falls over the first 500 env steps
-    values = [float(dqn.epsilon(t, hp, total)) for t in (0, 250, 499, 500, 501, 10_000)]
-    assert values[0] == 1.0 and values[3:] == [np.float32(0.05)] * 3
-    np.testing.assert_allclose(values[1], 1.0 - 0.5 * 0.95, rtol=1e-6)  # halfway
-    assert values[2] > values[3]
-    fixed = dqn.DQNHparams(start_e=1.0, end_e=0.1, exploration_fraction=0.0)
-    assert float(dqn.epsilon(0, fixed, total)) == np.float32(0.1)  # no decay: end_e throughout
-    assert float(dqn.epsilon(None, hp, total)) == np.float32(0.05)  # no env loop: end_e
-    # Traced steps and hparams (a vmapped batch of schedules) give the same values.
-    batch = jax.vmap(dqn.epsilon, (0, None, None))(jnp.array([0, 250, 500]), hp, total)
-    np.testing.assert_allclose(batch, [values[0], values[1], values[3]], rtol=1e-6)
-
-
 def test_exploration_follows_the_schedule_and_greedy_takes_the_argmax():
     env, params = envs.make("cartpole")
     config = dqn.DQNConfig(hidden_sizes=(8,), total_timesteps=1000)

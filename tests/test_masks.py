@@ -64,22 +64,6 @@ def test_legal_max_and_uniform_legal():
     assert abs(counts[1] - 4500) < 190 and abs(counts[2] - 4500) < 190
 
 
-def test_epsilon_greedy_chooses_among_the_legal_actions_and_is_unchanged_without_a_mask():
-    q = jnp.tile(jnp.array([9.0, 1.0, 2.0, 0.0]), (4000, 1))
-    mask = jnp.tile(jnp.array([False, True, True, False]), (4000, 1))
-    key = jax.random.key(3)
-    greedy = dqn.epsilon_greedy(q, key, 0.0, mask)
-    assert np.all(np.asarray(greedy) == 2)
-    explore = np.asarray(dqn.epsilon_greedy(q, key, 1.0, mask))
-    assert set(np.unique(explore)) == {1, 2}
-    # Without a mask the draws are what they were before masks existed.
-    key_coin, key_action = jax.random.split(key)
-    random = jax.random.randint(key_action, (4000,), 0, 4)
-    coin = jax.random.uniform(key_coin, (4000,)) < 0.5
-    expected = jnp.where(coin, random, 0)
-    np.testing.assert_array_equal(dqn.epsilon_greedy(q, key, 0.5), expected)
-
-
 def test_q_lambda_targets_maximise_over_the_legal_next_actions():
     # One step, truncated: the target is r + gamma * max over the legal next actions.
     reward = jnp.array([[1.0]])

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from rlsuite import envs
-from rlsuite.agents import cql, iql, offline, td3_bc
+from rlsuite.agents import bc, cql, iql, offline, td3_bc
 from rlsuite.agents.learner import adam_init, adam_step
-from rlsuite.data.datasets import DatasetInfo, from_transitions
+from rlsuite.data.datasets import DatasetInfo, from_transitions, sample
 from rlsuite.loop import driver
 from rlsuite.loop.rollout import reset_batch, rollout
 from rlsuite.networks import MLP, QEnsemble
@@ -330,3 +330,35 @@ def test_td3_bc_updates_hold_whole_policy_delay_cycles():
         td3_bc.make(td3_bc.TD3BCConfig(gradient_steps=3), env, params)
     agent = td3_bc.make(td3_bc.TD3BCConfig(gradient_steps=6, policy_delay=3), env, params)
     assert agent.env_steps_per_update == 6
+
+
+@pytest.mark.parametrize(
+    "module, config_cls, scaled, discounted",
+    [
+        (bc, "BCConfig", False, False),  # no TD target: raw rewards, no discount
+        (td3_bc, "TD3BCConfig", True, True),
+        (cql, "CQLConfig", True, True),
+        (iql, "IQLConfig", False, True),  # IQL scales no rewards
+    ],
+)
+def test_each_family_declares_what_its_batches_make_of_the_rewards(
+    module, config_cls, scaled, discounted, uniform_data
+):
+    env, params = envs.make(PROBE, continuous=True)
+    config = getattr(module, config_cls)(**{**SMALL, "gradient_steps": 4})
+    agent = module.make(config, env, params)
+    hp = agent.default_hparams
+    hp = hp.replace(**{k: v for k, v in (("gamma", 0.9), ("reward_scale", 3.0)) if hasattr(hp, k)})
+    setup = agent.init.args[0]  # (bound by loop.agent.bind)
+    assert isinstance(setup.rewards, offline.Rewards)
+    stats = agent.init(jax.random.key(0), hp, uniform_data).obs_stats
+    key = jax.random.key(7)
+    batch = offline.batch_from(setup, uniform_data, stats, key, hp)
+    raw = sample(uniform_data, key, SMALL["batch_size"])
+    rewards = np.asarray(raw["rewards"], np.float32)
+    np.testing.assert_array_equal(batch["reward"], rewards * 3.0 if scaled else rewards)
+    if discounted:
+        expected = np.float32(0.9) * (1.0 - np.asarray(raw["terminals"], np.float32))
+        np.testing.assert_array_equal(batch["discount"], expected)
+    else:
+        assert "discount" not in batch

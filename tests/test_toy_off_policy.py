@@ -12,7 +12,7 @@ import pytest
 from flax import struct
 
 from rlsuite.agents import learner as parts
-from rlsuite.agents import off_policy, registry
+from rlsuite.agents import off_policy, off_policy_parts, registry
 from rlsuite.app import cli
 from rlsuite.loop.loggers import read_metrics
 from rlsuite.networks import DeterministicActor, QEnsemble
@@ -64,7 +64,7 @@ def make(config, env, env_params=None):
 TOY = registry.Algorithm(
     name="toy_ddpg",
     make=make,
-    config_cls=off_policy.OffPolicyConfig,
+    config_cls=off_policy_parts.OffPolicyConfig,
     hparams_cls=DDPGHparams,
     offline=False,
     default_env="pendulum",

@@ -56,7 +56,8 @@ from flax import struct
 
 from rlsuite.agents import registry, sac
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, bind
-from rlsuite.agents.offline import OfflineConfig, make_agent
+from rlsuite.agents.off_policy_parts import hp_gamma, hp_reward_scale
+from rlsuite.agents.offline import OfflineConfig, Rewards, make_agent
 from rlsuite.environment import Environment
 from rlsuite.loop.agent import Agent
 from rlsuite.ops import losses
@@ -134,7 +135,8 @@ def make(
     obs_shape = env.observation_space(env_params).shape
     algo = learner(config, obs_shape, dim, critic_target)
     check = functools.partial(check_hparams, lagrange=config.lagrange)
-    return make_agent("cql", config, env, env_params, algo, CQLHparams(), check)
+    rewards = Rewards(gamma=hp_gamma, reward_scale=hp_reward_scale)
+    return make_agent("cql", config, env, env_params, algo, CQLHparams(), check, rewards)
 
 
 def learner(

@@ -61,7 +61,8 @@ from rlsuite.agents.learner import (
     squashed_greedy,
     temperature_step,
 )
-from rlsuite.agents.off_policy import Items, ReplayConfig, make_agent
+from rlsuite.agents.off_policy import make_agent
+from rlsuite.agents.off_policy_parts import Items, Plugins, ReplayConfig
 from rlsuite.data import trajectory_buffer
 from rlsuite.environment import Environment
 from rlsuite.environment.goal import check_goal_contract
@@ -76,7 +77,8 @@ COSINE_SCALE = 1.0 / 0.07  # the cosine energy's initial scale (CLIP's temperatu
 @dataclasses.dataclass(frozen=True)
 class CRLConfig(ReplayConfig):
     """Static configuration of CRL (the off-policy loop's fields, and these). CRL learns no TD
-    target, so it has no n-step items and no observation normalisation (`off_policy.Items()`)."""
+    target, so it has no n-step items and no observation normalisation
+    (`off_policy_parts.Items()`)."""
 
     # The fields CRL's config had while it was an `OffPolicyConfig`, with the one value each could
     # take: run records and checkpoints name them, written before or since (`config_dict`), and
@@ -202,7 +204,7 @@ def make(
     `concat(state, goal)`, static `state_dim` and `goal_indices`). `energy(phi [B, d], psi [B,
     d], scale) -> logits [B, B]` and `loss(logits) -> scalar` replace the ones `config` names;
     `buffer` (default: the trajectory buffer of `config.buffer_size // num_envs` steps per env)
-    and `relabel(key, batch) -> batch` are those of `rlsuite.agents.off_policy.make_agent`."""
+    and `relabel(key, batch) -> batch` are those of `rlsuite.agents.off_policy_parts.Plugins`."""
     if not isinstance(config, CRLConfig):
         raise TypeError(f"crl.make needs a CRLConfig, got {type(config).__name__}")
     state_dim, goal_indices = goal_layout(env)
@@ -217,9 +219,8 @@ def make(
         horizon = getattr(env, "max_episode_steps", None)
         buffer = trajectory_buffer.for_off_policy(config, config.gamma, horizon)
     algo = learner(config, state_dim, goal_indices, dim, energy, loss)
-    return make_agent(
-        "crl", config, env, env_params, algo, CRLHparams(), check_hparams, buffer, relabel, Items()
-    )
+    plugins = Plugins(buffer=buffer, relabel=relabel, items=Items())
+    return make_agent("crl", config, env, env_params, algo, CRLHparams(), check_hparams, plugins)
 
 
 def learner(

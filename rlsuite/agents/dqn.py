@@ -9,22 +9,22 @@ or moved towards the online network by Polyak steps there (`tau` < 1).
     state, metrics = agent.update(state, agent.default_hparams)
 
 The environment loop, the replay buffer in the learner state, the uniform warm-up of
-`learning_starts` steps, n-step replay items (a terminated step cuts the bootstrap; a truncated
-one bootstraps from its true last observation) and observation normalisation are the shared
-off-policy loop's (`rlsuite.agents.off_policy`, with `discrete_actions`). Exploration is
-epsilon-greedy, epsilon falling linearly from `start_e` to `end_e` over the first
-`exploration_fraction` of `total_timesteps` environment steps (`epsilon`), counted from the
-run's first step as CleanRL's `dqn_jax.py` counts them. Defaults are that script's CartPole
-settings (10 envs and one gradient step per collection stand for its one gradient step every
-10 env steps; its target copy every 500 env steps is every 50 gradient steps here), with
-double-Q targets on; like CleanRL's, gradients are not clipped (`max_grad_norm` 0; SB3's DQN
-clips at a global norm of 10) and the Q network's kernels start lecun-normal (flax's default;
-`init` orthogonal is PPO's). Each of the other two choices costs return at a CartPole budget
-of 200,000 env steps (benchmarks/RESULTS.md, the value-based section).
+`learning_starts` steps, n-step replay items (a terminated step cuts the bootstrap; a truncated one
+bootstraps from its true last observation) and observation normalisation are the shared off-policy
+loop's (`rlsuite.agents.off_policy`, with `discrete_actions`). Exploration is epsilon-greedy,
+epsilon falling linearly from `start_e` to `end_e` over the first `exploration_fraction` of
+`total_timesteps` environment steps (`rlsuite.ops.exploration`), counted from the run's first step
+as CleanRL's `dqn_jax.py` counts them. Defaults are that script's CartPole settings (10 envs and one
+gradient step per collection stand for its one gradient step every 10 env steps; its target copy
+every 500 env steps is every 50 gradient steps here), with double-Q targets on; like CleanRL's,
+gradients are not clipped (`max_grad_norm` 0; SB3's DQN clips at a global norm of 10) and the Q
+network's kernels start lecun-normal (flax's default; `init` orthogonal is PPO's). Each of the other
+two choices costs return at a CartPole budget of 200,000 env steps (benchmarks/RESULTS.md, the
+value-based section).
 
 Research variants are functions passed in, never flags: `make(..., target=fn)` replaces the
 Q-learning target (`rlsuite.ops.losses.q_learning_target`'s signature) and
-`make(..., epsilon=fn)` the exploration schedule (`epsilon`'s).
+`make(..., epsilon=fn)` the exploration schedule (`exploration.linear_epsilon`'s).
 """
 
 from __future__ import annotations
@@ -40,12 +40,13 @@ from flax import struct
 
 from rlsuite.agents import registry
 from rlsuite.agents.learner import Learner, adam_init, adam_step, bind, obs_encoder
-from rlsuite.agents.off_policy import OffPolicyConfig, discrete_actions, make_agent
+from rlsuite.agents.off_policy import make_agent
+from rlsuite.agents.off_policy_parts import OffPolicyConfig, Plugins, discrete_actions
 from rlsuite.data.buffers import ReplayBuffer
 from rlsuite.environment import Environment, masks, spaces
 from rlsuite.loop.agent import Agent
 from rlsuite.networks import KERNEL_INITS, QNetwork
-from rlsuite.ops import losses
+from rlsuite.ops import exploration, losses
 from rlsuite.ops.validators import check_field, check_positive, check_positive_ints
 
 
@@ -141,29 +142,12 @@ def check_hparams(hp: DQNHparams) -> None:
     check_field(hp, "tau", lambda v: (v > 0) & (v <= 1), "a value in (0, 1]", "dqn", "hparams")
 
 
-def epsilon(env_steps, hp, total_timesteps: int):
-    """CleanRL's linear schedule, on `hp`'s `start_e`, `end_e` and `exploration_fraction` (a
-    `DQNHparams` or the `DQNLearner` that holds them): `start_e` at step 0, falling linearly to
-    `end_e` at `exploration_fraction * total_timesteps` environment steps, and `end_e` from
-    there on (both ends exact; a fraction of 0 gives `end_e` throughout). `env_steps` None (no
-    environment loop, e.g. an offline evaluation) gives `end_e`."""
-    end = jnp.asarray(hp.end_e, jnp.float32)
-    if env_steps is None:
-        return end
-    start = jnp.asarray(hp.start_e, jnp.float32)
-    duration = jnp.asarray(hp.exploration_fraction, jnp.float32) * total_timesteps
-    steps = jnp.asarray(env_steps, jnp.float32)
-    progress = jnp.where(duration > 0, steps / jnp.maximum(duration, 1e-12), jnp.inf)
-    falling = start + jnp.minimum(progress, 1.0) * (end - start)
-    return jnp.where(progress >= 1.0, end, falling)
-
-
 def make(
     config: DQNConfig,
     env: Environment,
     env_params=None,
     target: Callable = losses.q_learning_target,
-    epsilon: Callable = epsilon,
+    epsilon: Callable = exploration.linear_epsilon,
     *,
     buffer: ReplayBuffer | None = None,
 ) -> Agent:
@@ -180,10 +164,8 @@ def make(
     obs_space = env.observation_space(env_params)
     categories = spaces.categories(obs_space)
     algo = learner(config, tuple(obs_space.shape), num_actions, target, epsilon, categories)
-    return make_agent(
-        "dqn", config, env, env_params, algo, DQNHparams(), check_hparams, buffer,
-        actions=actions, reads_action_mask=True,
-    )  # fmt: skip
+    plugins = Plugins(buffer=buffer, actions=actions, reads_action_mask=True)
+    return make_agent("dqn", config, env, env_params, algo, DQNHparams(), check_hparams, plugins)
 
 
 def learner(
@@ -191,7 +173,7 @@ def learner(
     obs_shape: tuple[int, ...],
     num_actions: int,
     target: Callable = losses.q_learning_target,
-    epsilon: Callable = epsilon,
+    epsilon: Callable = exploration.linear_epsilon,
     categories: tuple[int, ...] | None = None,
 ) -> Learner:
     """DQN's network and update rule for `obs_shape` observations and `num_actions` actions:
@@ -222,11 +204,8 @@ class Nets(NamedTuple):
 
 def init(nets: Nets, key, hp: DQNHparams) -> DQNLearner:
     params = nets.q.init(key, jnp.zeros((1, *nets.obs_shape)))
-    schedule = (jnp.asarray(getattr(hp, f), jnp.float32) for f in _SCHEDULE)
+    schedule = exploration.schedule_of(hp).values()
     return DQNLearner(params, params, adam_init(params), jnp.zeros((), jnp.int32), *schedule)
-
-
-_SCHEDULE = ("start_e", "end_e", "exploration_fraction")
 
 
 def greedy(nets: Nets, learner: DQNLearner, obs, action_mask=None):
@@ -241,20 +220,7 @@ def explore(nets: Nets, learner: DQNLearner, obs, key, env_steps=None, action_ma
     the greedy one (every leading axis of `obs` an observation of its own); with an
     `action_mask`, both among the legal actions."""
     eps = nets.epsilon(env_steps, learner, nets.config.total_timesteps)
-    return epsilon_greedy(nets.q.apply(learner.q, obs), key, eps, action_mask)
-
-
-def epsilon_greedy(q, key, eps, action_mask=None):
-    """A uniformly random action with probability `eps`, else the argmax of `q [..., A]`
-    (the lowest index among ties), int32 `[...]` (DQN's and PQN's exploration); with an
-    `action_mask [..., A]`, both among the legal actions only."""
-    best = jnp.argmax(masks.masked_values(q, action_mask), axis=-1).astype(jnp.int32)
-    key_coin, key_action = jax.random.split(key)
-    if action_mask is None:
-        random = jax.random.randint(key_action, best.shape, 0, q.shape[-1])
-    else:
-        random = masks.uniform_legal(key_action, action_mask)
-    return jnp.where(jax.random.uniform(key_coin, best.shape) < eps, random, best)
+    return exploration.epsilon_greedy(nets.q.apply(learner.q, obs), key, eps, action_mask)
 
 
 def clip_by_global_norm(grads, max_norm):

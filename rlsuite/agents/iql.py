@@ -41,7 +41,8 @@ from flax import struct
 
 from rlsuite.agents import registry
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, bind
-from rlsuite.agents.offline import OfflineConfig, make_agent
+from rlsuite.agents.off_policy_parts import hp_gamma
+from rlsuite.agents.offline import OfflineConfig, Rewards, make_agent
 from rlsuite.environment import Environment
 from rlsuite.loop.agent import Agent
 from rlsuite.networks import MLP, QEnsemble
@@ -132,7 +133,8 @@ def make(config: IQLConfig, env: Environment, env_params=None) -> Agent:
     dim = action_dim(env, env_params, "iql")
     obs_shape = env.observation_space(env_params).shape
     algo = learner(config, obs_shape, dim)
-    return make_agent("iql", config, env, env_params, algo, IQLHparams(), check_hparams)
+    rewards = Rewards(gamma=hp_gamma)  # IQL scales no rewards
+    return make_agent("iql", config, env, env_params, algo, IQLHparams(), check_hparams, rewards)
 
 
 def learner(config: IQLConfig, obs_shape: tuple[int, ...], dim: int) -> Learner:

@@ -58,9 +58,7 @@ Choices, written down:
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -70,180 +68,30 @@ from flax import struct
 
 from rlsuite.agents.learner import (
     Learner,
-    action_dim,
     gradient_steps,
     learner_act,
     learner_explore,
 )
-from rlsuite.data.buffers import ReplayBuffer, replay_buffer
+from rlsuite.agents.off_policy_parts import (
+    Actions,
+    Items,
+    Plugins,
+    ReplayConfig,
+    box_actions,
+    replay,
+    replay_item,
+    td_items,
+)
+from rlsuite.data.buffers import ReplayBuffer
 from rlsuite.environment import Environment, masks
 from rlsuite.environment.spaces import Discrete
-from rlsuite.environment.wrappers import EpisodeStatistics, RescaleAction, episode_metrics
+from rlsuite.environment.wrappers import EpisodeStatistics, episode_metrics
 from rlsuite.loop.agent import Agent, bind
 from rlsuite.loop.mesh import field_splits
 from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
-from rlsuite.networks import TORSOS, activation_fn
-from rlsuite.ops import batching, memory, running_stats
+from rlsuite.ops import batching, running_stats
 from rlsuite.ops.returns import n_step_transitions
 from rlsuite.ops.sharding import split_envs
-from rlsuite.ops.validators import check_hidden_sizes, check_positive_ints
-
-
-@dataclasses.dataclass(frozen=True)
-class ReplayConfig:
-    """Static configuration of the loop every off-policy family shares (CRL's as it is)."""
-
-    num_envs: int = 1
-    """parallel environments per agent; an update steps each of them once, or (TD3) as often as
-    a whole policy-delay cycle of gradient steps takes: `agent.env_steps_per_update` counts"""
-    buffer_size: int = 100_000
-    """replay capacity in transitions (all envs together); the oldest are overwritten first"""
-    batch_size: int = 256
-    """transitions per gradient step"""
-    learning_starts: int = 1_000
-    """environment steps (all envs together) of uniformly random actions before learning"""
-    gradient_steps: int = 1
-    """gradient steps per collection (num_envs env steps; an update holds
-    collections_per_update of them); the replay ratio is their quotient"""
-    total_timesteps: int = 100_000
-    """environment steps of the whole run (all envs together)"""
-    hidden_sizes: tuple[int, ...] = (256, 256)
-    """hidden layer sizes of the actor and of each critic"""
-    activation: str = "relu"
-    """hidden activation: tanh, relu, elu, gelu or silu (swish)"""
-    reset_slots: int | None = None
-    """reset the environments that finished this many at a time (rollout.step_batch); None:
-    reset the whole batch and keep the finished ones' (pays where a reset costs per environment,
-    as Brax ant's does)"""
-    torso: str = "auto"
-    """what reads the observations before the hidden layers of the actor and of each critic:
-    auto (mlp for vectors, minatar for images below 36x36, nature above), mlp, minatar or
-    nature (rlsuite.networks.Encoder)"""
-
-    def __post_init__(self):
-        name = type(self).__name__
-        if self.torso not in TORSOS:
-            raise ValueError(f"{name}.torso={self.torso!r} is not one of: {', '.join(TORSOS)}")
-        check_positive_ints(self, ("num_envs", "buffer_size", "batch_size", "gradient_steps"))
-        check_positive_ints(self, ("total_timesteps",))
-        if self.reset_slots is not None:
-            check_positive_ints(self, ("reset_slots",))
-        if isinstance(self.learning_starts, bool) or not isinstance(self.learning_starts, int):
-            raise ValueError(f"{name}.learning_starts must be an integer >= 0")
-        if self.learning_starts < 0:
-            raise ValueError(f"{name}.learning_starts must be >= 0, got {self.learning_starts}")
-        if self.buffer_size < max(self.batch_size, self.num_envs):
-            raise ValueError(
-                f"{name}.buffer_size={self.buffer_size} must hold at least one batch "
-                f"(batch_size={self.batch_size}) and one step of every env "
-                f"(num_envs={self.num_envs})"
-            )
-        check_hidden_sizes(self)
-        activation_fn(self.activation)
-
-    @property
-    def learn_period(self) -> int:
-        """Gradient steps in the learner's fixed cycle (1; TD3: `policy_delay`)."""
-        return 1
-
-    @property
-    def collections_per_update(self) -> int:
-        """Env steps per env in one update: enough for whole learner cycles (see above)."""
-        return self.learn_period // math.gcd(self.gradient_steps, self.learn_period)
-
-    @property
-    def num_updates(self) -> int:
-        """Updates in the whole run: `total_timesteps // (num_envs * collections_per_update)`
-        (at least 1)."""
-        return max(1, self.total_timesteps // (self.num_envs * self.collections_per_update))
-
-
-@dataclasses.dataclass(frozen=True)
-class OffPolicyConfig(ReplayConfig):
-    """`ReplayConfig` and what a learner of TD targets adds to it (SAC, TD3): n-step replay
-    items and normalised observations."""
-
-    n_step: int = 1
-    """rewards summed in each replay item's target (n-step returns)"""
-    normalize_observations: bool = False
-    """normalise observations with running statistics kept in the learner state"""
-
-    def __post_init__(self):
-        super().__post_init__()
-        check_positive_ints(self, ("n_step",))
-
-
-class Actions(NamedTuple):
-    """How the loop handles a family's actions (`make_agent`'s `actions`).
-
-    example: one action, zeros: `[a]` float32 in `[-1, 1]` (`box_actions`) or a `[]` int32
-        index (`discrete_actions`); the replay items and the pending steps hold actions so.
-    random: `(key, shape) -> actions` of that full shape, uniformly random (the warm-up's).
-    wrap: `env -> env`, the environment as the learner acts in it.
-    """
-
-    example: Any
-    random: Callable
-    wrap: Callable
-
-
-def _uniform_box(key, shape):
-    return jax.random.uniform(key, shape, minval=-1.0, maxval=1.0)
-
-
-def box_actions(env: Environment, env_params, name: str) -> Actions:
-    """Continuous actions of a bounded 1-D Box, rescaled to `[-1, 1]^d` (a `TypeError` for
-    another space, naming it)."""
-    dim = action_dim(env, env_params, name)
-    return Actions(jnp.zeros((dim,)), _uniform_box, RescaleAction)
-
-
-def discrete_actions(env: Environment, env_params, name: str) -> Actions:
-    """The int32 indices of a `Discrete(n)` action space (a `TypeError` for another space)."""
-    space = env.action_space(env_params)
-    if not isinstance(space, Discrete):
-        raise TypeError(f"{name} handles Discrete action spaces; {env.name} has {space!r}")
-    n = int(space.n)
-
-    def uniform(key, shape):
-        return jax.random.randint(key, shape, 0, n)
-
-    return Actions(jnp.zeros((), jnp.int32), uniform, lambda env: env)
-
-
-def _hp_gamma(hp):
-    return hp.gamma
-
-
-def _hp_reward_scale(hp):
-    return hp.reward_scale
-
-
-def _one(hp) -> float:
-    return 1.0
-
-
-class Items(NamedTuple):
-    """What the loop stores and samples for a family, as the family declares it (`make_agent`'s
-    `items`; `td_items(config)` for a learner of TD targets, `Items()` for one of none, CRL).
-
-    n_step: rewards summed in each replay item, its discount `gamma^m (1 - terminated)`.
-    normalize_observations: sampled observations (and acting's) normalised with running
-        statistics kept in the state.
-    gamma: `hparams -> discount` of the items' n-step returns.
-    reward_scale: `hparams -> factor` on every sampled batch's rewards.
-    """
-
-    n_step: int = 1
-    normalize_observations: bool = False
-    gamma: Callable = _one
-    reward_scale: Callable = _one
-
-
-def td_items(config: OffPolicyConfig) -> Items:
-    """The items of a learner of TD targets: `config`'s n-step and normalisation, the
-    hyperparameters' `gamma` and `reward_scale`."""
-    return Items(config.n_step, config.normalize_observations, _hp_gamma, _hp_reward_scale)
 
 
 @struct.dataclass
@@ -257,54 +105,6 @@ class OffPolicyState:
     collect_step: jax.Array  # env steps per env so far (collections; an update has one or more)
 
 
-def replay(name: str, config: ReplayConfig, item, buffer=None, relabel=None) -> ReplayBuffer:
-    """`make_agent`'s replay buffer: `buffer` once checked to be buffer-shaped (a `TypeError`
-    otherwise, as for a `relabel` that is not a function), or the uniform one of
-    `config.buffer_size`. Its state for `item`s must fit in the device's memory (`MemoryError`)."""
-    if buffer is None:
-        buffer = replay_buffer(config.buffer_size)
-        what, hint = f"a replay buffer of {config.buffer_size:,} transitions", "lower buffer_size"
-    else:
-        missing = [f for f in ReplayBuffer._fields if not callable(getattr(buffer, f, None))]
-        if missing:
-            raise TypeError(
-                f"{name}: buffer must be a replay buffer, a tuple of pure functions "
-                f"{', '.join(ReplayBuffer._fields)} (rlsuite.data.buffers.ReplayBuffer, e.g. "
-                f"rlsuite.data.buffers.replay_buffer(capacity)); got {type(buffer).__name__} "
-                f"without {', '.join(missing)}"
-            )
-        what, hint = "the replay buffer passed in", "pass a smaller buffer"
-    if relabel is not None and not callable(relabel):
-        raise TypeError(
-            f"{name}: relabel must be a function (key, batch) -> batch or None, "
-            f"got {type(relabel).__name__}"
-        )
-
-    def fill(item):
-        state = buffer.init(item)
-        return state, getattr(state, "size", None)
-
-    shapes, size = jax.eval_shape(fill, item)
-    integer = hasattr(size, "dtype") and jnp.issubdtype(size.dtype, jnp.integer)
-    if not (integer and size.shape == ()):
-        raise TypeError(
-            f"{name}: a replay buffer's state must have a size, a [] integer array of the items "
-            f"it holds (logged as charts/buffer_size); {type(shapes).__name__}.size is "
-            f"{_described(size)}"
-        )
-    memory.check_fits(memory.tree_bytes(shapes), f"{name}: {what}", hint=hint)
-    return buffer
-
-
-def _described(value) -> str:
-    """What a state's `size` turned out to be, for the error that refuses it."""
-    if value is None:
-        return "missing"
-    if hasattr(value, "dtype"):
-        return f"{value.dtype}{list(value.shape)}"
-    return type(value).__name__
-
-
 def make_agent(
     name: str,
     config: ReplayConfig,
@@ -313,45 +113,13 @@ def make_agent(
     learner: Learner,
     default_hparams,
     check_hparams: Callable,
-    buffer: ReplayBuffer | None = None,
-    relabel: Callable | None = None,
-    items: Items | None = None,
-    actions: Actions | None = None,
-    reads_action_mask: bool = False,
+    plugins: Plugins | None = None,
 ) -> Agent:
     """Bind `learner` to `env` as an `Agent` running the shared off-policy loop above: the
     stages below (`init`, `collect`, `store`, `collect_and_store`, `learn`, `update`, `act`) over
-    the `Setup` this builds. `items`: what the loop stores and samples (default `td_items(config)`,
-    for a config with `n_step` and `normalize_observations`).
-
-    `buffer` (default: `rlsuite.data.buffers.replay_buffer(config.buffer_size)`; a buffer passed in
-    brings its own capacity) is any tuple of pure functions shaped like
-    `rlsuite.data.buffers.ReplayBuffer`, over a state pytree that lives in `OffPolicyState.buffer`:
-    - `init(item) -> state`, with the example item `{"obs" [o], "action" [a], "reward" [],
-      "discount" [], "next_obs" [o], "terminated" [] bool, "truncated" [] bool}` (n-step reward
-      and discount, raw observations and rewards: see above);
-    - `add(state, items, valid) -> state`, once per env step with that step's items, every leaf
-      `[num_envs, ...]` in env order, and `valid` `[num_envs]` bool (False while the n-step
-      window of the first `n_step - 1` steps fills: those items are not real);
-    - `sample(state, key, batch_size) -> batch`, every leaf `[batch_size, ...]`, holding at least
-      the keys the learner reads (`obs`, `action`, `reward`, `discount`, `next_obs`);
-    - `can_sample(state, batch_size) -> bool []`, whether learning may start;
-    and the state has a `size` (a field or a property, a `[]` integer array: the items it holds),
-    logged as `charts/buffer_size` (checked here, before anything is compiled).
-
-    `relabel(key, batch) -> batch`, if given, rewrites every sampled batch (raw observations and
-    rewards, e.g. new goals and the rewards they give) before the reward scale, the observation
-    normalisation and the learner; it gets its own key, split from the sampling key.
-
-    `actions` (default: `box_actions(env, env_params, name)`) says what the actions are: see
-    `Actions`, `box_actions` and `discrete_actions`.
-
-    `reads_action_mask`: the learner's `explore` and `greedy` take `action_mask=` and its
-    `learn` bootstraps over the batch's `"next_action_mask"` (DQN); on an environment with
-    masks the loop then gives it the masks, draws the warm-up's random actions among the legal
-    ones, and stores each transition's next mask beside `next_obs` (`replay_item`). Without,
-    such an environment is refused (`Agent.reads_action_mask`).
-    """
+    the `Setup` this builds, with the family's `plugins` (`Plugins`; default SAC's)."""
+    plugins = Plugins() if plugins is None else plugins
+    actions = plugins.actions
     actions = box_actions(env, env_params, name) if actions is None else actions
     env = EpisodeStatistics(actions.wrap(env))
     obs_space = env.observation_space(env_params)
@@ -360,16 +128,17 @@ def make_agent(
     obs_shape = tuple(obs_space.shape)
     num_masked = env.action_space(env_params).n if env.has_action_mask else None
     example = replay_item(obs_shape, actions.example, num_masked)
-    buffer = replay(name, config, example, buffer, relabel)
+    buffer = replay(name, config, example, plugins.buffer, plugins.relabel)
     if learner.period != config.learn_period:
         raise ValueError(
             f"{name}: the learner's period ({learner.period}) differs from the config's "
             f"learn_period ({config.learn_period})"
         )
-    items = td_items(config) if items is None else items
+    items = td_items(config) if plugins.items is None else plugins.items
     setup = Setup(
-        config, env, env_params, learner, buffer, relabel, obs_shape, actions, items, num_masked
-    )
+        config, env, env_params, learner, buffer, plugins.relabel, obs_shape, actions, items,
+        num_masked,
+    )  # fmt: skip
     return bind(
         setup,
         init=init,
@@ -384,7 +153,7 @@ def make_agent(
         env_steps_per_update=config.num_envs * config.collections_per_update,
         env_split=field_splits(config, "num_envs", "batch_size"),
         trainable=learner_of,
-        reads_action_mask=reads_action_mask,
+        reads_action_mask=plugins.reads_action_mask,
     )
 
 
@@ -406,25 +175,6 @@ class Setup(NamedTuple):
     actions: Actions
     items: Items
     num_masked: int | None = None  # the actions of an environment with masks (else None)
-
-
-def replay_item(obs_shape: tuple[int, ...], action, num_masked: int | None = None) -> dict:
-    """The example replay item the buffer is initialised with (see `make_agent`), with
-    `action` one action (`Actions.example`); on an environment with action masks
-    (`num_masked` actions), also the next state's mask, `"next_action_mask"` [n] bool, which
-    the learner bootstraps over."""
-    item = {
-        "obs": jnp.zeros(obs_shape),
-        "action": jnp.zeros_like(action),
-        "reward": jnp.zeros(()),
-        "discount": jnp.zeros(()),
-        "next_obs": jnp.zeros(obs_shape),
-        "terminated": jnp.zeros((), bool),
-        "truncated": jnp.zeros((), bool),
-    }
-    if num_masked is not None:
-        item["next_action_mask"] = jnp.zeros((num_masked,), bool)
-    return item
 
 
 def normalize(setup: Setup, obs_stats, obs):

@@ -83,6 +83,16 @@ class OfflineState:
     update_step: jax.Array
 
 
+class Rewards(NamedTuple):
+    """What the loop makes of a dataset's rewards for a family, as the family declares it
+    (`make_agent`'s `rewards`): `reward_scale(hp) -> factor` on them (None: the raw rewards),
+    and `gamma(hp) -> discount`, which gives every batch a `"discount"` of `gamma (1 - terminal)`
+    (None: no discount in the batch, for a learner of no TD target such as BC)."""
+
+    gamma: Callable | None = None
+    reward_scale: Callable | None = None
+
+
 def make_agent(
     name: str,
     config: OfflineConfig,
@@ -91,9 +101,11 @@ def make_agent(
     learner: Learner,
     default_hparams,
     check_hparams: Callable,
+    rewards: Rewards | None = None,
 ) -> Agent:
     """Bind `learner` to `env` (for evaluation) as an `Agent` running the offline loop above: the
-    stages below (`init`, `batch_from`, `update`, `act`) over the `Setup` this builds.
+    stages below (`init`, `batch_from`, `update`, `act`) over the `Setup` this builds, with the
+    family's `rewards` (`Rewards`; default BC's: raw rewards, no discount).
 
     The dataset's actions are expected in the environment's own bounds; they are rescaled to
     `[-1, 1]` when sampled (the networks act in `[-1, 1]`, as the online agents do).
@@ -111,7 +123,9 @@ def make_agent(
     if len(obs_shape) != 1:
         raise TypeError(f"{name} needs vector observations; {env.name} has shape {obs_shape}")
 
-    setup = Setup(config, learner, jnp.asarray(space.low), jnp.asarray(space.high), obs_shape)
+    low, high = jnp.asarray(space.low), jnp.asarray(space.high)
+    rewards = Rewards() if rewards is None else rewards
+    setup = Setup(config, learner, low, high, obs_shape, rewards)
     return bind(
         setup,
         init=init,
@@ -143,6 +157,7 @@ class Setup(NamedTuple):
     low: jax.Array  # the environment's action bounds, which the dataset's actions are in
     high: jax.Array
     obs_shape: tuple[int, ...]
+    rewards: Rewards
 
 
 def normalize(setup: Setup, obs_stats, obs):
@@ -167,7 +182,8 @@ def init(setup: Setup, key, hp, data: Dataset) -> OfflineState:
 
 def batch_from(setup: Setup, data: Dataset, obs_stats, key, hp) -> dict:
     """A batch sampled from `data` as the learner takes it: observations normalised, actions
-    in `[-1, 1]`, rewards scaled and discounts, where the hyperparameters have those."""
+    in `[-1, 1]`, rewards scaled and discounts, where the family declares them
+    (`Setup.rewards`)."""
     raw = sample(data, key, setup.config.batch_size)
     low, high = setup.low, setup.high
     batch = {
@@ -176,10 +192,11 @@ def batch_from(setup: Setup, data: Dataset, obs_stats, key, hp) -> dict:
         "reward": raw["rewards"].astype(jnp.float32),
         "next_obs": normalize(setup, obs_stats, raw["next_observations"]),
     }
-    if hasattr(hp, "reward_scale"):  # those built on SAC's or TD3's hparams (CQL, TD3+BC)
-        batch["reward"] = batch["reward"] * hp.reward_scale
-    if hasattr(hp, "gamma"):  # agents without a discount (BC) get none
-        batch["discount"] = hp.gamma * (1.0 - raw["terminals"].astype(jnp.float32))
+    rewards = setup.rewards
+    if rewards.reward_scale is not None:
+        batch["reward"] = batch["reward"] * rewards.reward_scale(hp)
+    if rewards.gamma is not None:
+        batch["discount"] = rewards.gamma(hp) * (1.0 - raw["terminals"].astype(jnp.float32))
     return batch
 
 

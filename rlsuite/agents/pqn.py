@@ -19,8 +19,9 @@ The targets are Peng's Q(lambda) (`rlsuite.ops.returns.td_lambda` on `max_a Q(s'
 trace cut where an episode ended (a truncated step bootstraps fully from its true last
 observation `s'_t`; a terminated one not at all) and at the rollout's last step. The values are
 the network's at the start of the update, as the rollout's own are. Exploration is epsilon-greedy
-with DQN's linear schedule (`rlsuite.agents.dqn.epsilon`, on the environment steps at the start
-of each rollout). Defaults are purejaxql's CartPole configuration (`pqn_cartpole.yaml`).
+with DQN's linear schedule (`rlsuite.ops.exploration.linear_epsilon`, on the environment steps
+at the start of each rollout). Defaults are purejaxql's CartPole configuration
+(`pqn_cartpole.yaml`).
 
 Action masks (`rlsuite.environment.masks`): where the environment has them, the greedy and the
 exploring actions are chosen among the legal actions, and the targets' maximum is over the legal
@@ -43,7 +44,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rlsuite.agents import dqn, registry
+from rlsuite.agents import registry
 from rlsuite.agents.learner import obs_encoder
 from rlsuite.environment import Environment, masks, spaces
 from rlsuite.environment.spaces import Discrete
@@ -53,6 +54,7 @@ from rlsuite.loop.mesh import Split, field_splits
 from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.networks import TORSOS, QNetwork, activation_fn
 from rlsuite.networks.memory import shuffled_steps
+from rlsuite.ops import exploration
 from rlsuite.ops.returns import td_lambda
 from rlsuite.ops.sharding import split_envs
 from rlsuite.ops.validators import (
@@ -181,15 +183,12 @@ def q_lambda_targets(reward, terminated, truncated, next_q, gamma, q_lambda, nex
     return td_lambda(reward, next_value, terminated, truncated, gamma, q_lambda)
 
 
-_SCHEDULE = ("start_e", "end_e", "exploration_fraction")
-
-
 def init(setup: PQNSetup, key, hp: PQNHparams) -> PQNState:
     config = setup.config
     key, key_net, key_env = jax.random.split(key, 3)
     obs_shape = setup.env.observation_space(setup.env_params).shape
     params = setup.network.init(key_net, jnp.zeros((1, *obs_shape)))
-    schedule = {f: jnp.asarray(getattr(hp, f), jnp.float32) for f in _SCHEDULE}
+    schedule = exploration.schedule_of(hp)
     return PQNState(
         params=params,
         opt_state=optimizer(hp).init(params),
@@ -211,9 +210,9 @@ def env_steps(setup: PQNSetup, state: PQNState):
 
 
 def epsilon_greedy(setup: PQNSetup, params, obs, key, eps, action_mask=None):
-    """`dqn.epsilon_greedy` on the network's values of `obs` (among the legal actions of
+    """`exploration.epsilon_greedy` on the network's values of `obs` (among the legal actions of
     `action_mask`, where one is given)."""
-    return dqn.epsilon_greedy(setup.network.apply(params, obs), key, eps, action_mask)
+    return exploration.epsilon_greedy(setup.network.apply(params, obs), key, eps, action_mask)
 
 
 def collect(setup: PQNSetup, state: PQNState, key):
@@ -318,13 +317,13 @@ def make(
     env: Environment,
     env_params=None,
     targets: Callable = q_lambda_targets,
-    epsilon: Callable = dqn.epsilon,
+    epsilon: Callable = exploration.linear_epsilon,
 ) -> Agent:
     """Bind PQN to `env` (a `Discrete` action space; another is a `TypeError` naming it).
 
     `targets(reward, terminated, truncated, next_q [T, E, A], gamma, q_lambda) -> [T, E]` and
-    `epsilon(env_steps, schedule, total_timesteps) -> []` (`dqn.epsilon`'s) may be replaced by
-    research variants."""
+    `epsilon(env_steps, schedule, total_timesteps) -> []` (`exploration.linear_epsilon`'s) may
+    be replaced by research variants."""
     if not isinstance(config, PQNConfig):
         raise TypeError(f"pqn.make needs a PQNConfig, got {type(config).__name__}")
     env_params = env.check_params(env_params)

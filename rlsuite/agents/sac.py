@@ -40,7 +40,8 @@ from rlsuite.agents.learner import (
     squashed_greedy,
     temperature_step,
 )
-from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
+from rlsuite.agents.off_policy import make_agent
+from rlsuite.agents.off_policy_parts import OffPolicyConfig, Plugins
 from rlsuite.data.buffers import ReplayBuffer
 from rlsuite.environment import Environment
 from rlsuite.loop.agent import Agent
@@ -136,9 +137,8 @@ def make(
     dim = action_dim(env, env_params, "sac")
     obs_shape = env.observation_space(env_params).shape
     algo = learner(config, obs_shape, dim, critic_target)
-    return make_agent(
-        "sac", config, env, env_params, algo, SACHparams(), check_hparams, buffer, relabel
-    )
+    plugins = Plugins(buffer=buffer, relabel=relabel)
+    return make_agent("sac", config, env, env_params, algo, SACHparams(), check_hparams, plugins)
 
 
 def learner(

@@ -31,7 +31,8 @@ from flax import struct
 
 from rlsuite.agents import registry
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, bind, obs_encoder
-from rlsuite.agents.off_policy import OffPolicyConfig, make_agent
+from rlsuite.agents.off_policy import make_agent
+from rlsuite.agents.off_policy_parts import OffPolicyConfig, Plugins
 from rlsuite.data.buffers import ReplayBuffer
 from rlsuite.environment import Environment
 from rlsuite.loop.agent import Agent
@@ -129,9 +130,8 @@ def make(
     dim = action_dim(env, env_params, "td3")
     obs_shape = env.observation_space(env_params).shape
     algo = learner(config, obs_shape, dim, config.policy_delay, critic_target)
-    return make_agent(
-        "td3", config, env, env_params, algo, TD3Hparams(), check_hparams, buffer, relabel
-    )
+    plugins = Plugins(buffer=buffer, relabel=relabel)
+    return make_agent("td3", config, env, env_params, algo, TD3Hparams(), check_hparams, plugins)
 
 
 def learner(

@@ -17,7 +17,8 @@ from flax import struct
 
 from rlsuite.agents import registry, td3
 from rlsuite.agents.learner import action_dim
-from rlsuite.agents.offline import OfflineConfig, make_agent
+from rlsuite.agents.off_policy_parts import hp_gamma, hp_reward_scale
+from rlsuite.agents.offline import OfflineConfig, Rewards, make_agent
 from rlsuite.environment import Environment
 from rlsuite.loop.agent import Agent
 from rlsuite.ops import losses
@@ -67,7 +68,10 @@ def make(config: TD3BCConfig, env: Environment, env_params=None) -> Agent:
     dim = action_dim(env, env_params, "td3_bc")
     obs_shape = env.observation_space(env_params).shape
     learner = td3.learner(config, obs_shape, dim, config.policy_delay, actor_loss=actor_objective)
-    return make_agent("td3_bc", config, env, env_params, learner, TD3BCHparams(), check_hparams)
+    rewards = Rewards(gamma=hp_gamma, reward_scale=hp_reward_scale)
+    return make_agent(
+        "td3_bc", config, env, env_params, learner, TD3BCHparams(), check_hparams, rewards
+    )
 
 
 # This family in the algorithm registry (`rlsuite train td3_bc`).
