@@ -52,6 +52,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 from rlsuite.envs.rendering import mujoco_image
+from rlsuite.envs.suites import Suite
 
 from rlsuite.environment import Environment, StepResult
 from rlsuite.environment.spaces import Box
@@ -85,9 +86,9 @@ def brax_envs():
     return envs
 
 
-def unusable() -> dict[str, str]:
-    """brax environments that cannot step with the installed JAX, and why (left out of
-    `brax_names` and refused by name)."""
+def refused() -> dict[str, str]:
+    """brax environments that cannot run here, and why: those that cannot step with the
+    installed JAX (left out of `brax_names` and refused by name)."""
     if "a_min" in inspect.signature(jnp.clip).parameters:
         return {}
     return {
@@ -98,9 +99,9 @@ def unusable() -> dict[str, str]:
 
 def brax_names() -> list[str]:
     """Names of the environments registered with brax (`brax.envs.register_environment`), less
-    those that cannot step with the installed JAX (`unusable`)."""
+    those that cannot step with the installed JAX (`refused`)."""
     # brax has no public listing function; `_envs` is the registry `get_environment` reads.
-    broken = unusable()
+    broken = refused()
     return sorted(name for name in brax_envs()._envs if name not in broken)
 
 
@@ -126,7 +127,7 @@ class BraxEnv(Environment):
             backend = ONLY_BACKEND.get(name, "mjx")
         if backend not in BACKENDS:
             raise ValueError(f"unknown brax backend {backend!r}; allowed: {', '.join(BACKENDS)}")
-        broken = unusable()
+        broken = refused()
         if name in broken:
             raise ValueError(f"brax environment {name!r} cannot run here: {broken[name]}")
         names = brax_names()
@@ -213,3 +214,15 @@ def _like(new: Any, old: Any, name: str) -> Any:
             f"reset and step states to match):\n reset: {old_def}\n step:  {new_def}"
         )
     return jax.tree.map(lambda a, b: jnp.asarray(a, jnp.result_type(b)), new, old)
+
+
+SUITE = Suite(
+    prefix="brax/",
+    title="Brax",
+    names=brax_names,
+    environment=BraxEnv,
+    refused=refused,
+    renders="every Brax environment, through MuJoCo's renderer",
+)
+"""Brax's environments (a dependency of rlsuite): every option is `BraxEnv`'s (`backend` and
+the brax environment's keywords), and the time limit is ours (`BraxEnv.max_episode_steps`)."""

@@ -74,6 +74,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from rlsuite.envs.suites import Suite
 
 from rlsuite.environment import Environment, StepResult
 from rlsuite.environment.evaluations import ACHIEVEMENT, Achievements
@@ -257,3 +258,18 @@ class CraftaxEnv(Environment):
 
     def __repr__(self) -> str:
         return f"CraftaxEnv({self.env_name!r})"
+
+
+SUITE = Suite(
+    prefix="craftax/",
+    title="Craftax",
+    names=craftax_names,
+    environment=CraftaxEnv,
+    refused=refused,
+    installed=installed,
+    extra="craftax",
+    limit="max_timesteps",
+)
+"""Craftax's environments: every option is `CraftaxEnv`'s (a field of Craftax's `EnvParams`
+for the default params), the time limit among them (`max_timesteps`, which Craftax counts
+itself)."""

@@ -25,17 +25,24 @@ stays light.
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from rlsuite.envs.suites import Suite, params_options
 
 from rlsuite.environment import Environment, StepResult
 from rlsuite.environment.spaces import Box, Discrete, Space
 
 # gymnax builds these from data it downloads; nothing is downloaded at run time here.
 NEEDS_DOWNLOAD = ("MNISTBandit-bsuite",)
+
+
+def installed() -> bool:
+    """Whether gymnax can be imported (checked without importing it)."""
+    return importlib.util.find_spec("gymnax") is not None
 
 
 def gymnax_names() -> list[str]:
@@ -122,3 +129,17 @@ def _static_bound(bound: Any, unknown: float) -> Any:
     if any(isinstance(leaf, jax.core.Tracer) for leaf in leaves):
         return unknown
     return np.asarray(bound)
+
+
+SUITE = Suite(
+    prefix="gymnax/",
+    title="gymnax",
+    names=gymnax_names,
+    environment=GymnaxEnv,
+    installed=installed,
+    extra="gymnax",
+    limit="max_steps_in_episode",
+    split=params_options,
+)
+"""gymnax's environments: every option is a field of gymnax's params (the constructor takes
+none), the time limit among them (`max_steps_in_episode`, which gymnax counts itself)."""

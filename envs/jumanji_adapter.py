@@ -8,9 +8,10 @@
 * **Observations** are one float32 array per task, made from Jumanji's observation by
   `JumanjiEnv.observe` (a pure function of that observation, so it applies to observations
   Jumanji's own environment returns): an image `[H, W, C]` for the grid tasks, a flat vector for
-  the others; `OBSERVATIONS` says what each holds, channel by channel or block by block. A step
-  count is a feature (divided by the time limit, one constant channel or the vector's last
-  entry) only where Jumanji observes it and the task has a time limit.
+  the others; `OBSERVATIONS` (`envs/jumanji_observations.py`) says what each holds, channel by
+  channel or block by block. A step count is a feature (divided by the time limit, one constant
+  channel or the vector's last entry) only where Jumanji observes it and the task has a time
+  limit.
 * **Actions** are one `Discrete(n)` index. A multi-discrete Jumanji action (Minesweeper
   `[row, col]`, BinPack `[ems, item]`, RubiksCube `[face, depth, amount]`, Sudoku
   `[row, col, digit]`) is flattened row-major: index `i` is `jnp.unravel_index(i, dims)`
@@ -69,178 +70,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import struct
+from rlsuite.envs.jumanji_observations import OBSERVATIONS
+from rlsuite.envs.suites import Suite
 
 from rlsuite.environment import Environment, StepResult
 from rlsuite.environment.spaces import Box, Discrete
-
-# ----------------------------------------------------------------- observations
-
-
-def _one_hot(x: jax.Array, n: int) -> jax.Array:
-    """float32 one-hot over a new last axis (an index outside `[0, n)`, such as -1, is zeros)."""
-    return jax.nn.one_hot(x, n, dtype=jnp.float32)
-
-
-def _time(env: Any, obs: Any) -> jax.Array:
-    """The step count divided by the task's time limit (in [0, 1])."""
-    return jnp.asarray(obs.step_count, jnp.float32) / env.time_limit
-
-
-def _plane(value: jax.Array, shape: tuple[int, ...]) -> jax.Array:
-    """`value` broadcast to one `[H, W, 1]` channel."""
-    return jnp.broadcast_to(value, (*shape, 1)).astype(jnp.float32)
-
-
-def _flat(*parts: jax.Array) -> jax.Array:
-    return jnp.concatenate([jnp.asarray(p, jnp.float32).reshape(-1) for p in parts])
-
-
-def _snake(env: Any, obs: Any) -> jax.Array:
-    grid = jnp.asarray(obs.grid, jnp.float32)
-    return jnp.concatenate([grid, _plane(_time(env, obs), grid.shape[:2])], axis=-1)
-
-
-def _game2048(env: Any, obs: Any) -> jax.Array:
-    return _one_hot(obs.board, env.board_size**2 + 2)
-
-
-def _maze(env: Any, obs: Any) -> jax.Array:
-    walls = jnp.asarray(obs.walls, jnp.float32)
-    rows, cols = jnp.indices(walls.shape)
-
-    def at(position):
-        return ((rows == position.row) & (cols == position.col)).astype(jnp.float32)
-
-    channels = [walls, at(obs.agent_position), at(obs.target_position)]
-    return jnp.stack([*channels, _plane(_time(env, obs), walls.shape)[..., 0]], axis=-1)
-
-
-def _minesweeper(env: Any, obs: Any) -> jax.Array:
-    return _one_hot(obs.board + 1, 10)
-
-
-def _rubiks_cube(env: Any, obs: Any) -> jax.Array:
-    return _flat(_one_hot(obs.cube, 6), _time(env, obs))
-
-
-def _bin_pack(env: Any, obs: Any) -> jax.Array:
-    ems, items = obs.ems, obs.items
-    return _flat(
-        ems.x1, ems.x2, ems.y1, ems.y2, ems.z1, ems.z2, obs.ems_mask,
-        items.x_len, items.y_len, items.z_len, obs.items_mask, obs.items_placed,
-        obs.action_mask,
-    )  # fmt: skip
-
-
-def _tsp(env: Any, obs: Any) -> jax.Array:
-    n = env.num_cities
-    return _flat(
-        obs.coordinates, _one_hot(obs.position, n), _one_hot(obs.trajectory, n), obs.action_mask
-    )
-
-
-def _knapsack(env: Any, obs: Any) -> jax.Array:
-    return _flat(obs.weights, obs.values, obs.packed_items, obs.action_mask)
-
-
-def _cvrp(env: Any, obs: Any) -> jax.Array:
-    n = env.num_nodes + 1
-    return _flat(
-        obs.coordinates, obs.demands, obs.unvisited_nodes, _one_hot(obs.position, n),
-        _one_hot(obs.trajectory, n), obs.capacity, obs.action_mask,
-    )  # fmt: skip
-
-
-def _sudoku(env: Any, obs: Any) -> jax.Array:
-    return _one_hot(obs.board + 1, 10)
-
-
-def _sliding_tile(env: Any, obs: Any) -> jax.Array:
-    size = obs.puzzle.shape[0]
-    tiles = _one_hot(obs.puzzle, size * size)
-    return jnp.concatenate([tiles, _plane(_time(env, obs), (size, size))], axis=-1)
-
-
-def _graph_coloring(env: Any, obs: Any) -> jax.Array:
-    n = env.num_nodes
-    return _flat(
-        obs.adj_matrix, _one_hot(obs.colors, n), _one_hot(obs.current_node_index, n),
-        obs.action_mask,
-    )  # fmt: skip
-
-
-@dataclasses.dataclass(frozen=True)
-class Observation:
-    """How one task's Jumanji observation becomes ours: `convert(jumanji_env, observation)`,
-    its bounds, and what it holds (`layout`, for the documentation)."""
-
-    convert: Callable[[Any, Any], jax.Array]
-    layout: str
-    high: float = 1.0
-
-
-OBSERVATIONS: dict[str, Observation] = {
-    "Snake-v1": Observation(
-        _snake,
-        "[rows, cols, 6]: Jumanji's grid (body, head, tail, fruit, body order from 1 at the head "
-        "to 1/length at the tail), then step_count / time_limit",
-    ),
-    "Game2048-v1": Observation(
-        _game2048,
-        "[n, n, n*n + 2]: one-hot of each cell's tile exponent (channel 0: empty, channel k: "
-        "the tile 2**k)",
-    ),
-    "Maze-v0": Observation(
-        _maze, "[rows, cols, 4]: walls, agent, target, then step_count / time_limit"
-    ),
-    "Minesweeper-v0": Observation(
-        _minesweeper,
-        "[rows, cols, 10]: one-hot of the board (channel 0: unexplored, channel 1 + k: explored "
-        "with k adjacent mines)",
-    ),
-    "RubiksCube-v0": Observation(
-        _rubiks_cube,
-        "[6 * size * size * 6 + 1]: one-hot of each sticker's colour ([face, row, col, colour] "
-        "flattened), then step_count / time_limit",
-    ),
-    "BinPack-v2": Observation(
-        _bin_pack,
-        "[6 E + E + 3 I + I + I + E I] (E = obs_num_ems, I = max items): the EMSs' x1, x2, y1, "
-        "y2, z1, z2 (each [E]), ems_mask, the items' x_len, y_len, z_len (each [I]), "
-        "items_mask, items_placed, action_mask [E, I] flattened",
-    ),
-    "TSP-v1": Observation(
-        _tsp,
-        "[2 N + N + N N + N] (N cities): coordinates [N, 2], one-hot position (zeros before "
-        "the first city), one-hot of each trajectory entry [N, N] (zeros where not filled), "
-        "action_mask",
-    ),
-    "Knapsack-v1": Observation(
-        _knapsack, "[4 N] (N items): weights, values, packed_items, action_mask"
-    ),
-    "CVRP-v1": Observation(
-        _cvrp,
-        "(N = nodes + depot) coordinates [N, 2], demands [N], unvisited_nodes [N], one-hot "
-        "position [N], one-hot of each trajectory entry [2 (N - 1), N], capacity [1], "
-        "action_mask [N]",
-    ),
-    "Sudoku-v0": Observation(
-        _sudoku,
-        "[9, 9, 10]: one-hot of the board (channel 0: empty, channel 1 + d: the digit index d)",
-    ),
-    "SlidingTilePuzzle-v0": Observation(
-        _sliding_tile,
-        "[n, n, n*n + 1]: one-hot of each cell's tile (channel 0: the empty cell), then "
-        "step_count / time_limit",
-    ),
-    "GraphColoring-v1": Observation(
-        _graph_coloring,
-        "[N N + N N + N + N] (N nodes): adj_matrix, one-hot of each node's colour [N, N] (zeros "
-        "where not coloured), one-hot current_node_index, action_mask",
-    ),
-}
-OBSERVATIONS["RubiksCube-partly-scrambled-v0"] = OBSERVATIONS["RubiksCube-v0"]
-OBSERVATIONS["Sudoku-very-easy-v0"] = OBSERVATIONS["Sudoku-v0"]
 
 # ----------------------------------------------------------------- time limits
 
@@ -265,22 +99,23 @@ def _sliding_tile_end(env: Any, state: Any, action: jax.Array, next_state: Any) 
 
 
 @dataclasses.dataclass(frozen=True)
-class TimeLimit:
-    """A task whose Jumanji step ends the episode at `step_count >= env.time_limit`;
-    `real_end(env, state, action, next_state)` says whether the step also ended it for a real
-    reason (`ends`, in words), which makes it a termination, not a truncation."""
+class EpisodeEnd:
+    """How a task with a time limit (its Jumanji step ends the episode at `step_count >=
+    env.time_limit`) ends for real: `real_end(env, state, action, next_state)` says whether the
+    step also ended it for a real reason (`ends`, in words), which makes it a termination, not a
+    truncation. (Not `rlsuite.environment.wrappers.TimeLimit`: Jumanji counts this limit.)"""
 
     real_end: Callable[[Any, Any, jax.Array, Any], jax.Array]
     ends: str
 
 
-TIME_LIMITS: dict[str, TimeLimit] = {
-    "Snake-v1": TimeLimit(
+TIME_LIMITS: dict[str, EpisodeEnd] = {
+    "Snake-v1": EpisodeEnd(
         _snake_end, "an illegal move (off the grid or into the body) or a snake filling the grid"
     ),
-    "Maze-v0": TimeLimit(_maze_end, "the target reached (or no move possible)"),
-    "RubiksCube-v0": TimeLimit(_rubiks_end, "the cube solved"),
-    "SlidingTilePuzzle-v0": TimeLimit(_sliding_tile_end, "the puzzle solved"),
+    "Maze-v0": EpisodeEnd(_maze_end, "the target reached (or no move possible)"),
+    "RubiksCube-v0": EpisodeEnd(_rubiks_end, "the cube solved"),
+    "SlidingTilePuzzle-v0": EpisodeEnd(_sliding_tile_end, "the puzzle solved"),
 }
 TIME_LIMITS["RubiksCube-partly-scrambled-v0"] = TIME_LIMITS["RubiksCube-v0"]
 
@@ -411,9 +246,9 @@ class JumanjiEnv(Environment):
         self.options = dict(options)
         self.jumanji_env = jumanji.make(task, **options)
         self._observation = OBSERVATIONS[task]
-        self._time_limit = TIME_LIMITS.get(task)
+        self._episode_end = TIME_LIMITS.get(task)
         self.max_episode_steps: int | None = (
-            None if self._time_limit is None else int(self.jumanji_env.time_limit)
+            None if self._episode_end is None else int(self.jumanji_env.time_limit)
         )
         spec = self.jumanji_env.action_spec
         if isinstance(spec, specs.MultiDiscreteArray):
@@ -472,11 +307,11 @@ class JumanjiEnv(Environment):
         jumanji_action = self.decode(action)
         next_state, timestep = self.jumanji_env.step(state.jumanji, jumanji_action)
         last = timestep.last()
-        if self._time_limit is None:
+        if self._episode_end is None:
             truncated = jnp.zeros((), bool)
         else:
             limited = next_state.step_count >= self.jumanji_env.time_limit
-            real = self._time_limit.real_end(
+            real = self._episode_end.real_end(
                 self.jumanji_env, state.jumanji, jumanji_action, next_state
             )
             truncated = last & limited & ~real
@@ -510,3 +345,18 @@ class JumanjiEnv(Environment):
     def __repr__(self) -> str:
         options = "".join(f", {k}={v!r}" for k, v in self.options.items())
         return f"JumanjiEnv({self.task!r}{options})"
+
+
+SUITE = Suite(
+    prefix="jumanji/",
+    title="Jumanji",
+    names=jumanji_names,
+    environment=JumanjiEnv,
+    refused=refused,
+    installed=installed,
+    extra="jumanji",
+    limit="time_limit",
+    option_defaults=option_defaults,
+)
+"""Jumanji's single-agent tasks: every option is `JumanjiEnv`'s (the task's constructor
+arguments), the time limit among them (`time_limit`, which Jumanji counts itself)."""

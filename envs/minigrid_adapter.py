@@ -72,6 +72,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from rlsuite.envs.suites import Suite
 
 from rlsuite.environment import Environment, StepResult
 from rlsuite.environment.spaces import Categories, Discrete
@@ -260,3 +261,17 @@ def _check_option(where: str, field: str, value: Any) -> None:
             f"{where}view_size={value!r}; allowed: an odd integer >= 3 (the agent "
             "stands at the view's bottom centre)"
         )
+
+
+SUITE = Suite(
+    prefix="minigrid/",
+    title="XLand-MiniGrid",
+    names=minigrid_names,
+    environment=MiniGridEnv,
+    refused=refused,
+    installed=installed,
+    extra="minigrid",
+    limit="max_steps",
+)
+"""XLand-MiniGrid's MiniGrid tasks: every option is `MiniGridEnv`'s (a field of the task's
+params), the time limit among them (`max_steps`, which XLand-MiniGrid counts itself)."""

@@ -13,11 +13,12 @@ and `config["action_repeat"]` repeats an action and sums its rewards as Playgrou
 `EpisodeWrapper` does.
 
 Which tasks: the DM Control suite's (`playground_names()`), less those the installed MuJoCo cannot
-build (`unusable()`: Reacher's model calls `MjSpec.find_body`, which MuJoCo 3.17 lacks).
-Playground's locomotion and manipulation tasks (`REFUSED`) load robot models from MuJoCo
-Menagerie, which Playground clones from GitHub at first load; nothing is downloaded at run time
-here, so they are refused by name. A task whose observation is a dict (`vision=True`: pixels from
-MJX's renderer) is refused by name: the agents take one array.
+build (`unbuildable()`: Reacher's model calls `MjSpec.find_body`, which MuJoCo 3.17 lacks).
+Playground's locomotion and manipulation tasks load robot models from MuJoCo Menagerie, which
+Playground clones from GitHub at first load; nothing is downloaded at run time here, so they are
+refused by name (`refused()`: these and the `unbuildable()` ones, each saying why). A task whose
+observation is a dict (`vision=True`: pixels from MJX's renderer) is refused by name: the agents
+take one array.
 
 `impl`: MJX's implementation, `"jax"` (XLA; the default, and the one that runs on a CPU) or
 `"warp"` (NVIDIA Warp kernels, for a GPU with `mujoco_warp` installed). Playground's own default,
@@ -30,11 +31,11 @@ traced data, so `jax.vmap` over them steps each environment of a batch with its 
 `envs.make("playground/CartpoleBalance", body_mass=[0, 1, 0.2])` or `--env-option` sets them.
 An episode steps with the params it is given or, with `randomize=True`, with the physics its
 reset drew around them with the task's randomiser (`PlaygroundEnv.randomiser`; `RANDOMISATIONS`
-says which fields each task scales and how far) and kept in its state
-(`PlaygroundState.physics`), so domain randomisation is a fresh draw at every reset, as the UED
-maze's DR is a fresh level at every reset. The params are not copied into the state where they
-are not drawn: a batch that shares them keeps one model, not one per environment, and steps as
-Playground's own environment does, to the bit.
+says which fields each task scales and how far: `envs/playground_physics.py`, beside
+`PlaygroundParams`) and kept in its state (`PlaygroundState.physics`), so domain randomisation
+is a fresh draw at every reset, as the UED maze's DR is a fresh level at every reset. The params
+are not copied into the state where they are not drawn: a batch that shares them keeps one
+model, not one per environment, and steps as Playground's own environment does, to the bit.
 
 A disturbance channel (`Environment.disturb`, for an adversary: `rlsuite.agents.rarl`): a force
 in the world frame at the centre of mass of each of the task's `DISTURBED_BODIES`
@@ -58,7 +59,15 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 from rlsuite.envs.brax_adapter import _like, _normalise
+from rlsuite.envs.playground_physics import (  # noqa: F401 (RANDOMISATIONS: part of this face)
+    RANDOMISATIONS,
+    PlaygroundParams,
+    Randomisation,
+    make_randomiser,
+    randomisation,
+)
 from rlsuite.envs.rendering import mujoco_image
+from rlsuite.envs.suites import Suite
 
 from rlsuite.environment import Environment, StepResult
 from rlsuite.environment.spaces import Box
@@ -97,7 +106,7 @@ def _quietly_imported(module: str):
         return importlib.import_module(module)
 
 
-def unusable() -> dict[str, str]:
+def unbuildable() -> dict[str, str]:
     """DM Control suite tasks that the installed MuJoCo cannot build, and why."""
     import mujoco
 
@@ -111,15 +120,18 @@ def unusable() -> dict[str, str]:
 
 
 def refused() -> dict[str, str]:
-    """Playground's tasks that cannot run here (locomotion and manipulation), and why."""
+    """Playground's tasks that cannot run here, and why: the locomotion and manipulation ones
+    (Menagerie's robots) and the DM Control suite's that the installed MuJoCo cannot build
+    (`unbuildable()`)."""
     locomotion = _quietly_imported("mujoco_playground._src.locomotion")
     manipulation = _quietly_imported("mujoco_playground._src.manipulation")
-    return {name: _MENAGERIE for name in (*locomotion.ALL_ENVS, *manipulation.ALL_ENVS)}
+    menagerie = {name: _MENAGERIE for name in (*locomotion.ALL_ENVS, *manipulation.ALL_ENVS)}
+    return {**menagerie, **unbuildable()}
 
 
 def playground_names() -> list[str]:
     """The DM Control suite tasks that run here (Playground's names, e.g. `CartpoleBalance`)."""
-    broken = unusable()
+    broken = unbuildable()
     return [name for name in _suite().ALL_ENVS if name not in broken]
 
 
@@ -138,20 +150,6 @@ DISTURBED_BODIES: dict[str, tuple[str, ...]] = {
 
 
 @struct.dataclass
-class PlaygroundParams:
-    """Model fields as traced data (see the module's docstring); defaults: the task's model."""
-
-    body_mass: jax.Array
-    """[nbody] kg (the world body's 0)"""
-    geom_friction: jax.Array
-    """[ngeom, 3] sliding, torsional and rolling friction"""
-    dof_damping: jax.Array
-    """[nv] joint damping"""
-    actuator_gain: jax.Array
-    """[nu] each actuator's first gain parameter (a motor's force per unit of control)"""
-
-
-@struct.dataclass
 class PlaygroundState:
     """Playground's `State` (`data`, `obs`, `reward`, `done`, `metrics`, `info`) and, with
     `randomize=True`, the physics its episode runs with (drawn at its reset; `None` otherwise:
@@ -159,41 +157,6 @@ class PlaygroundState:
 
     playground: Any
     physics: PlaygroundParams | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Randomisation:
-    """How a task's randomiser scales its physics: each range `(low, high)` a factor drawn
-    uniformly, `None` leaving the field as it is.
-
-    mass: a factor per body of `bodies` (every body, where `bodies` is empty).
-    friction: one factor for every geom's friction (a surface's property).
-    damping: a factor per degree of freedom.
-    gain: a factor per actuator."""
-
-    mass: tuple[float, float] | None = (0.8, 1.2)
-    bodies: tuple[str, ...] = ()
-    friction: tuple[float, float] | None = (0.6, 1.4)
-    damping: tuple[float, float] | None = None
-    gain: tuple[float, float] | None = (0.9, 1.1)
-
-
-# Per task, by the name's prefix (first match), with a default for the rest. The cartpole's and
-# pendulum's pole masses span 0.5x to 2x (the classic DR benchmark's range); the cheetah's
-# ground contact varies through friction (Playground's Go1 randomiser draws 0.4 to 1.0).
-RANDOMISATIONS: dict[str, Randomisation] = {
-    "Cartpole": Randomisation(mass=(0.5, 2.0), bodies=("cart", "pole_1"), friction=None, gain=None),
-    "Pendulum": Randomisation(
-        mass=(0.5, 2.0), bodies=("pole",), friction=None, damping=(0.5, 2.0), gain=None
-    ),
-    "Cheetah": Randomisation(mass=(0.8, 1.2), bodies=("torso",), friction=(0.4, 1.2)),
-    "": Randomisation(),
-}
-
-
-def randomisation(task: str) -> Randomisation:
-    """The `Randomisation` of `task` (see `RANDOMISATIONS`)."""
-    return next(r for prefix, r in RANDOMISATIONS.items() if task.startswith(prefix))
 
 
 class PlaygroundEnv(Environment):
@@ -214,11 +177,9 @@ class PlaygroundEnv(Environment):
     def __init__(
         self, task: str, impl: str = "jax", randomize: bool = False, **config: Any
     ) -> None:
-        if task in refused():
-            raise ValueError(f"Playground task {task!r} cannot run here: {_MENAGERIE}")
-        broken = unusable()
-        if task in broken:
-            raise ValueError(f"Playground task {task!r} cannot run here: {broken[task]}")
+        why = refused().get(task)
+        if why is not None:
+            raise ValueError(f"Playground task {task!r} cannot run here: {why}")
         suite = _suite()
         names = playground_names()
         if task not in names:
@@ -391,34 +352,18 @@ class PlaygroundEnv(Environment):
         )
 
 
-def make_randomiser(
-    spec: Randomisation, body_names: list[str]
-) -> Callable[[jax.Array, PlaygroundParams], PlaygroundParams]:
-    """`(key, params) -> params` scaling the fields `spec` names by uniform factors."""
-    unknown = [b for b in spec.bodies if b not in body_names]
-    if unknown:
-        raise ValueError(f"Randomisation.bodies: no body {unknown}; the model has {body_names}")
-    chosen = np.zeros(len(body_names), bool)
-    chosen[[body_names.index(b) for b in spec.bodies] if spec.bodies else slice(None)] = True
-
-    def factor(key, bounds, shape):
-        if bounds is None:
-            return jnp.ones(shape, jnp.float32)
-        return jax.random.uniform(key, shape, jnp.float32, bounds[0], bounds[1])
-
-    def draw(key: jax.Array, params: PlaygroundParams) -> PlaygroundParams:
-        k_mass, k_friction, k_damping, k_gain = jax.random.split(key, 4)
-        mass = factor(k_mass, spec.mass, params.body_mass.shape)
-        return params.replace(
-            body_mass=params.body_mass * jnp.where(chosen, mass, 1.0),
-            geom_friction=params.geom_friction * factor(k_friction, spec.friction, ()),
-            dof_damping=params.dof_damping
-            * factor(k_damping, spec.damping, params.dof_damping.shape),
-            actuator_gain=params.actuator_gain
-            * factor(k_gain, spec.gain, params.actuator_gain.shape),
-        )
-
-    return draw
+def split_options(options: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`envs.make`'s options as `PlaygroundEnv`'s keywords (`impl`, `randomize`, config keys)
+    and the physics params fields, a field given as a list (`[0, 1, 0.2]`) an array of the
+    model's float32."""
+    physics = {f.name for f in dataclasses.fields(PlaygroundParams)}
+    constructor = {k: v for k, v in options.items() if k not in physics}
+    overrides = {
+        k: jnp.asarray(v, jnp.float32) if isinstance(v, list | tuple) else v
+        for k, v in options.items()
+        if k in physics
+    }
+    return constructor, overrides
 
 
 def _flatten(config: dict, prefix: str = "") -> dict[str, Any]:
@@ -429,3 +374,20 @@ def _flatten(config: dict, prefix: str = "") -> dict[str, Any]:
             flat.update(_flatten(value, f"{prefix}{key}."))
         flat[f"{prefix}{key}"] = value
     return flat
+
+
+SUITE = Suite(
+    prefix="playground/",
+    title="MuJoCo Playground",
+    names=playground_names,
+    environment=PlaygroundEnv,
+    refused=refused,
+    installed=installed,
+    extra="playground",
+    split=split_options,
+    option_defaults=option_defaults,
+    renders="every Playground task, through MuJoCo's renderer",
+)
+"""Playground's DM Control suite: its params are the model's physics, its constructor takes
+`impl`, `randomize` and the task's config keys, and the time limit is ours (the task's
+`episode_length`, `PlaygroundEnv.max_episode_steps`)."""

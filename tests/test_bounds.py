@@ -12,15 +12,6 @@ MODULE_LINES, FUNCTION_LINES, PARAMETERS = 450, 80, 8
 
 # (path, name or None for the module itself, what is measured) -> (the most it may be, why).
 EXCEPTIONS = {
-    ("envs/registry.py", None, "lines"): (
-        630,
-        "the catalogue, the meta/UED family factories, "
-        "make, option parsing and render checks in one module: to be split",
-    ),
-    ("envs/jumanji_adapter.py", None, "lines"): (
-        512,
-        "the adapter and its own time limit: to be declared as a Suite with the others",
-    ),
     ("rlsuite/app/collect.py", "collect", "parameters"): (
         10,
         "the run seam of records is still to come",

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from rlsuite.envs.brax_adapter import BACKENDS, BraxEnv, BraxParams, brax_names, unusable
+from rlsuite.envs.brax_adapter import BACKENDS, BraxEnv, BraxParams, brax_names, refused
 
 from rlsuite import envs
 from rlsuite.environment.spaces import Box
@@ -294,7 +294,7 @@ def test_an_environment_that_cannot_step_with_this_jax_is_left_out_and_refused_b
     import inspect
 
     expected = set() if "a_min" in inspect.signature(jnp.clip).parameters else {"swimmer"}
-    assert set(unusable()) == expected
+    assert set(refused()) == expected
     for name in expected:
         assert name not in brax_names() and f"brax/{name}" not in envs.names()
         with pytest.raises(ValueError, match=f"brax environment '{name}' cannot run here: its"):

@@ -1,5 +1,5 @@
 """Environment options (`rlsuite train ALGO --env NAME --env-option FIELD=VALUE ...`): values read
-as the field's type (`envs.registry.parse_options`), refused by name before anything runs,
+as the field's type (`envs.options.parse_options`), refused by name before anything runs,
 recorded in `config.json` and used by every command that rebuilds the run's environment."""
 
 import json
@@ -7,7 +7,7 @@ import re
 
 import numpy as np
 import pytest
-from rlsuite.envs import registry
+from rlsuite.envs.options import make_with_options, options_to_json, parse_options
 
 from rlsuite.app import runs
 from tests.test_cli import rlsuite
@@ -15,27 +15,25 @@ from tests.test_cli import rlsuite
 
 def test_values_are_read_as_the_type_of_the_fields_default():
     # cartpole's params.gravity is a float (9.8): "20" is 20.0, not the int 20.
-    assert registry.parse_options("cartpole", {"gravity": "20"}) == {"gravity": 20.0}
-    assert type(registry.parse_options("cartpole", {"gravity": "20"})["gravity"]) is float
+    assert parse_options("cartpole", {"gravity": "20"}) == {"gravity": 20.0}
+    assert type(parse_options("cartpole", {"gravity": "20"})["gravity"]) is float
     # meta/bandit's constructor takes pulls: int = 100.
-    pulls = registry.parse_options("meta/bandit", {"pulls": "20"})["pulls"]
+    pulls = parse_options("meta/bandit", {"pulls": "20"})["pulls"]
     assert pulls == 20 and type(pulls) is int
     # A bool params field (meta/point_robot's sparse) and a bool constructor argument.
-    assert registry.parse_options("meta/point_robot", {"sparse": "true"}) == {"sparse": True}
-    assert registry.parse_options("meta/point_robot", {"sparse": "0"}) == {"sparse": False}
-    assert registry.parse_options("probe/action_reward", {"continuous": "True"}) == {
-        "continuous": True
-    }
+    assert parse_options("meta/point_robot", {"sparse": "true"}) == {"sparse": True}
+    assert parse_options("meta/point_robot", {"sparse": "0"}) == {"sparse": False}
+    assert parse_options("probe/action_reward", {"continuous": "True"}) == {"continuous": True}
     # An array field: point_mass's goal_low [2] float32 from a list.
-    low = registry.parse_options("point_mass", {"goal_low": "[-0.5, -0.25]"})["goal_low"]
+    low = parse_options("point_mass", {"goal_low": "[-0.5, -0.25]"})["goal_low"]
     assert low.dtype == np.float32 and low.tolist() == [-0.5, -0.25]
     # What config.json records reads back to the same values.
-    parsed = registry.parse_options("point_mass", {"goal_low": "[-0.5, -0.25]", "dt": "0.05"})
-    recorded = json.loads(json.dumps(registry.options_to_json(parsed)))
+    parsed = parse_options("point_mass", {"goal_low": "[-0.5, -0.25]", "dt": "0.05"})
+    recorded = json.loads(json.dumps(options_to_json(parsed)))
     assert recorded == {"goal_low": [-0.5, -0.25], "dt": 0.05}
-    again = registry.parse_options("point_mass", recorded)
+    again = parse_options("point_mass", recorded)
     assert again["goal_low"].tolist() == [-0.5, -0.25] and again["dt"] == 0.05
-    env, params = registry.make_with_options("point_mass", recorded)
+    env, params = make_with_options("point_mass", recorded)
     assert params.goal_low.tolist() == [-0.5, -0.25]
 
 
@@ -51,7 +49,7 @@ def test_values_are_read_as_the_type_of_the_fields_default():
 )
 def test_a_value_that_does_not_convert_names_the_field_and_its_type(name, options, message):
     with pytest.raises(ValueError, match=message):
-        registry.parse_options(name, options)
+        parse_options(name, options)
 
 
 def test_the_command_line_records_the_options_and_every_command_uses_them(tmp_path):

@@ -124,7 +124,7 @@ def test_the_suites_tasks_are_named_and_the_others_refused_saying_why():
     names = envs.names()
     assert "playground/CartpoleBalance" in names and "playground/CheetahRun" in names
     assert len([n for n in names if n.startswith("playground/")]) == len(pg.playground_names())
-    assert len(pg.playground_names()) + len(pg.unusable()) == 25  # the DM Control suite's 25
+    assert len(pg.playground_names()) + len(pg.unbuildable()) == 25  # the DM Control suite's 25
     with pytest.raises(ValueError, match="Go1Getup.*Menagerie.*downloads nothing"):
         envs.make("playground/Go1Getup")
     with pytest.raises(ValueError, match="PandaPickCube.*Menagerie"):
@@ -137,11 +137,11 @@ def test_a_task_the_pinned_mujoco_cannot_build_is_refused_by_name():
     import mujoco
     from rlsuite.envs import playground_adapter as pg
 
-    if not pg.unusable():  # a MuJoCo with MjSpec.find_body builds Reacher
+    if not pg.unbuildable():  # a MuJoCo with MjSpec.find_body builds Reacher
         envs.make("playground/ReacherEasy")
         return
     assert not hasattr(mujoco.MjSpec, "find_body")
-    assert set(pg.unusable()) == {"ReacherEasy", "ReacherHard"}
+    assert set(pg.unbuildable()) == {"ReacherEasy", "ReacherHard"}
     with pytest.raises(ValueError, match="ReacherEasy.*MjSpec.find_body"):
         envs.make("playground/ReacherEasy")
 
@@ -163,7 +163,7 @@ def test_bad_options_are_refused_by_name(kwargs, message):
 
 
 def test_options_from_the_command_line_take_their_types():
-    from rlsuite.envs.registry import parse_options
+    from rlsuite.envs.options import parse_options
 
     options = parse_options(
         "playground/CartpoleBalance",

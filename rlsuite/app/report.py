@@ -75,7 +75,7 @@ def described(record: dict, final: dict | None) -> str | None:
         return None
     from rlsuite import envs
 
-    env, _ = envs.registry.make_with_options(record["env"], record.get("env_options"))
+    env, _ = envs.options.make_with_options(record["env"], record.get("env_options"))
     return env.evaluation.describe(final)
 
 
@@ -90,7 +90,7 @@ def first_frame(record: dict, path: pathlib.Path) -> str | None:
     rendering.use_gl()  # before the environment imports MuJoCo
     from rlsuite import envs
 
-    env, params = envs.registry.make_with_options(record["env"], record.get("env_options"))
+    env, params = envs.options.make_with_options(record["env"], record.get("env_options"))
     try:
         envs.registry.check_renderable(env, record["env"])
         _, state = jax.jit(env.reset)(jax.random.key(record.get("seed", 0)), params)

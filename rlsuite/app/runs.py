@@ -238,7 +238,7 @@ def build(record: RunRecord) -> Built:
     offline run's dataset is refused where the file changed since the run started."""
     from rlsuite import envs
 
-    env, env_params = envs.registry.make_with_options(record.env, record.env_options)
+    env, env_params = envs.options.make_with_options(record.env, record.env_options)
     data = None
     if record.dataset:
         data, sha = load_dataset(record.dataset, env, env_params)

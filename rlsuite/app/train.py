@@ -193,7 +193,7 @@ def new_run(argv: list[str], command: str, check=None) -> runs.NewRun:
 
 def _parse(argv: list[str], command: str):
     """`(algo, args, env_name, env_options, (env, env_params))` of a new run's command line
-    (the options parsed: `envs.registry.parse_options`)."""
+    (the options parsed: `envs.options.parse_options`)."""
     from rlsuite import envs
 
     argv, given = config_file(argv)
@@ -227,7 +227,7 @@ def _parse(argv: list[str], command: str):
     env_name = _env_name(algo, argv)
     argv, pairs = env_option_flags(argv)
     options = env_options(pairs) if pairs or given is None else given.get("env_options") or {}
-    options = envs.registry.parse_options(env_name, options)  # an unknown name fails here
+    options = envs.options.parse_options(env_name, options)  # an unknown name fails here
     made = envs.make(env_name, **options)  # and so does an unknown option, before any parsing
     argv = [*argv, "--env-option", *pairs] if pairs else argv
     TrainArgs = train_args(algo)
@@ -244,7 +244,7 @@ def _parse(argv: list[str], command: str):
 
 
 def _record(algo, args, env_name: str, agent, mesh: dict | None, options) -> runs.RunRecord:
-    from rlsuite.envs.registry import options_to_json
+    from rlsuite.envs.options import options_to_json
     from rlsuite.loop.runner import chunk_length
 
     return runs.RunRecord(
