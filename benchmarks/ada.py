@@ -39,7 +39,7 @@ from report import check_args, fmt, progress  # noqa: E402
 from rlsuite import envs  # noqa: E402
 from rlsuite.agents import ued  # noqa: E402
 from rlsuite.app.tuned import tuned  # noqa: E402
-from rlsuite.loop.evaluator import Evaluator  # noqa: E402
+from rlsuite.loop.policy_evaluation import Evaluator  # noqa: E402
 
 FAMILIES = {"meta/maze": {"wall_density": 0.4}, "meta/bandit": {"held_out": True}}
 

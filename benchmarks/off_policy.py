@@ -13,7 +13,7 @@ whole training runs, learning included, and wall time to a return threshold):
    (`--threshold`, -250): the first update at which the mean over seeds of that update's episodic
    return (the mean return of the training episodes that ended during the update; NaN if none)
    reaches it, at the compile-free rate (uniform time per update). Final returns: `--eval-episodes`
-   deterministic episodes per seed through our evaluator (`rlsuite.loop.evaluation.evaluate`) on our
+   deterministic episodes per seed through our evaluator (`rlsuite.loop.episodes.evaluate`) on our
    Pendulum, for both sides, from the same keys.
 
    Geometry, ours -> rejax (one update of ours = one step of every env + `gradient_steps` gradient

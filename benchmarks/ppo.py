@@ -26,7 +26,7 @@ Three comparisons (the third off by default), in one run, on one machine:
    normalisation on, a (64, 64) tanh actor and critic with a Gaussian policy and a state-independent
    log std. Brax's compile-free time is its own per-epoch wall time (`training/walltime`) over the
    epochs after the first (which compiles), scaled to the whole run. Final returns of both sides
-   come from the same evaluator (`rlsuite.loop.evaluation.evaluate`, deterministic policy) on our
+   come from the same evaluator (`rlsuite.loop.episodes.evaluate`, deterministic policy) on our
    env.
    Differences that remain (brax's API fixes them): brax restarts every episode of an env from one
    cached start state, recomputes GAE per minibatch with the current critic, drops rather than

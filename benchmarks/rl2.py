@@ -97,7 +97,7 @@ from rlsuite.agents import ppo, rl2
 from rlsuite.app import tuned
 from rlsuite.loop import driver
 from rlsuite.loop.agent import config_dict
-from rlsuite.loop.evaluation import evaluate
+from rlsuite.loop.episodes import evaluate
 from rlsuite.loop.rollout import RecurrentPolicy
 
 ROOT = Path(__file__).resolve().parent.parent

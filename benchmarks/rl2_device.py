@@ -6,7 +6,7 @@ vmapped in one program, trained for a fixed wall-clock budget (`--budget-seconds
 excluded and timed apart). Every `--eval-every-seconds` of training, and at the start and the end,
 each seed's deterministic policy runs one trial on each of `--eval-trials` held-out targets (an
 even grid over the range, the same for every seed and every evaluation), through
-`rlsuite.loop.evaluation.evaluate_trials`; the table gives, against env steps per seed, the
+`rlsuite.loop.episodes.evaluate_trials`; the table gives, against env steps per seed, the
 return of episode 1 and of episode 2 and the mean |v - v*| per step of each episode.
 
 The check: at the end, episode 2's return minus episode 1's (`paired_difference`, a paired
@@ -45,7 +45,7 @@ from rlsuite.environment.meta import RL2, trial_wrapper
 from rlsuite.environment.wrappers import ClipAction, Wrapper
 from rlsuite.loop import driver
 from rlsuite.loop.agent import policy
-from rlsuite.loop.evaluation import adaptation_curve, evaluate_trials, paired_difference
+from rlsuite.loop.episodes import adaptation_curve, evaluate_trials, paired_difference
 
 EPISODES = 2  # episodes per trial
 ERRORS = tuple(f"velocity_error_{k + 1}" for k in range(EPISODES))  # summed per trial

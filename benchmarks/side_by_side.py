@@ -39,7 +39,7 @@ from rich.console import Console
 from rlsuite import envs
 from rlsuite.loop import driver, platform
 from rlsuite.loop.agent import config_dict
-from rlsuite.loop.evaluation import evaluate
+from rlsuite.loop.episodes import evaluate
 from rlsuite.ops.bootstrap import bootstrap_ci
 
 ROOT = Path(__file__).resolve().parent.parent

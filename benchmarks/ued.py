@@ -95,7 +95,7 @@ from rlsuite.agents import ued
 from rlsuite.app import tuned
 from rlsuite.loop import driver
 from rlsuite.loop.agent import config_dict
-from rlsuite.loop.evaluation import evaluate_levels
+from rlsuite.loop.episodes import evaluate_levels
 from rlsuite.loop.rollout import RecurrentPolicy
 
 ROOT = Path(__file__).resolve().parent.parent

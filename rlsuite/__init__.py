@@ -17,7 +17,7 @@ checks it, see `pyproject.toml`):
 
 from rlsuite.data.transition import Transition
 from rlsuite.environment import Environment
-from rlsuite.loop.evaluation import EvalResult, evaluate
+from rlsuite.loop.episodes import EvalResult, evaluate
 from rlsuite.loop.rollout import EnvBatch, RecurrentPolicy, reset_batch
 
 __version__ = "0.1.0"

@@ -18,7 +18,7 @@ from flax import struct
 from rlsuite.environment.wrappers import TimeLimit
 from rlsuite.loop import driver
 from rlsuite.loop.agent import Agent, extra_args, policy
-from rlsuite.loop.evaluation import evaluate
+from rlsuite.loop.episodes import evaluate
 from rlsuite.loop.rollout import (
     TRIAL_END,
     EnvBatch,

@@ -20,7 +20,7 @@ from rlsuite.data.datasets import Dataset, DatasetInfo
 from rlsuite.data.transition import Transition
 from rlsuite.environment.wrappers import EpisodeStatistics
 from rlsuite.loop.rollout import reset_batch, rollout
-from rlsuite.ops import memory
+from rlsuite.ops import footprint
 
 INFO = DatasetInfo(
     env="pendulum",
@@ -273,13 +273,13 @@ def test_loading_refuses_a_dataset_too_large_before_reading_it(tmp_path, monkeyp
     # 10 rows: obs + next obs 2 * 3 * 4, actions 2 * 4, reward 4, two flags 1 each = 38 bytes.
     # The file holds a NaN: had the arrays been read first, that error would come first.
     path = _write(tmp_path / "big.hdf5", _corrupt(_arrays(n=10), "nan"))
-    monkeypatch.setattr(memory, "available_bytes", lambda device=None: 400)
+    monkeypatch.setattr(footprint, "available_bytes", lambda device=None: 400)
     with pytest.raises(
         MemoryError, match=r"big.hdf5 needs 380 bytes, more than 90% of the 400 bytes"
     ):
         load_d4rl(path)
     minari_dir = _write_minari(tmp_path / "minari", _episodes())
-    monkeypatch.setattr(memory, "available_bytes", lambda device=None: 10)
+    monkeypatch.setattr(footprint, "available_bytes", lambda device=None: 10)
     with pytest.raises(MemoryError, match="main_data.hdf5 needs"):
         load_minari(minari_dir)
 

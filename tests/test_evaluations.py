@@ -1,5 +1,5 @@
 """What an environment declares it is evaluated on (`rlsuite.environment.evaluations`) and the
-loop's `Evaluator` that plays it (`rlsuite.loop.evaluator`)."""
+loop's `Evaluator` that plays it (`rlsuite.loop.policy_evaluation`)."""
 
 import json
 

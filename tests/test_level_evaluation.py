@@ -23,7 +23,7 @@ from rlsuite.app.plotting import plot_levels
 from rlsuite.environment.evaluations import solve_rate_table
 from rlsuite.loop import driver
 from rlsuite.loop.agent import Agent, policy
-from rlsuite.loop.evaluation import evaluate_levels
+from rlsuite.loop.episodes import evaluate_levels
 from rlsuite.loop.rollout import RecurrentPolicy
 
 LEFT, RIGHT, FORWARD = 0, 1, 2

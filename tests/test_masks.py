@@ -20,7 +20,7 @@ from rlsuite.environment.checker import EnvContractError, check_env
 from rlsuite.environment.spaces import Box, Discrete
 from rlsuite.environment.wrappers import EpisodeStatistics, TimeLimit
 from rlsuite.loop import agent as agent_lib
-from rlsuite.loop.evaluation import evaluate
+from rlsuite.loop.episodes import evaluate
 from rlsuite.loop.rollout import reset_batch, rollout
 
 

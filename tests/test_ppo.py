@@ -262,7 +262,7 @@ def test_pendulum_learns_over_two_vmapped_seeds_with_tuned_defaults():
 def test_brax_environment_through_the_adapter_improves_over_the_random_policy():
     # MJX inverted pendulum (terminates when the pole falls). Uniformly random actions keep it up
     # for about 5 steps; 40k steps of PPO must at least quadruple that.
-    from rlsuite.loop.evaluation import evaluate
+    from rlsuite.loop.episodes import evaluate
 
     env, params = envs.make("brax/inverted_pendulum")
     config = ppo.PPOConfig(

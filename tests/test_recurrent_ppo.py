@@ -13,7 +13,7 @@ from rlsuite import envs
 from rlsuite.agents import ppo
 from rlsuite.loop import agent as agent_lib
 from rlsuite.loop import driver
-from rlsuite.loop.evaluation import evaluate
+from rlsuite.loop.episodes import evaluate
 from rlsuite.networks import memory
 from rlsuite.ops import losses
 

@@ -21,7 +21,7 @@ from rlsuite.agents import ppo, registry, rl2
 from rlsuite.app import tuned
 from rlsuite.loop import agent as agent_lib
 from rlsuite.loop import driver
-from rlsuite.loop.evaluation import evaluate_trials, paired_difference
+from rlsuite.loop.episodes import evaluate_trials, paired_difference
 
 THOMPSON_K5_N10 = 5.84
 TABULAR_UPDATES = 400

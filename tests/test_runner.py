@@ -235,15 +235,15 @@ def test_memory_check_counts_the_checkpoint_copy_on_a_cpu(agent, tmp_path, monke
     import functools
 
     from rlsuite.loop import driver
-    from rlsuite.ops import memory
+    from rlsuite.ops import footprint
 
     keys = jax.random.split(jax.random.key(0), 2)
     init = functools.partial(driver.init_batch, agent)
     state = jax.eval_shape(init, keys, agent.default_hparams, None, None)
-    need = memory.tree_bytes(state)
+    need = footprint.tree_bytes(state)
     # Room for 1.5 states (within the 90% margin): a run that keeps no checkpoints fits, one
     # that saves them (from a host copy, in the same memory on a CPU) does not.
-    monkeypatch.setattr(memory, "available_bytes", lambda device=None: int(need * 1.5 / 0.9))
+    monkeypatch.setattr(footprint, "available_bytes", lambda device=None: int(need * 1.5 / 0.9))
     with pytest.raises(MemoryError, match="the learner state of 2 runs with its checkpoint copy"):
         fit(agent, tmp_path / "run")
     assert not (tmp_path / "run").exists()

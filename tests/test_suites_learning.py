@@ -29,7 +29,7 @@ import pytest
 from rlsuite import envs
 from rlsuite.app import cli
 from rlsuite.environment import masks
-from rlsuite.loop.evaluation import evaluate
+from rlsuite.loop.episodes import evaluate
 from rlsuite.ops.bootstrap import bootstrap_ci
 
 pytest.importorskip("jumanji")

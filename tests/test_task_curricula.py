@@ -192,7 +192,7 @@ def test_trials_on_held_out_tasks_match_the_attempts_on_them_as_levels():
     level `i` of `Evaluator.levels`: the same returns, with each episode's besides."""
     from rlsuite.agents import ued
     from rlsuite.loop import driver
-    from rlsuite.loop.evaluator import Evaluator
+    from rlsuite.loop.policy_evaluation import Evaluator
 
     env, params = envs.make("meta/maze", wall_density=0.4)
     config = ued.UEDConfig(num_envs=4, num_steps=8, recurrent_size=8, hidden_sizes=(8,))

@@ -18,7 +18,7 @@ import pytest
 
 from rlsuite.environment.meta import RL2
 from rlsuite.environment.wrappers import TimeLimit
-from rlsuite.loop.evaluation import (
+from rlsuite.loop.episodes import (
     adaptation_curve,
     evaluate,
     evaluate_trials,

@@ -21,7 +21,7 @@ from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Discrete
 from rlsuite.environment.wrappers import RescaleAction
 from rlsuite.networks import TORSOS, activation_fn
-from rlsuite.ops import memory
+from rlsuite.ops import footprint
 from rlsuite.ops.validators import check_hidden_sizes, check_positive_ints
 
 
@@ -219,7 +219,7 @@ def replay(name: str, config: ReplayConfig, item, buffer=None, relabel=None) -> 
             f"it holds (logged as charts/buffer_size); {type(shapes).__name__}.size is "
             f"{_described(size)}"
         )
-    memory.check_fits(memory.tree_bytes(shapes), f"{name}: {what}", hint=hint)
+    footprint.check_fits(footprint.tree_bytes(shapes), f"{name}: {what}", hint=hint)
     return buffer
 
 

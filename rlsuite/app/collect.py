@@ -41,7 +41,7 @@ from rlsuite.data.transition import Transition
 from rlsuite.environment.wrappers import RescaleAction
 from rlsuite.loop import driver
 from rlsuite.loop.agent import Agent
-from rlsuite.loop.evaluation import evaluate
+from rlsuite.loop.episodes import evaluate
 from rlsuite.loop.rollout import reset_batch, rollout
 
 QUALITIES = ("random", "medium", "expert", "medium-replay", "medium-expert")

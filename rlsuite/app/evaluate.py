@@ -44,8 +44,8 @@ class EvalArgs:
 def main(argv: list[str]) -> dict:
     from rlsuite.environment.evaluations import reference_table
     from rlsuite.loop.divergence import Divergence
-    from rlsuite.loop.evaluator import eval_summary, evaluate_policies
     from rlsuite.loop.files import check_new_file, write_json
+    from rlsuite.loop.policy_evaluation import eval_summary, evaluate_policies
 
     args = tyro.cli(EvalArgs, args=argv, prog="rlsuite eval")
     if args.episodes < 1:

@@ -6,8 +6,9 @@ from the on-device ``rlsuite.data.datasets.Dataset`` (its arrays and dtypes are 
     dataset = load_minari("minari/cartpole/random-v0", env=env, env_params=params)
 
 Loaders check keys, ranks, lengths and dtypes from the file's shapes, then refuse (with
-``rlsuite.ops.memory.check_fits``) a dataset too large for the device, and only then read the arrays
-and refuse NaN or infinite values. Every problem is a ``ValueError`` naming the file and the key.
+``rlsuite.ops.footprint.check_fits``) a dataset too large for the device, and only then read the
+arrays and refuse NaN or infinite values. Every problem is a ``ValueError`` naming the file and
+the key.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 
 from rlsuite.data.datasets import KEYS, Dataset, DatasetInfo
 from rlsuite.environment.spaces import Discrete
-from rlsuite.ops import memory
+from rlsuite.ops import footprint
 
 _MIN_RANK = {"observations": 2, "next_observations": 2, "actions": 1}  # the others are [N]
 _INFO_ATTR, _FORMAT_ATTR, _FORMAT = "rlsuite_info", "rlsuite_format", 1
@@ -114,7 +115,7 @@ def _fits(n: int, specs: dict, where: str) -> None:
         int(np.prod(specs[k].shape[1:], dtype=np.int64)) for k in ("observations", "actions")
     )
     need = n * (2 * obs * 4 + act * 4 + 4 + 2)  # float32 obs and next obs, 4-byte actions, ...
-    memory.check_fits(need, where, hint="load a smaller dataset or free device memory")
+    footprint.check_fits(need, where, hint="load a smaller dataset or free device memory")
 
 
 def _clean(arrays: dict, where: str, names: dict | None = None) -> dict[str, np.ndarray]:

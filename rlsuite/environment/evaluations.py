@@ -6,7 +6,7 @@ info keys such as regret (`Trials`, the RL^2 wrapper's), achievements and their 
 solve rates around another evaluation (`HeldOutLevels`, declared by an environment with `Levels`).
 
 An evaluation is called with an `Evaluator`, which the training loop implements
-(`rlsuite.loop.evaluator`): it plays every run's policy for episodes, trials or attempts on
+(`rlsuite.loop.policy_evaluation`): it plays every run's policy for episodes, trials or attempts on
 levels and returns host arrays. The evaluation returns `(returns [num_runs, episodes], entries)`,
 whose entries `final.json` and `rlsuite eval` add to the returns' summary, and `describe` turns
 those entries into the lines `rlsuite eval` prints. A new kind of evaluation is a subclass
@@ -56,7 +56,7 @@ class TrialsResult(NamedTuple):
 
 
 class Evaluator(Protocol):
-    """Every run's policy played inside `jit` (`rlsuite.loop.evaluator.Evaluator`)."""
+    """Every run's policy played inside `jit` (`rlsuite.loop.policy_evaluation.Evaluator`)."""
 
     env: Any
     env_params: Any
@@ -406,7 +406,7 @@ def solve_rate_table(names, returns) -> str:
     attempts with a return above 0), mean return and number of attempts, then a `mean` row
     (the means over the levels, the attempts summed).
 
-    `returns` is `[num_levels, attempts]` (`rlsuite.loop.evaluation.evaluate_levels`) or
+    `returns` is `[num_levels, attempts]` (`rlsuite.loop.episodes.evaluate_levels`) or
     `[num_runs, num_levels, attempts]` (`evaluate_levels_batch`), whose runs' attempts are
     pooled; `names` has one name per level.
     """

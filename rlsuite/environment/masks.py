@@ -8,7 +8,7 @@ nothing traced, whether an environment has them.
 
 Where the environment has masks, every path that acts computes the batch's masks before the
 policy is called (`of_batch`) and gives them to it as the keyword `action_mask`
-(`rlsuite.loop.rollout`, `rlsuite.loop.evaluation`); a rollout keeps them with each transition
+(`rlsuite.loop.rollout`, `rlsuite.loop.episodes`); a rollout keeps them with each transition
 (`Transition.extras["action_mask"]`), so that learning scores the distribution the action was
 drawn from. An agent that reads masks says so (`Agent.reads_action_mask`) and takes
 `action_mask=` in `act`; binding an agent that does not to an environment with masks is refused

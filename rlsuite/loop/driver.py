@@ -42,7 +42,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from rlsuite.loop.agent import Agent, extra_args, policy
 from rlsuite.loop.distributed import place
-from rlsuite.loop.evaluation import (
+from rlsuite.loop.episodes import (
     EvalResult,
     LevelResult,
     TrialResult,
@@ -145,7 +145,7 @@ def evaluate_batch(
     sum_info: tuple[str, ...] = (),
 ) -> EvalResult:
     """Evaluate every run's policy for `num_episodes` episodes: results are `[num_runs, E]`
-    (`sum_info`: info keys summed per episode, `rlsuite.loop.evaluation.evaluate`).
+    (`sum_info`: info keys summed per episode, `rlsuite.loop.episodes.evaluate`).
 
     Observation statistics are read from each state and never updated (frozen in evaluation).
     An episode runs until it ends or for `max_steps` steps (default: the environment's time
@@ -172,7 +172,7 @@ def evaluate_trials_batch(
 ) -> TrialResult:
     """`evaluate_batch` for a task family (an `RL2`-wrapped environment): every run's policy for
     `num_trials` whole trials, with each episode's return (`[num_runs, num_trials, episodes]`)
-    and the `sum_info` keys summed over each trial (`rlsuite.loop.evaluation.evaluate_trials`)."""
+    and the `sum_info` keys summed over each trial (`rlsuite.loop.episodes.evaluate_trials`)."""
 
     def one(acting, key):
         return evaluate_trials(
@@ -214,7 +214,7 @@ def evaluate_levels_batch(
 ) -> LevelResult:
     """`evaluate_batch` on given levels (UED's held-out mazes): every run's policy for
     `attempts` episodes on each level of `level_params` (the environment's params with a leading
-    `[num_levels]` axis, `rlsuite.loop.evaluation.evaluate_levels`); results are
+    `[num_levels]` axis, `rlsuite.loop.episodes.evaluate_levels`); results are
     `[num_runs, num_levels, attempts]`. `max_steps` defaults as `evaluate_batch`'s (an episode
     still ends at the horizon its params set, e.g. the maze's `params.max_steps`)."""
     if max_steps is None:

@@ -1,6 +1,6 @@
 """`fit`: the host loop around the jitted driver. It runs `num_updates` in chunks and, between
-chunks, saves an orbax checkpoint of the whole batched learner state, writes per-seed metrics and
-moves a progress bar; at the end it evaluates every seed's policy and writes `final.json`.
+chunks, saves an orbax checkpoint of the whole batched learner state, writes per-seed metrics
+and moves a progress bar; at the end it evaluates every policy and writes `final.json`.
 
     output = Output(out_dir="runs/demo", env_name="cartpole")
     result = fit(agent, jax.random.key(0), schedule=Schedule(num_seeds=8), output=output)
@@ -37,11 +37,11 @@ from rlsuite.loop import checkpoint, driver
 from rlsuite.loop.agent import Agent, config_dict
 from rlsuite.loop.distributed import is_main, place, to_host
 from rlsuite.loop.divergence import DIVERGED, Divergence, finite_check
-from rlsuite.loop.evaluator import eval_summary, evaluate_policies
 from rlsuite.loop.files import WriteError, file_in_the_way, write_json
 from rlsuite.loop.loggers import MetricsLogger, check_backends
 from rlsuite.loop.mesh import check_mesh, context_mesh
-from rlsuite.ops import memory
+from rlsuite.loop.policy_evaluation import eval_summary, evaluate_policies
+from rlsuite.ops import footprint
 from rlsuite.ops.sharding import ENVS
 
 
@@ -109,8 +109,8 @@ def fit(
     final: Final = Final(),
     data: Any = None,
 ) -> FitResult:
-    """Train `schedule.num_seeds` runs of `agent` (vmapped, sharded over devices) and evaluate
-    them: `prepare`, `train_chunks`, `finish`. `hparams` defaults to the agent's.
+    """Train `schedule.num_seeds` runs of `agent` (vmapped, sharded over devices; `hparams` by
+    default the agent's) and evaluate them: `prepare`, `train_chunks`, `finish`.
 
     `schedule.num_updates` defaults to `agent.config.num_updates`; `schedule.chunk_updates`
     (default: `chunk_length(num_updates)`, about a tenth of the run) sets how often checkpoints,
@@ -120,10 +120,9 @@ def fit(
     (population-based training, `rlsuite.loop.population.PBT`); it must decide from its
     arguments alone, so that a resumed run decides the same.
 
-    Offline agents take their dataset as `data` (see `rlsuite.loop.driver`); it is not
-    checkpointed, so pass something that identifies it in `output.metadata` (a resume must then
-    present the same). `final.reference_returns=(random, expert)` adds D4RL's normalised scores
-    to the summary.
+    Offline agents take their dataset as `data` (`rlsuite.loop.driver`); it is not checkpointed,
+    so identify it in `output.metadata` (a resume must present the same).
+    `final.reference_returns=(random, expert)` adds D4RL's normalised scores to the summary.
 
     A sweep passes one set of hparams per run (`schedule.hparams_axis=0`) and
     `schedule.seeds_per_config`: the runs are then `num_seeds // seeds_per_config`
@@ -265,12 +264,13 @@ def _check_memory(agent, target, num_seeds: int, saves: bool) -> None:
     mesh = driver.run_mesh(num_seeds)
     devices = [jax.devices()[0]] if mesh is None else list(mesh.devices.flat)
     devices = [d for d in devices if d.process_index == jax.process_index()]  # this process's
-    need, what = memory.tree_bytes(target), f"{agent.name}: the learner state of {num_seeds} runs"
+    need = footprint.tree_bytes(target)
+    what = f"{agent.name}: the learner state of {num_seeds} runs"
     if saves and devices[0].platform == "cpu":
         # A checkpoint is saved from (and restored through) a host copy of the whole state: on
         # a CPU, in the same memory as the state.
         need, what = 2 * need, f"{what} with its checkpoint copy"
-    memory.check_fits(need, what, hint="use fewer seeds or a smaller buffer", devices=devices)
+    footprint.check_fits(need, what, hint="use fewer seeds or a smaller buffer", devices=devices)
 
 
 def _restore(run: Prepared, target, extra: tuple) -> tuple[Any, int, list | None] | None:

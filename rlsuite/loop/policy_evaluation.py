@@ -18,7 +18,7 @@ from rlsuite.environment.evaluations import EpisodesResult, TrialsResult
 from rlsuite.environment.meta import info_keys
 from rlsuite.loop import driver
 from rlsuite.loop.distributed import to_host
-from rlsuite.loop.evaluation import adaptation_curve
+from rlsuite.loop.episodes import adaptation_curve
 
 
 class Evaluator:

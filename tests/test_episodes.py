@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from rlsuite.environment.wrappers import TimeLimit
-from rlsuite.loop.evaluation import evaluate
+from rlsuite.loop.episodes import evaluate
 from tests.counter_env import Counter, CounterParams
 
 

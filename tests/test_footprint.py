@@ -1,4 +1,4 @@
-"""Tests for rlsuite.ops.memory: exact byte counts of pytrees, messages, the fit check."""
+"""Tests for rlsuite.ops.footprint: exact byte counts of pytrees, messages, the fit check."""
 
 import os
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rlsuite.data.buffers import replay_buffer
-from rlsuite.ops import memory
+from rlsuite.ops import footprint
 
 
 def _tree():
@@ -30,15 +30,15 @@ TREE_BYTES = 48 + 20 + 6 + 6 + 4 + 8 + 24 + 8  # 124
 
 def test_tree_bytes_exact_for_arrays_and_shapes():
     tree = _tree()
-    assert memory.tree_bytes(tree) == TREE_BYTES
+    assert footprint.tree_bytes(tree) == TREE_BYTES
     shapes = jax.eval_shape(_tree)  # ShapeDtypeStructs, nothing allocated
     assert isinstance(shapes["key"], jax.ShapeDtypeStruct)
-    assert memory.tree_bytes(shapes) == TREE_BYTES
-    assert memory.tree_bytes({}) == 0
+    assert footprint.tree_bytes(shapes) == TREE_BYTES
+    assert footprint.tree_bytes({}) == 0
     # A typed key counts as its key data.
-    assert memory.tree_bytes(jax.random.key(0)) == jax.random.key_data(jax.random.key(0)).nbytes
+    assert footprint.tree_bytes(jax.random.key(0)) == jax.random.key_data(jax.random.key(0)).nbytes
     # Other implementations have other key sizes: rbg keys are uint32[4] = 16 bytes.
-    assert memory.tree_bytes(jax.random.key(0, impl="rbg")) == 16
+    assert footprint.tree_bytes(jax.random.key(0, impl="rbg")) == 16
 
 
 def test_tree_bytes_of_a_replay_buffer_state():
@@ -46,8 +46,8 @@ def test_tree_bytes_of_a_replay_buffer_state():
     # plus insert_pos and size (int32 scalars): 1,608.
     buf = replay_buffer(100)
     item = {"obs": jnp.zeros(3), "action": jnp.int32(0)}
-    assert memory.tree_bytes(jax.eval_shape(buf.init, item)) == 1_608
-    assert memory.tree_bytes(buf.init(item)) == 1_608
+    assert footprint.tree_bytes(jax.eval_shape(buf.init, item)) == 1_608
+    assert footprint.tree_bytes(buf.init(item)) == 1_608
 
 
 @pytest.mark.parametrize(
@@ -63,34 +63,34 @@ def test_tree_bytes_of_a_replay_buffer_state():
     ],
 )
 def test_format_bytes(n, text):
-    assert memory.format_bytes(n) == text
+    assert footprint.format_bytes(n) == text
 
 
 def test_check_fits_raises_with_exact_bytes(monkeypatch):
-    monkeypatch.setattr(memory, "available_bytes", lambda device=None: 1_000_000)
+    monkeypatch.setattr(footprint, "available_bytes", lambda device=None: 1_000_000)
     # 90% of 1,000,000 = 900,000: exactly that fits, one byte more does not.
-    memory.check_fits(900_000, "x")
-    memory.check_fits(10, "x")
+    footprint.check_fits(900_000, "x")
+    footprint.check_fits(10, "x")
     with pytest.raises(MemoryError) as error:
-        memory.check_fits(900_001, "sac: the learner state of 8 runs", hint="use fewer seeds")
+        footprint.check_fits(900_001, "sac: the learner state of 8 runs", hint="use fewer seeds")
     # 900,001 / 1024 = 878.9 KiB;  1,000,000 / 1024 = 976.6 KiB
     assert str(error.value) == (
         "sac: the learner state of 8 runs needs 900,001 bytes (878.9 KiB), more than 90% of the "
         "1,000,000 bytes (976.6 KiB) available on the host; use fewer seeds"
     )
     # Another fraction: 50% of 1,000,000 = 500,000.
-    memory.check_fits(500_000, "x", fraction=0.5)
+    footprint.check_fits(500_000, "x", fraction=0.5)
     with pytest.raises(MemoryError, match=r"^x needs 500,001 bytes .* more than 50% of the"):
-        memory.check_fits(500_001, "x", fraction=0.5)
+        footprint.check_fits(500_001, "x", fraction=0.5)
 
 
 def test_check_fits_skips_when_memory_is_unknown(monkeypatch):
-    monkeypatch.setattr(memory, "available_bytes", lambda device=None: None)
-    memory.check_fits(10**18, "x")  # nothing to compare against: no error
+    monkeypatch.setattr(footprint, "available_bytes", lambda device=None: None)
+    footprint.check_fits(10**18, "x")  # nothing to compare against: no error
 
 
 def test_available_bytes_on_this_cpu():
-    have = memory.available_bytes()
+    have = footprint.available_bytes()
     assert isinstance(have, int) and have > 0
     # Bytes, not kB: within the physical memory and of the order of /proc/meminfo's MemAvailable.
     assert have <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -99,9 +99,9 @@ def test_available_bytes_on_this_cpu():
             kib = next(int(line.split()[1]) for line in f if line.startswith("MemAvailable:"))
         assert 0.5 * kib * 1024 < have < 2 * kib * 1024
     # Real memory passes for a small need and refuses an impossible one.
-    memory.check_fits(1024, "x")
+    footprint.check_fits(1024, "x")
     with pytest.raises(MemoryError, match="x needs"):
-        memory.check_fits(10 * have, "x")
+        footprint.check_fits(10 * have, "x")
 
 
 class _Device:
@@ -110,22 +110,22 @@ class _Device:
 
 
 def test_check_fits_counts_shared_host_memory_once_and_splits_over_accelerators(monkeypatch):
-    monkeypatch.setattr(memory, "available_bytes", lambda device=None: device.free)
+    monkeypatch.setattr(footprint, "available_bytes", lambda device=None: device.free)
     # Four CPU devices share one host's 1,000,000 bytes: 900,001 does not fit (it did when the
     # host's memory was counted once per device).
     cpus = [_Device("cpu", 1_000_000)] * 4
-    memory.check_fits(900_000, "x", devices=cpus)
+    footprint.check_fits(900_000, "x", devices=cpus)
     with pytest.raises(MemoryError, match=r"of the 1,000,000 bytes .* on the host \(4 cpu dev"):
-        memory.check_fits(900_001, "x", devices=cpus)
+        footprint.check_fits(900_001, "x", devices=cpus)
     # Accelerators each hold an equal share: 4 x 1,000,000 bytes, limited by the smallest.
     gpus = [_Device("gpu", 1_000_000)] * 3 + [_Device("gpu", 500_000)]
-    memory.check_fits(1_800_000, "x", devices=gpus)  # 450,000 each
+    footprint.check_fits(1_800_000, "x", devices=gpus)  # 450,000 each
     with pytest.raises(MemoryError, match=r"of the 2,000,000 bytes .* on 4 gpu devices"):
-        memory.check_fits(1_800_004, "x", devices=gpus)
+        footprint.check_fits(1_800_004, "x", devices=gpus)
     with pytest.raises(MemoryError, match="on the gpu device"):
-        memory.check_fits(900_001, "x", devices=gpus[:1])
+        footprint.check_fits(900_001, "x", devices=gpus[:1])
 
 
 def test_tree_bytes_does_not_wrap_around():
     huge = jax.ShapeDtypeStruct((2**62, 4), np.float32)
-    assert memory.tree_bytes(huge) == 2**62 * 4 * 4  # int64 arithmetic would give 0
+    assert footprint.tree_bytes(huge) == 2**62 * 4 * 4  # int64 arithmetic would give 0
