@@ -45,7 +45,7 @@ sampled actions, at most 196 steps, through our evaluator on our maze
 (`driver.evaluate_levels_batch` for ours; jaxued's `ActorCritic` with its trained params as a
 `RecurrentPolicy` through `evaluate_levels`, our observation turned into its normalised MiniGrid
 image by `rlsuite.envs.maze.to_jaxued`: the maze's observation, reward and done are jaxued's step
-for step, tests/test_ued_maze.py); same per-seed keys on both sides. Solve rate: the share of
+for step, tests/envs/test_ued_maze.py); same per-seed keys on both sides. Solve rate: the share of
 returns > 0.
 
 Same config: both sides anneal the learning rate linearly to 0 over `num_updates` learning

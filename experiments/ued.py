@@ -13,7 +13,7 @@ defaults (`rlsuite.app.tuned`). `--updates` sets the length of the run (`total_t
 `updates x num_envs x num_steps`).
 
 Every `updates / evaluations` updates, and before the first, each seed's policy plays 256
-held-out DR levels drawn from a fixed key (tests/test_ued_learning.py's), the same for every
+held-out DR levels drawn from a fixed key (tests/topics/test_ued_learning.py's), the same for every
 curriculum and run, sampling its actions, one attempt per level with a fresh memory. At the end
 the script prints a table of solve rates (the share of attempts that reach the goal), mean over
 seeds with a 95% bootstrap interval across them, on those levels and, where the environment has

@@ -27,7 +27,7 @@ level by giving each its own params (`params_for_levels`, `rlsuite.loop.rollout.
 
 Parity: observations (through `to_jaxued`), rewards and `terminated | truncated` equal jaxued
 0.0.1's `Maze` (`jaxued/environments/maze/env.py`, with `penalize_time`, `see_agent=False`,
-`normalize_obs=False`) step for step (tests/test_ued_maze.py).
+`normalize_obs=False`) step for step (tests/envs/test_ued_maze.py).
 """
 
 from __future__ import annotations

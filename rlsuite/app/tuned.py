@@ -106,7 +106,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # gradient steps. Measured on the CI machine in groups of 4 seeds as `rlsuite train` makes
     # them (2 CPU devices, seeds 0-47, 192 runs, 500k steps): 4 x 128 left one run at 393 (the
     # first run of seed 0, so the README's main job evaluated 473.3), 8 x 64 every run at 500.
-    # tests/test_cli.py runs the README's main job and asserts its mean evaluation >= 475.
+    # tests/app/test_cli.py runs the README's main job and asserts its mean evaluation >= 475.
     ("ppo", "cartpole"): _PPO_CARTPOLE,
     # gamma 0.95 (the reference that passes -300 after 150k-350k steps), normalised observations
     # and scaled rewards, 10 epochs of 64-sample minibatches; 2 seeds pass -300 before 300k steps.
@@ -125,7 +125,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     },
     # One env, one gradient step per env step, 64x64 networks (rejax's size), 1,000 random
     # steps first. 4 vmapped seeds pass -250 at about 6k steps and evaluate near -175 at 15k
-    # (tests/test_off_policy.py asserts >= -250 at 15k).
+    # (tests/agents/test_off_policy.py asserts >= -250 at 15k).
     ("sac", "pendulum"): {
         "config": {
             "num_envs": 1,
@@ -136,7 +136,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
         "hparams": {},
     },
     # As SAC, with rl-zoo's TD3 Pendulum step sizes (1e-3) and discount (0.98); 4 seeds evaluate
-    # near -180 at 15k steps (tests/test_off_policy.py asserts >= -250).
+    # near -180 at 15k steps (tests/agents/test_off_policy.py asserts >= -250).
     ("td3", "pendulum"): {
         "config": {
             "num_envs": 1,
@@ -178,13 +178,13 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # DQN on CartPole: DQNConfig's and DQNHparams' defaults are CleanRL's dqn_jax.py settings
     # (500,000 env steps, buffer 10,000, batch 128, 120-84 relu, lr 2.5e-4, epsilon 1 -> 0.05
     # over half the run, a target copy every 500 env steps), with double-Q targets. 4 seeds on
-    # the CI machine: evaluation 500, 500, 500 and 449 in 65 s (tests/test_dqn.py, slow).
+    # the CI machine: evaluation 500, 500, 500 and 449 in 65 s (tests/agents/test_dqn.py, slow).
     ("dqn", "cartpole"): {"config": {"total_timesteps": 500_000}, "hparams": {}},
     # PQN on CartPole: PQNConfig's and PQNHparams' defaults are purejaxql's pqn_cartpole.yaml
     # (32 envs x 64 steps, 4 epochs of 16 minibatches, 2 x 256 relu with LayerNorm, lr 1e-4
     # decayed linearly, epsilon 1 -> 0.2 over 20% of the run, reward scale 0.1, lambda 0.95,
     # 500,000 env steps). 4 seeds on the CI machine: evaluation 500 on each, at 200,000 env
-    # steps as at 500,000 (tests/test_pqn.py).
+    # steps as at 500,000 (tests/agents/test_pqn.py).
     ("pqn", "cartpole"): {"config": {"total_timesteps": 500_000}, "hparams": {}},
     # DQN and PQN on Acrobot: rejax's gymnax Acrobot configurations mapped onto ours. DQN:
     # dueling, double, swish, 10 envs, buffer 10,000 after 1,000 random steps, batch 100, 5
@@ -236,7 +236,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # epsilon 1 -> 0.05 over 10% of the run, lambda 0.65, rewards unscaled; here the MinAtar
     # torso and one hidden layer of 128 with LayerNorm) at a CPU's budget of 1,000,000 env
     # steps (purejaxql's runs are 10,000,000: --total-timesteps 10000000 on a GPU). On the CI
-    # machine, 2 seeds at 500,000 steps: Breakout and Space Invaders in tests/test_pqn.py (slow).
+    # machine, 2 seeds at 500,000 steps: Breakout, Space Invaders (tests/agents/test_pqn.py, slow).
     **{
         ("pqn", f"gymnax/{game}-MinAtar"): {
             "config": {**_PQN_MINATAR["config"], "total_timesteps": 1_000_000},
@@ -255,7 +255,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # per episode over 256 envs): Breakout 50.0 and 27.2 (random 0.41; 1,110 s beside another
     # run), Asterix 2.5 and 6.9 (0.48; 496 s), Freeway 41.5 and 54.7 (0.36; 1,028 s), Seaquest
     # 2.5 and 1.3 (0.09; 1,190 s), Space Invaders 133.0 and 22.0 (4.14; 623 s), the last four
-    # with other work beside them. tests/test_dqn.py (slow): Breakout at 200,000 steps.
+    # with other work beside them. tests/agents/test_dqn.py (slow): Breakout at 200,000 steps.
     **{
         ("dqn", f"gymnax/{game}-MinAtar"): {
             "config": {
@@ -281,14 +281,14 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     },
     # RL^2 on Duan et al.'s bandits (k = 5, n = 10) with A2C (RL2Config's defaults: one epoch of
     # one minibatch, LSTM-64), 256 trials of 10 pulls per update, Adam 1e-3, 3,000 updates.
-    # tests/test_rl2.py asserts an evaluation total reward >= 5.84 (Thompson sampling's).
+    # tests/agents/test_rl2.py asserts an evaluation total reward >= 5.84 (Thompson sampling's).
     ("rl2", "meta/bandit"): {
         "config": {"num_envs": 256, "num_steps": 10, "total_timesteps": 3_000 * 2_560},
         "hparams": {"learning_rate": 1e-3},
     },
     # The maze, 3 episodes of 20 steps per trial: 64 envs x 60 steps (one trial per env and
     # update), 4 epochs of 4 minibatches, one hidden layer of 64, 120 updates, lr 1e-3, entropy
-    # 0.01. tests/test_rl2.py (slow) asserts that the third episode of a trial returns more
+    # 0.01. tests/agents/test_rl2.py (slow) asserts that the third episode of a trial returns more
     # than the first (the paired bootstrap interval of the difference above 0, 2,000 trials).
     # Before this entry, `rlsuite train rl2 --env meta/maze` ran RL2Config's own defaults.
     ("rl2", "meta/maze"): {
@@ -306,7 +306,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # and update), 4 epochs of 4 minibatches, one hidden layer of 64, LSTM-64, lr 1e-3, 1,500
     # updates (2 seeds in 2.3 minutes on 2 cores). Its trial return rises from -41 to -10.6 and
     # the second episode of a trial returns more than the first (-4.93 against -5.68, 2 seeds);
-    # tests/test_rl2.py (slow) asserts it with the paired bootstrap interval. RL2Config's own
+    # tests/agents/test_rl2.py (slow) asserts it with the paired bootstrap interval. RL2Config's own
     # defaults (A2C, 10-step rollouts) had left it at -35 after 300 updates.
     ("rl2", "meta/point_robot"): {
         "config": {
@@ -327,7 +327,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # (500 greedy trials) gave 118.1, with later episodes of a trial returning more than the
     # first (10.5 -> 12.0), against the optimal policy's 218.3 (Duan et al. report 156.2 for
     # RL^2). RL2Config's own defaults left it at random's 100.
-    # tests/test_rl2.py (slow) asserts the gain over random at 400 updates.
+    # tests/agents/test_rl2.py (slow) asserts the gain over random at 400 updates.
     ("rl2", "meta/tabular_mdp"): {
         "config": {
             "num_envs": 64,
@@ -360,7 +360,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # of 300-400 steps); `rlsuite eval` (64 greedy trials) gave 336.6 (episode 1 169.0, episode
     # 2 167.7). The ant learns to stay upright, not yet to walk: standing still (zero actions)
     # earns about 400 per trial, and 1,200 updates (1,920,000 env steps) plateaued at the same
-    # training return. tests/test_rl2.py (slow).
+    # training return. tests/agents/test_rl2.py (slow).
     ("rl2", "meta/ant_direction"): {
         "config": {**_MJX_RL2["config"], "distribution": "tanh_gaussian"},
         "hparams": _MJX_RL2["hparams"],
@@ -390,12 +390,12 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # 30,000 updates are a GPU's run.
     ("ued", "maze"): {"config": {"total_timesteps": 30_000 * 8_192}},
     # The CPU's task (7 x 7, 10 walls, horizon 196): 32 levels x 64 steps, LSTM 64, 500 updates;
-    # tests/test_ued.py asserts DR's and Robust PLR's solve rates on 256 held-out DR levels.
+    # tests/agents/test_ued.py asserts DR's and Robust PLR's solve rates on 256 held-out DR levels.
     # CRL on the 2-D point reach (64 envs, batch 256, 2 x 256 swish networks, representation
     # 64, norm energy, forward InfoNCE + 0.1 logsumexp penalty): one gradient step per 64 env
-    # steps; tests/test_crl.py asserts success_any >= 0.9 and >= 25 of 50 steps near the goal.
+    # steps; tests/agents/test_crl.py: success_any >= 0.9 and >= 25 of 50 steps near the goal.
     ("crl", "goal/point_reach"): {"config": {"gradient_steps": 1, "total_timesteps": 64_000}},
-    # SAC + HER on the same task and batch: 200,000 env steps; tests/test_sac_her.py asserts
+    # SAC + HER on the same task and batch: 200,000 env steps; tests/agents/test_sac_her.py asserts
     # its calibrated floor.
     ("sac_her", "goal/point_reach"): {
         "config": {"num_envs": 64, "batch_size": 256, "total_timesteps": 200_000}
@@ -423,7 +423,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # 64, 4 epochs, gamma 0.99, no entropy bonus. The random policy earns 379 (CartpoleBalance),
     # 3.1 (PendulumSwingup) and 3.1 (CheetahRun) per 1,000-step episode (16 episodes).
     # CartpoleBalance: 4 seeds evaluate 989.0, 999.0, 997.7, 997.2 in 51 s on the CI machine
-    # (the training return passes 900 at about 320k steps); tests/test_playground_learning.py
+    # (the training return passes 900 at about 320k steps); tests/topics/test_playground_learning.py
     # asserts >= 685 on every seed (379 + half the gain).
     ("ppo", "playground/CartpoleBalance"): {
         "config": {
@@ -463,12 +463,12 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     },
     # PendulumSwingup: one seed's training return passes 700 at 56,000 env steps and stays
     # between 210 and 740 after (some starts it swings up late); evaluated over 8 episodes at
-    # 100,000: 871.2 (406 s). tests/test_playground_learning.py trains 3 seeds for 60,000.
+    # 100,000: 871.2 (406 s). tests/topics/test_playground_learning.py trains 3 seeds for 60,000.
     ("sac", "playground/PendulumSwingup"): {
         "config": {**_PLAYGROUND_SAC, "total_timesteps": 100_000},
         "hparams": {},
     },
-    # The JAX suites behind adapters at a CPU's budget (tests/test_suites_learning.py asserts
+    # The JAX suites behind adapters at a CPU's budget (tests/topics/test_suites_learning.py asserts
     # each above the random policy, uniform among the legal actions, by half the gain below).
     # Craftax-Classic (symbolic): PureJaxRL-sized PPO, 64 envs x 64 steps, 8 minibatches,
     # (256, 256), resets 8 at a time (a Craftax reset generates a world: 6x the env steps/s).

@@ -1,0 +1,108 @@
+"""`rlsuite report RUN`: one markdown page per run with its curve, evaluation, speed and
+configuration, written from the run's files; bad input refused with nothing overwritten."""
+
+import json
+import shutil
+
+import jax
+import matplotlib.image
+import numpy as np
+import pytest
+from rlsuite.envs import rendering
+
+from rlsuite import envs
+from tests.app.test_cli import rlsuite
+
+TINY = ["ppo", "--env", "cartpole", "--total-timesteps", "2048", "--num-envs", "4"]
+TINY += ["--num-steps", "16", "--num-minibatches", "2", "--hidden-sizes", "8", "--num-seeds", "2"]
+TINY += ["--eval-episodes", "2", "--no-progress", "--log-interval", "64"]
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "run"
+    proc = rlsuite("train", *TINY, "--out", out)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return out
+
+
+def test_the_page_says_what_the_run_files_say(run, tmp_path):
+    page = tmp_path / "page.md"
+    proc = rlsuite("report", run, "--out", page)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = page.read_text()
+    final = json.loads((run / "final.json").read_text())
+    assert text.startswith("# ppo on cartpole\n")
+    for heading in ("## Learning curve", "## Final evaluation", "## Speed", "## Configuration"):
+        assert heading in text
+    assert "![charts/episodic_return](page.png)" in text
+    # One row per seed and the mean, from final.json; the speed and the config's fields.
+    for seed, value in enumerate(final["eval_return_per_seed"]):
+        assert f"| {seed} | {value:.4g} |" in text
+    assert f"| mean | {final['eval_return_mean']:.4g} |" in text
+    assert f"| env_steps_per_second (after compiling) | {final['env_steps_per_second']} |" in text
+    assert "| num_envs | 4 |" in text and "| hidden_sizes | [8] |" in text
+    # The figure: a real image with a curve on it (not one colour).
+    image = matplotlib.image.imread(tmp_path / "page.png")
+    assert image.shape[0] > 100 and image.shape[1] > 100
+    assert np.std(image[..., :3]) > 0.05
+    # The first frame: the environment reset with the run's seed, drawn as rlsuite render draws.
+    assert "## First frame\n\n![cartpole, first frame](page_frame.png)" in text
+    env, params = envs.make("cartpole")
+    _, state = env.reset(jax.random.key(json.loads((run / "config.json").read_text())["seed"]))
+    expected = rendering.render_state(env, params, state)
+    frame = matplotlib.image.imread(tmp_path / "page_frame.png")[..., :3]
+    assert np.array_equal(np.round(frame * 255).astype(np.uint8), expected)
+
+
+def test_an_unfinished_run_gets_its_page_without_an_evaluation(run, tmp_path):
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(run, unfinished)
+    (unfinished / "final.json").unlink()
+    proc = rlsuite("report", unfinished)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = (unfinished / "report.md").read_text()
+    assert "The run has not finished: it has no final.json yet." in text
+    assert "## Speed" not in text and (unfinished / "report.png").is_file()
+    assert (unfinished / "report_frame.png").is_file()
+
+
+def test_an_environment_without_a_renderer_is_said_to_have_none(run, tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(run, other)
+    record = json.loads((other / "config.json").read_text())
+    (other / "config.json").write_text(json.dumps({**record, "env": "probe/action_reward"}))
+    proc = rlsuite("report", other)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    text = (other / "report.md").read_text()
+    assert "## First frame\n\nNo picture: environment 'probe/action_reward' has no renderer" in text
+    assert "those that can be rendered: cartpole, acrobot, pendulum, " in text
+    assert not (other / "report_frame.png").exists() and "_frame.png" not in text
+
+
+def test_bad_input_is_refused_and_nothing_is_overwritten(run, tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("mine\n")
+    for args, message in [
+        ([run, "--out", page], f"{page} exists"),
+        ([tmp_path, "--out", tmp_path / "a.md"], "holds no run (no config.json)"),
+        ([run, "--metric", "charts/nope", "--out", tmp_path / "b.md"], "logs no 'charts/nope'"),
+        ([run, "--out", tmp_path / "c.txt"], "give a name ending in .md"),
+    ]:
+        proc = rlsuite("report", *args)
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert message in proc.stderr, proc.stderr[-2000:]
+    assert page.read_text() == "mine\n"
+    assert not any((tmp_path / f"{n}.png").exists() for n in "abc")
+    # A figure in the way: refused before the page is written.
+    (tmp_path / "d.png").write_bytes(b"not mine to replace")
+    proc = rlsuite("report", run, "--out", tmp_path / "d.md")
+    assert proc.returncode == 2 and "(the page's figure)" in proc.stderr
+    assert not (tmp_path / "d.md").exists()
+    assert (tmp_path / "d.png").read_bytes() == b"not mine to replace"
+    # So is a first frame in the way: neither the page nor its figure is written.
+    (tmp_path / "e_frame.png").write_bytes(b"mine too")
+    proc = rlsuite("report", run, "--out", tmp_path / "e.md")
+    assert proc.returncode == 2 and "(the first frame)" in proc.stderr
+    assert not (tmp_path / "e.md").exists() and not (tmp_path / "e.png").exists()
+    assert (tmp_path / "e_frame.png").read_bytes() == b"mine too"

@@ -1,0 +1,109 @@
+"""Every registered environment trains from the command line: PPO (which takes discrete and
+continuous actions, vector, image and categorical observations) for a tiny budget on each name
+`envs.names()` lists, evaluated at the end. Brax's are slow on a CPU (MJX compiles for minutes):
+marked slow, and so are the task families and the goal environments on MJX, and Playground's
+tasks but the lightest (`PLAYGROUND_DEFAULT`). Of the Jumanji, Craftax and MiniGrid tasks, the
+default run trains one of each kind (`SUITES_DEFAULT`) and the slow run the rest. Of gymnax's, the
+default run trains one of each kind (vector, image and Discrete observations, continuous
+actions) and the slow run the rest; of ours, names that are another name's code at other
+settings (`VARIANTS`: a larger maze, another layout, another task sampler) train in the slow
+run, and every other name in the default run."""
+
+import gc
+import json
+
+import jax
+import pytest
+from rlsuite.envs.registry import OURS_MJX
+
+from rlsuite import envs
+from rlsuite.app import cli
+
+TINY = ["--total-timesteps", "256", "--num-envs", "4", "--num-steps", "32"]
+TINY += ["--num-minibatches", "2", "--update-epochs", "1", "--hidden-sizes", "8"]
+TINY += ["--eval-episodes", "1", "--chunks", "1", "--no-progress", "--cpu-devices", "1"]
+
+
+MJX_TASK_FAMILIES = ("meta/cheetah_velocity", "meta/ant_direction")  # Brax's physics too
+PLAYGROUND_DEFAULT = "playground/PendulumSwingup"  # MJX too: the lightest of the suite (25 s)
+GYMNAX_DEFAULT = ("CartPole-v1", "Pendulum-v1", "Breakout-MinAtar", "FrozenLake-misc")
+# Of the JAX suites behind adapters, the default run trains one of each kind: an image with
+# masks (Snake), a vector with masks over a flattened multi-discrete action (BinPack) and a
+# partial view (DoorKey); the slow run the rest, Craftax's among them (a world generated per
+# reset: 47 s to compile on a CPU; tests/envs/test_craftax.py steps it in the default run).
+SUITES_DEFAULT = ("jumanji/Snake-v1", "jumanji/BinPack-v2", "minigrid/MiniGrid-DoorKey-5x5")
+# name -> the name whose code it runs at other settings, which trains in the default run
+VARIANTS = {
+    "maze": "maze/small",
+    "meta/two_arm_bandit": "meta/bandit",
+    "goal/point_big_maze": "goal/point_u_maze",
+    "goal/point_hardest_maze": "goal/point_u_maze",
+}
+
+
+@pytest.fixture(autouse=True)
+def _release_each_names_programs():
+    """Each name's programs released after its test, not only after the module (as
+    tests/conftest.py does): the slow run trains some 40 MJX environments in this one module,
+    and their programs' memory maps together reached the kernel's limit, where XLA's compiler
+    segfaulted (4 of the 23 Playground names in one run). No name reuses another's programs."""
+    yield
+    jax.clear_caches()
+    gc.collect()
+
+
+def _params():
+    for name in envs.names():
+        mjx = name.startswith("brax/") or name in MJX_TASK_FAMILIES or name in OURS_MJX
+        mjx = mjx or (name.startswith("playground/") and name != PLAYGROUND_DEFAULT)
+        marks = [pytest.mark.slow, pytest.mark.timeout(1800)] if mjx else []
+        if name.startswith("gymnax/") and name.removeprefix("gymnax/") not in GYMNAX_DEFAULT:
+            marks = [pytest.mark.slow]
+        if name in VARIANTS:
+            marks = [pytest.mark.slow]
+        if name.startswith(("jumanji/", "minigrid/", "craftax/")) and name not in SUITES_DEFAULT:
+            marks = [pytest.mark.slow]
+        yield pytest.param(name, marks=marks, id=name)
+
+
+@pytest.mark.parametrize("name", _params())
+def test_every_registered_environment_trains_with_ppo_from_the_cli(name, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert cli.main(["train", "ppo", "--env", name, *TINY, "--out", str(out)]) == 0
+    final = json.loads((out / "final.json").read_text())
+    assert final["env"] == name and final["env_steps"] == 256
+    assert len(final["eval_return_per_seed"]) == 1
+    assert f"ppo on {name}: 1 seed x 256 env steps" in capsys.readouterr().out
+
+
+def _code(env):
+    """The classes whose methods `env` runs, wrappers first: a class that only sets data (a
+    maze's layout) stands for the class it derives from."""
+    chain = []
+    while env is not None:
+        cls = type(env)
+        while not any(callable(v) for k, v in vars(cls).items() if not k.startswith("__")):
+            cls = cls.__base__
+        chain.append(cls)
+        env = getattr(env, "env", None)
+    return chain
+
+
+def test_each_variant_runs_the_code_of_a_name_the_default_run_trains():
+    names = envs.names()
+    for variant, base in VARIANTS.items():
+        assert variant in names and base in names and base not in VARIANTS
+        code = _code(envs.make(variant)[0])
+        assert code == _code(envs.make(base)[0]) and len(code) >= 1, (variant, code)
+    assert _code(envs.make("goal/point_reach")[0]) != _code(envs.make("goal/point_u_maze")[0])
+
+
+@pytest.mark.slow
+def test_the_enumeration_covers_every_kind_of_observation():
+    names = envs.names()
+    assert len(names) >= 46  # 47 names, less brax/swimmer where this JAX cannot step it
+    kinds = set()
+    for name in (n for n in names if not n.startswith("brax/")):
+        env, params = envs.make(name)
+        kinds.add(len(env.observation_space(params).shape))
+    assert kinds == {0, 1, 2, 3}  # Discrete (FrozenLake), vectors, [H, W] and [H, W, C] images
