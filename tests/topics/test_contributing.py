@@ -13,6 +13,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SECTIONS = (
     "A research variant through a hook",
     "A new family through the registry",
+    "A family from scratch: stages over a Setup",
     "A new kind of environment, with its evaluation",
 )
 
