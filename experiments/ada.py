@@ -37,9 +37,10 @@ import tyro
 
 from rlsuite import envs
 from rlsuite.agents import ued
+from rlsuite.app.argv import env_from_argv
 from rlsuite.app.errors import run_script
 from rlsuite.app.plotting import plot_adaptation
-from rlsuite.app.tuned import env_from_argv, tuned
+from rlsuite.app.tuned import tuned
 from rlsuite.loop import files, platform, runner
 from rlsuite.ops import level_scores
 from rlsuite.ops.bootstrap import bootstrap_ci

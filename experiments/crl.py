@@ -39,9 +39,10 @@ import tyro
 
 from rlsuite import envs
 from rlsuite.agents import crl
+from rlsuite.app.argv import env_from_argv
 from rlsuite.app.errors import run_script
 from rlsuite.app.plotting import plot_curves
-from rlsuite.app.tuned import default_env, env_from_argv, tuned
+from rlsuite.app.tuned import default_env, tuned
 from rlsuite.environment.evaluations import goal_summary
 from rlsuite.loop import driver, files, platform, runner
 from rlsuite.ops.bootstrap import bootstrap_ci

@@ -20,8 +20,9 @@ import tyro
 
 from rlsuite import envs
 from rlsuite.agents import ppo
+from rlsuite.app.argv import env_from_argv
 from rlsuite.app.errors import run_script
-from rlsuite.app.tuned import default_env, env_from_argv, tuned
+from rlsuite.app.tuned import default_env, tuned
 from rlsuite.loop import platform, runner
 from rlsuite.ops import losses
 

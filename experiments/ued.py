@@ -40,9 +40,10 @@ import tyro
 
 from rlsuite import envs
 from rlsuite.agents import ued
+from rlsuite.app.argv import env_from_argv
 from rlsuite.app.errors import run_script
 from rlsuite.app.plotting import plot_curves, plot_levels
-from rlsuite.app.tuned import default_env, env_from_argv, tuned
+from rlsuite.app.tuned import default_env, tuned
 from rlsuite.data import level_buffer
 from rlsuite.environment.levels import levels_of
 from rlsuite.loop import driver, files, platform, runner

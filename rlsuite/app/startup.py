@@ -15,8 +15,8 @@ import pathlib
 import sys
 
 from rlsuite.app import runs
+from rlsuite.app.argv import flag_value
 from rlsuite.app.errors import UsageError
-from rlsuite.app.tuned import flag_value
 from rlsuite.loop.mesh import AXES
 
 PROCESS_FLAGS = ("--coordinator", "--num-processes", "--process-id")

@@ -20,9 +20,10 @@ import tyro
 
 from rlsuite.agents import registry
 from rlsuite.app import runs
+from rlsuite.app.argv import env_from_argv, env_option_flags, env_options, flag_value, without_flags
 from rlsuite.app.errors import UsageError, choose
 from rlsuite.app.startup import PROCESS_FLAGS
-from rlsuite.app.tuned import TUNED, env_from_argv, flag_value, tuned
+from rlsuite.app.tuned import TUNED, tuned
 from rlsuite.loop.loggers import DEFAULT_LOG_INTERVAL, check_backends
 
 # The fields of a `--config FILE` besides the algorithm's config and hparams that a new run takes
@@ -329,48 +330,3 @@ def _env_name(algo: registry.Algorithm, argv: list[str]) -> str:
     if given is not None and given != env_name:
         raise UsageError(f"--env {given} does not match the dataset's environment {env_name}")
     return env_name
-
-
-def env_option_flags(argv: list[str]) -> tuple[list[str], list[str]]:
-    """`argv` without its `--env-option` flags, and their FIELD=VALUE words (the flag may be
-    given once with several, or several times)."""
-    kept, pairs, taking = [], [], False
-    for arg in argv:
-        if arg == "--env-option":
-            taking = True
-        elif arg.startswith("--env-option="):
-            pairs.append(arg.split("=", 1)[1])
-            taking = True
-        elif taking and not arg.startswith("-"):
-            pairs.append(arg)
-        else:
-            taking = False
-            kept.append(arg)
-    return kept, pairs
-
-
-def env_options(pairs: list[str]) -> dict[str, str]:
-    """`--env-option`'s FIELD=VALUE words as `{field: value}`, refused where one lacks its `=`
-    or names a field twice."""
-    options = {}
-    for pair in pairs:
-        field, sep, value = pair.partition("=")
-        if not sep or not field:
-            raise UsageError(f"--env-option {pair}: give FIELD=VALUE (e.g. gravity=20.0)")
-        if field in options:
-            raise UsageError(f"--env-option: {field} is given twice")
-        options[field] = value
-    return options
-
-
-def without_flags(argv: list[str], flags: tuple[str, ...]) -> list[str]:
-    """`argv` without `flags` and their values (`--flag value` or `--flag=value`)."""
-    kept, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-        elif arg in flags:
-            skip = True
-        elif arg.split("=")[0] not in flags:
-            kept.append(arg)
-    return kept

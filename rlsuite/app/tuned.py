@@ -563,26 +563,6 @@ def default_env(algo: str) -> str:
     """The environment `algo` runs on without `--env`: its registry record's `default_env`
     (`rlsuite.agents.registry`); an unknown name is a `ValueError` listing the registered ones.
 
-        env_name = env_from_argv(argv, default_env("sac"))   # an experiment script's first line
+        env_name = argv.env_from_argv(words, default_env("sac"))  # a script's first line
     """
     return registry.get(algo).default_env
-
-
-def env_from_argv(argv: list[str], default: str = "cartpole") -> str:
-    """The `--env` value of a command line, read first so defaults can be the tuned ones."""
-    value = flag_value(argv, "--env")
-    return default if value is None else value
-
-
-def flag_value(argv: list[str], flag: str) -> str | None:
-    """The value of `flag` in a command line (`--flag VALUE` or `--flag=VALUE`), or None. A flag
-    given twice is refused: read ahead of the parser, its value would be ambiguous."""
-    values = []
-    for i, arg in enumerate(argv):
-        if arg == flag and i + 1 < len(argv):
-            values.append(argv[i + 1])
-        elif arg.startswith(flag + "="):
-            values.append(arg.split("=", 1)[1])
-    if len(values) > 1:
-        raise ValueError(f"{flag} is given {len(values)} times ({', '.join(values)}); give it once")
-    return values[0] if values else None

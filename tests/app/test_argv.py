@@ -1,0 +1,38 @@
+"""The command line's words read ahead of the parser (`rlsuite.app.argv`), by hand."""
+
+import pytest
+
+from rlsuite.app import argv
+from rlsuite.app.errors import UsageError
+
+
+def test_a_flags_value_in_either_form_and_a_flag_given_twice_refused():
+    words = ["ppo", "--env", "pendulum", "--num-seeds=4"]
+    assert argv.flag_value(words, "--env") == "pendulum"
+    assert argv.flag_value(words, "--num-seeds") == "4"
+    assert argv.flag_value(words, "--mesh") is None
+    assert argv.flag_value(["--env"], "--env") is None  # no value follows
+    with pytest.raises(ValueError, match=r"--env is given 2 times \(a, b\); give it once"):
+        argv.flag_value(["--env", "a", "--env=b"], "--env")
+    assert argv.env_from_argv(words) == "pendulum"
+    assert argv.env_from_argv(["ppo"], "meta/maze") == "meta/maze"
+
+
+def test_env_option_words_in_every_form_and_their_refusals():
+    words = ["ppo", "--env-option", "a=1", "b=2", "--num-seeds", "2", "--env-option=c=x"]
+    kept, pairs = argv.env_option_flags(words)
+    assert kept == ["ppo", "--num-seeds", "2"] and pairs == ["a=1", "b=2", "c=x"]
+    assert argv.env_options(pairs) == {"a": "1", "b": "2", "c": "x"}
+    with pytest.raises(UsageError, match="--env-option gravity: give FIELD=VALUE"):
+        argv.env_options(["gravity"])
+    with pytest.raises(UsageError, match="--env-option: a is given twice"):
+        argv.env_options(["a=1", "a=2"])
+
+
+def test_a_command_line_without_some_flags_and_their_values():
+    words = ["--resume", "runs/a", "--mesh", "runs=2", "--cpu-devices=2", "--no-progress"]
+    assert argv.without_flags(words, ("--mesh", "--cpu-devices")) == [
+        "--resume",
+        "runs/a",
+        "--no-progress",
+    ]
