@@ -64,6 +64,7 @@ from rlsuite.loop.agent import Agent, acting, bind
 from rlsuite.loop.rollout import TRIAL_END, EnvBatch, RecurrentPolicy, reset_batch, rollout
 from rlsuite.networks.action_heads import for_policy
 from rlsuite.ops import batching, losses, running_stats
+from rlsuite.ops import epochs as ops_epochs
 from rlsuite.ops.returns import gae
 from rlsuite.ops.sharding import split_envs
 
@@ -242,12 +243,10 @@ def epochs(setup: PPOSetup, state: PPOState, batch: dict, key, step: Callable):
     `gradient_step`) over `batch`'s minibatches from the state's, the metrics the steps'
     means. The epochs' keys are `jax.random.split(key, update_epochs)`."""
 
-    def epoch(carry, key):
-        return jax.lax.scan(lambda c, xs: step(c, *xs), carry, epoch_minibatches(setup, batch, key))
-
-    keys = jax.random.split(key, setup.config.update_epochs)
-    carry, metrics = jax.lax.scan(epoch, (state.params, state.opt_state, state.variant), keys)
-    return carry, jax.tree.map(jnp.mean, metrics)
+    carry = (state.params, state.opt_state, state.variant)
+    slices = functools.partial(epoch_minibatches, setup, batch)
+    count = setup.config.update_epochs
+    return ops_epochs.epochs(carry, key, count, slices, lambda c, xs: step(c, *xs))
 
 
 def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams):

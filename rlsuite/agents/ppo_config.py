@@ -30,6 +30,7 @@ from rlsuite.networks.action_heads import KINDS, ActionHead
 from rlsuite.networks.memory import FeedForward, Recurrent
 from rlsuite.networks.recurrent import RecurrentActorCritic, check_cell
 from rlsuite.ops import running_stats
+from rlsuite.ops.epochs import linear_decay
 from rlsuite.ops.validators import (
     check_field,
     check_hidden_sizes,
@@ -304,9 +305,7 @@ def initial_carry(setup: PPOSetup, state, num_envs: int):
 def learning_rate(setup: PPOSetup, state: PPOState, hp: PPOHparams):
     """This update's step size: annealed linearly to 0 over the run when the config says so."""
     config = setup.config
-    if not config.anneal_lr:
-        return jnp.asarray(hp.learning_rate, jnp.float32)
-    return hp.learning_rate * jnp.maximum(1.0 - state.update_step / config.num_updates, 0.0)
+    return linear_decay(hp.learning_rate, state.update_step, config.num_updates, config.anneal_lr)
 
 
 def entropy_weight(state: PPOState, hp: PPOHparams):

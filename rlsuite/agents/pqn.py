@@ -55,6 +55,7 @@ from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
 from rlsuite.networks import TORSOS, QNetwork, activation_fn
 from rlsuite.networks.memory import shuffled_steps
 from rlsuite.ops import exploration
+from rlsuite.ops.epochs import epochs, linear_decay
 from rlsuite.ops.returns import td_lambda
 from rlsuite.ops.sharding import split_envs
 from rlsuite.ops.validators import (
@@ -250,10 +251,8 @@ def loss(setup: PQNSetup, params, minibatch: dict):
 
 def learning_rate(setup: PQNSetup, state: PQNState, hp: PQNHparams):
     """This update's step size: decayed linearly to 0 over the run with `anneal_lr`."""
-    if not setup.config.anneal_lr:
-        return jnp.asarray(hp.learning_rate, jnp.float32)
-    progress = state.update_step / setup.config.num_updates
-    return hp.learning_rate * jnp.maximum(1.0 - progress, 0.0)
+    config = setup.config
+    return linear_decay(hp.learning_rate, state.update_step, config.num_updates, config.anneal_lr)
 
 
 def learn(setup: PQNSetup, state: PQNState, batch: dict, key, lr, hp: PQNHparams):
@@ -272,13 +271,12 @@ def learn(setup: PQNSetup, state: PQNState, batch: dict, key, lr, hp: PQNHparams
         params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
         return (params, opt_state), {"q_loss": value, "q_mean": q_mean, "grad_norm": grad_norm}
 
-    def epoch(carry, key):
-        minibatches = shuffled_steps(key, batch, config.num_minibatches)
-        return jax.lax.scan(minibatch_step, carry, minibatches)
+    def slices(key):
+        return shuffled_steps(key, batch, config.num_minibatches)
 
-    keys = jax.random.split(key, config.update_epochs)
-    (params, opt_state), metrics = jax.lax.scan(epoch, (state.params, state.opt_state), keys)
-    return params, opt_state, jax.tree.map(jnp.mean, metrics)
+    carry = (state.params, state.opt_state)
+    (params, opt_state), metrics = epochs(carry, key, config.update_epochs, slices, minibatch_step)
+    return params, opt_state, metrics
 
 
 def update(setup: PQNSetup, state: PQNState, hp: PQNHparams):
