@@ -1,10 +1,8 @@
 """Offline datasets the suite makes itself, in D4RL's qualities, with our own SAC or TD3.
 
-    data = collect(agent, hparams, key, "medium", size=100_000, env_name="pendulum")
-    save_d4rl("data/pendulum-medium.hdf5", data)
-
     behaviour = train_behaviour(agent, hparams, key, "pendulum")   # several qualities, one training
     expert = dataset(agent, behaviour, key_data, "expert", size=100_000)
+    save_d4rl("data/pendulum-expert.hdf5", expert)
 
 `agent` is an online off-policy agent (`sac.make(...)` or `td3.make(...)`); its config sets the
 behaviour runs (`total_timesteps` is the expert's training budget). Qualities, as D4RL makes them:
@@ -49,7 +47,7 @@ MEDIUM_SCORE = 100.0 / 3.0
 
 
 def check(agent: Agent, quality: str, size: int, num_envs: int) -> None:
-    """Refuse a request `dataset` or `collect` cannot make, before anything runs."""
+    """Refuse a request `dataset` cannot make, before anything runs."""
     if quality not in QUALITIES:
         raise ValueError(f"unknown quality {quality!r}; allowed: {', '.join(QUALITIES)}")
     if agent.name not in ("sac", "td3"):
@@ -194,7 +192,7 @@ def train_behaviour(
     seed: int | None = None,
 ) -> Behaviour:
     """Train the expert (and, with `medium`, the medium run) once; `dataset` then records any
-    quality from them. `collect` does both steps for one quality."""
+    quality from them."""
     if agent.name not in ("sac", "td3"):
         raise ValueError(f"datasets are collected with sac or td3 agents, got {agent.name!r}")
     for name, value in (("eval_episodes", eval_episodes), ("eval_points", eval_points)):
@@ -237,7 +235,7 @@ def dataset(
 ) -> Dataset:
     """Record a dataset of `quality` from the `behaviour` runs of `agent`."""
     check(agent, quality, size, num_envs)
-    if quality not in ("random", "expert") and behaviour.medium is None:
+    if needs_medium(quality) and behaviour.medium is None:
         raise ValueError(f"collect: {quality} needs the medium run (train_behaviour(medium=True))")
     info = dataclasses.replace(behaviour.info, quality=quality)
     key_first, key_second = jax.random.split(key)
@@ -257,24 +255,6 @@ def dataset(
     return dataclasses.replace(concatenate(data, second), info=info)
 
 
-def collect(
-    agent: Agent,
-    hparams: Any,
-    key: jax.Array,
-    quality: str,
-    size: int,
-    env_name: str,
-    num_envs: int = 10,
-    eval_episodes: int = 20,
-    eval_points: int = 30,
-    seed: int | None = None,
-) -> Dataset:
-    """A dataset of `quality` (see the module docstring) made with `agent` from `key` (`seed`
-    is recorded in the dataset's info)."""
-    check(agent, quality, size, num_envs)
-    key_behaviour, key_data = jax.random.split(key)
-    medium = quality not in ("random", "expert")
-    behaviour = train_behaviour(
-        agent, hparams, key_behaviour, env_name, medium, eval_episodes, eval_points, seed
-    )
-    return dataset(agent, behaviour, key_data, quality, size, num_envs)
+def needs_medium(quality: str) -> bool:
+    """Whether a dataset of `quality` needs the medium run (`train_behaviour(medium=True)`)."""
+    return quality not in ("random", "expert")

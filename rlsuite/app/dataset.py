@@ -76,17 +76,13 @@ def main(argv: list[str]) -> dict:
         config = dataclasses.replace(config, buffer_size=size)
     agent = algo.make(config, env, env_params)
     start = time.perf_counter()
-    data = collect.collect(
-        agent,
-        algo.hparams_cls(**defaults["hparams"]),
-        jax.random.key(args.seed),
-        args.quality,
-        args.size,
-        args.env,
-        num_envs=args.num_envs,
-        eval_episodes=args.eval_episodes,
-        seed=args.seed,
+    collect.check(agent, args.quality, args.size, args.num_envs)
+    key_behaviour, key_data = jax.random.split(jax.random.key(args.seed))
+    hparams, medium = algo.hparams_cls(**defaults["hparams"]), collect.needs_medium(args.quality)
+    runs = collect.train_behaviour(
+        agent, hparams, key_behaviour, args.env, medium, args.eval_episodes, seed=args.seed
     )
+    data = collect.dataset(agent, runs, key_data, args.quality, args.size, args.num_envs)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_d4rl(out, data, overwrite=args.overwrite)
     info = data.info

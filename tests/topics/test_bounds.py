@@ -12,10 +12,6 @@ MODULE_LINES, FUNCTION_LINES, PARAMETERS = 450, 80, 8
 
 # (path, name or None for the module itself, what is measured) -> (the most it may be, why).
 EXCEPTIONS = {
-    ("rlsuite/app/collect.py", "collect", "parameters"): (
-        10,
-        "the run seam of records is still to come",
-    ),
     ("rlsuite/app/runs.py", None, "lines"): (
         524,
         "the run record and its lifecycle: the run seam of records",
