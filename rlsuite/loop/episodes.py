@@ -85,21 +85,32 @@ def _max_steps(env: Environment, max_steps: int | None, caller: str) -> int:
     return max_steps
 
 
+class _Played(NamedTuple):
+    """What `_run_episodes` plays on and reads: the environment, its params (one set, or a batch
+    along `params_axis`), the scalar info keys summed over each episode's steps (`sum_info`)
+    and those kept at its last step (`last_info`)."""
+
+    env: Environment
+    env_params: Any
+    params_axis: int | None
+    sum_info: Sequence[str] = ()
+    last_info: Sequence[str] = ()
+
+
 def _run_episodes(
-    env: Environment,
-    env_params: Any,
+    played: _Played,
     policy: Policy | RecurrentPolicy,
     key: jax.Array,
     num_episodes: int,
     max_steps: int,
-    params_axis: int | None,
-    sum_info: Sequence[str] = (),
-    last_info: Sequence[str] = (),
 ) -> _Run:
-    """The loop of `evaluate` and `evaluate_trials`: `num_episodes` episodes side by side, each
-    to its first end (see the module's docstring), summing `sum_info` (scalar info keys) over
-    each episode's steps and keeping `last_info` at its last step."""
-    env_params = env.check_params(env_params)
+    """The loop of `evaluate`, `evaluate_trials` and `evaluate_levels`: `num_episodes` episodes
+    side by side, each to its first end (see the module's docstring), reading what `played`
+    names of their info."""
+    env, params_axis, sum_info, last_info = (
+        played.env, played.params_axis, played.sum_info, played.last_info
+    )  # fmt: skip
+    env_params = env.check_params(played.env_params)
     policy = recurrent(policy)
     key, key_reset = jax.random.split(key)
     batch = reset_batch(env, env_params, key_reset, num_episodes, params_axis)
@@ -118,9 +129,8 @@ def _run_episodes(
     lengths = jnp.zeros((num_episodes,), jnp.int32)
     sums, last = {}, {}
     if sum_info or last_info:
-        info = _info_shapes(
-            policy, step, batch, key, running, env, env_params, params_axis, (*sum_info, *last_info)
-        )
+        played = played._replace(env_params=env_params)
+        info = _info_shapes(played, policy, step, batch, key, running)
         for name in sum_info:
             if info[name].shape != (num_episodes,):
                 raise ValueError(
@@ -160,9 +170,11 @@ def _run_episodes(
     return _Run(returns, lengths, ~running, sums, last)
 
 
-def _info_shapes(policy, step, batch, key, running, env, env_params, params_axis, keys) -> dict:
+def _info_shapes(played: _Played, policy, step, batch, key, running) -> dict:
     """The shapes and dtypes of a step's `info` (`[num_episodes, ...]`), nothing computed;
-    a `ValueError` where it lacks one of `keys`."""
+    a `ValueError` where it lacks one of the keys `played` reads."""
+    env, env_params, params_axis = played.env, played.env_params, played.params_axis
+    keys = (*played.sum_info, *played.last_info)
 
     def first_info(key):
         mask = masks.keywords(masks.of_batch(env, batch.state, env_params, params_axis))
@@ -199,9 +211,8 @@ def evaluate(
     max_steps = _max_steps(env, max_steps, "evaluate")
     if int(num_episodes) < 1:
         raise ValueError(f"evaluate: num_episodes must be >= 1, got {num_episodes}")
-    run = _run_episodes(
-        env, env_params, policy, key, num_episodes, max_steps, params_axis, tuple(sum_info)
-    )
+    played = _Played(env, env_params, params_axis, tuple(sum_info))
+    run = _run_episodes(played, policy, key, num_episodes, max_steps)
     return EvalResult(run.returns, run.lengths, run.finished, run.sums)
 
 
@@ -229,17 +240,8 @@ def evaluate_trials(
     if int(num_trials) < 1:
         raise ValueError(f"evaluate_trials: num_trials must be >= 1, got {num_trials}")
     sum_info = (sum_info,) if isinstance(sum_info, str) else tuple(sum_info)
-    run = _run_episodes(
-        env,
-        env_params,
-        policy,
-        key,
-        num_trials,
-        max_steps,
-        params_axis,
-        sum_info,
-        ("episode_returns",),
-    )
+    played = _Played(env, env_params, params_axis, sum_info, ("episode_returns",))
+    run = _run_episodes(played, policy, key, num_trials, max_steps)
     return TrialResult(run.last["episode_returns"], run.returns, run.sums)
 
 
@@ -270,7 +272,7 @@ def evaluate_levels(
     level_params = env.check_params(level_params)
     # Each level's params `attempts` times in a row: episode i * attempts + j plays level i.
     params = jax.tree.map(lambda x: jnp.repeat(x, attempts, axis=0), level_params)
-    run = _run_episodes(env, params, policy, key, num_levels * attempts, max_steps, 0)
+    run = _run_episodes(_Played(env, params, 0), policy, key, num_levels * attempts, max_steps)
     shape = (num_levels, attempts)
     return LevelResult(*(x.reshape(shape) for x in (run.returns, run.lengths, run.finished)))
 

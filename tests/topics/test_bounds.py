@@ -37,11 +37,6 @@ EXCEPTIONS = {
         585,
         "saving, restoring and their refusals: to be split",
     ),
-    ("rlsuite/loop/episodes.py", "_run_episodes", "parameters"): (
-        9,
-        "the episode loop's sizes and policies: to take a record",
-    ),
-    ("rlsuite/loop/episodes.py", "_info_shapes", "parameters"): (9, "as _run_episodes"),
     ("rlsuite/loop/loggers.py", None, "lines"): (
         459,
         "the loggers and their backends: to be split",
