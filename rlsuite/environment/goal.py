@@ -142,8 +142,16 @@ def check_goal_contract(
     also run and the values compared: `info["achieved_goal"]` = `next_obs[goal_indices]`,
     `info["desired_goal"]` = `goal_of(next_obs)`, the reward = `compute_reward` of them.
     """
-    name = env.name
     params = env.default_params if params is None else params
+    state_dim, indices = _check_attributes(env, params, owner)
+    _check_shapes(env, params, state_dim, indices)
+    if key is not None:
+        _check_values(env, params, key)
+
+
+def _check_attributes(env: Any, params: Any, owner: str | None) -> tuple[int, tuple[int, ...]]:
+    """`(state_dim, goal_indices)` of `env`, checked with the success threshold in `params`."""
+    name = env.name
     state_dim = getattr(env, "state_dim", None)
     if state_dim is None and getattr(env, "goal_indices", None) is None:
         raise ValueError(
@@ -180,7 +188,12 @@ def check_goal_contract(
             f"{name}: goal_threshold(params) has shape {np.shape(threshold)}; allowed: a scalar "
             "(one environment's params; batch them with jax.vmap)"
         )
+    return state_dim, indices
 
+
+def _check_shapes(env: Any, params: Any, state_dim: int, indices: tuple[int, ...]) -> None:
+    """The shapes of one traced reset and step, and of `compute_reward` on a batch of goals."""
+    name = env.name
     key_shape = jax.eval_shape(jax.random.key, 0)
     obs, state = jax.eval_shape(lambda k: env.reset_env(k, params), key_shape)
     space = env.action_space(params)
@@ -221,8 +234,6 @@ def check_goal_contract(
             f"{name}: compute_reward on goals of shape (3, {goal_dim}) returned shape "
             f"{tuple(reward.shape)}; allowed: (3,) (batched over leading axes)"
         )
-    if key is not None:
-        _check_values(env, params, key)
 
 
 def _check_values(env: Any, params: Any, key: jax.Array) -> None:

@@ -29,10 +29,6 @@ EXCEPTIONS = {
         107,
         "one closure per buffer function over shared sizes: to be split into stages",
     ),
-    ("rlsuite/environment/goal.py", "check_goal_contract", "lines"): (
-        97,
-        "a checklist of the goal contract's clauses, one message each: to be split per clause",
-    ),
     ("rlsuite/loop/checkpoint.py", None, "lines"): (
         585,
         "saving, restoring and their refusals: to be split",
