@@ -54,11 +54,11 @@ def test_dataset_collect_trains_its_behaviour_with_the_behaviour_defaults(monkey
 
     seen = {}
 
-    def record(agent, hparams, key, quality, size, env, **kwargs):
-        seen.update(config=agent.config, hparams=hparams, quality=quality)
+    def record(agent, hparams, key, env, medium, *args, **kwargs):
+        seen.update(config=agent.config, hparams=hparams, medium=medium)
         raise Stop
 
-    monkeypatch.setattr(rlsuite.app.collect, "collect", record)
+    monkeypatch.setattr(rlsuite.app.collect, "train_behaviour", record)
     out = tmp_path / "walker2d-medium.hdf5"
     argv = ["collect", "--env", "brax/walker2d", "--quality", "medium", "--size", "1000"]
     with pytest.raises(Stop):
@@ -68,7 +68,7 @@ def test_dataset_collect_trains_its_behaviour_with_the_behaviour_defaults(monkey
     assert seen["config"] == dataclasses.replace(seen["config"], **config)
     assert seen["config"].total_timesteps == 65_536
     assert seen["hparams"] == ALGOS["sac"].hparams_cls(**expected["hparams"])
-    assert seen["quality"] == "medium" and not out.exists()
+    assert seen["medium"] and not out.exists()  # a medium dataset trains the medium run
 
 
 def test_every_meta_rl_task_family_has_a_tuned_rl2_entry():
