@@ -35,6 +35,7 @@ written. Sampling an empty buffer returns zeros: gate on `can_sample`.
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections.abc import Callable, Mapping
@@ -162,6 +163,113 @@ def _check_items(data: PyTree, items: PyTree, num_envs: int) -> PyTree:
     return items
 
 
+class _Sizes(NamedTuple):
+    """What every buffer function closes over: static ints and the discount."""
+
+    capacity: int
+    num_envs: int
+    gamma: float
+
+
+def _init(sizes: _Sizes, example_item: PyTree) -> TrajectoryState:
+    """Empty storage shaped like `example_item`, a dict holding at least `next_obs`,
+    `terminated` and `truncated` (leaves without a batch axis)."""
+    if not isinstance(example_item, Mapping):
+        raise ValueError(
+            f"{_OWNER}: the example item must be a dict, got {type(example_item).__name__}"
+        )
+    missing = [k for k in REQUIRED_KEYS if k not in example_item]
+    if missing:
+        raise ValueError(f"{_OWNER}: the example item has no {', '.join(missing)}")
+    taken = [k for k in FUTURE_KEYS if k in example_item]
+    if taken:
+        raise ValueError(f"{_OWNER}: the item keys {', '.join(taken)} are what sample adds")
+    capacity, num_envs = sizes.capacity, sizes.num_envs
+    data = jax.tree.map(
+        lambda x: jnp.zeros((capacity, num_envs, *jnp.shape(x)), jnp.asarray(x).dtype),
+        example_item,
+    )
+    zero = jnp.zeros((), jnp.int32)
+    return TrajectoryState(
+        data=data,
+        episode=jnp.zeros((capacity, num_envs), jnp.int32),
+        next_episode=jnp.zeros((num_envs,), jnp.int32),
+        insert_pos=zero,
+        rows=zero,
+        skipped=zero,
+    )
+
+
+def _writes(num_envs: int, valid: Array | None) -> Array:
+    """Bool `[]`: whether a row is written, given the items' `valid` mask (or None: always)."""
+    if valid is None:
+        return jnp.ones((), bool)
+    valid = jnp.asarray(valid)
+    if valid.shape != (num_envs,) or valid.dtype != jnp.bool_:
+        raise ValueError(
+            f"{_OWNER}: valid must be a bool array of shape ({num_envs},), got "
+            f"{valid.dtype}{list(valid.shape)}"
+        )
+    return jnp.all(valid)
+
+
+def _add(
+    sizes: _Sizes, state: TrajectoryState, items: PyTree, valid: Array | None = None
+) -> TrajectoryState:
+    """Writes one time step of every env (leaves `[num_envs, ...]`) as the newest row; with
+    `valid` (bool `[num_envs]`) only when every item is valid (else counted in `skipped`)."""
+    capacity = sizes.capacity
+    state = jax.tree.map(jnp.asarray, state)  # (a restored state may hold NumPy arrays)
+    items = _check_items(state.data, items, sizes.num_envs)
+    write = _writes(sizes.num_envs, valid)
+    # A row that is not written goes to the out-of-range row `capacity`, which "drop" discards.
+    row = jnp.where(write, state.insert_pos, capacity)
+    data = jax.tree.map(lambda d, x: d.at[row].set(x, mode="drop"), state.data, items)
+    episode = state.episode.at[row].set(state.next_episode, mode="drop")
+    ended = items["terminated"].astype(bool) | items["truncated"].astype(bool)
+    step = write.astype(jnp.int32)
+    return TrajectoryState(
+        data=data,
+        episode=episode,
+        next_episode=state.next_episode + (ended & write).astype(jnp.int32),
+        insert_pos=(state.insert_pos + step) % capacity,
+        rows=jnp.minimum(state.rows + step, capacity),
+        skipped=state.skipped + 1 - step,
+    )
+
+
+def _sample_future(
+    sizes: _Sizes, state: TrajectoryState, key: Array, step: Array, env: Array
+) -> tuple[Array, Array]:
+    """For anchors at logical steps `step` of envs `env` (int `[B]`): `(offset, future_step)`,
+    int32 `[B]`, the offset `k >= 1` and the logical step whose `next_obs` is the future."""
+    step, env = jnp.asarray(step, jnp.int32), jnp.asarray(env, jnp.int32)
+    last = episode_last_step(state, step, env)
+    offset = truncated_geometric(key, sizes.gamma, last - step + 1)
+    return offset, step + offset - 1
+
+
+def _sample(sizes: _Sizes, state: TrajectoryState, key: Array, batch_size: int) -> dict:
+    """`batch_size` (static) anchors uniform with replacement over the stored (step, env)
+    pairs: the item's keys, `future_obs` (the future state) and `future_offset` (int32 `k`),
+    every leaf `[batch_size, ...]`."""
+    num_envs = sizes.num_envs
+    state = jax.tree.map(jnp.asarray, state)
+    key_anchor, key_offset = jax.random.split(key)
+    index = jax.random.randint(key_anchor, (batch_size,), 0, jnp.maximum(state.rows * num_envs, 1))
+    step, env = index // num_envs, index % num_envs
+    offset, future_step = _sample_future(sizes, state, key_offset, step, env)
+    batch = dict(gather(state, step, env))
+    batch["future_obs"] = state.data["next_obs"][physical_row(state, future_step), env]
+    batch["future_offset"] = offset
+    return batch
+
+
+def _can_sample(sizes: _Sizes, state: TrajectoryState, batch_size: int = 1) -> Array:
+    """Bool array: at least `batch_size` transitions (all envs together) are stored."""
+    return state.rows * sizes.num_envs >= batch_size
+
+
 def trajectory_buffer(
     capacity: int, num_envs: int, gamma: float, max_episode_steps: int | None = None
 ) -> TrajectoryBuffer:
@@ -178,96 +286,13 @@ def trajectory_buffer(
                 f"{_OWNER}: capacity={capacity} is below max_episode_steps={max_episode_steps}: "
                 "the buffer cannot hold one whole episode"
             )
-
-    def init(example_item: PyTree) -> TrajectoryState:
-        """Empty storage shaped like `example_item`, a dict holding at least `next_obs`,
-        `terminated` and `truncated` (leaves without a batch axis)."""
-        if not isinstance(example_item, Mapping):
-            raise ValueError(
-                f"{_OWNER}: the example item must be a dict, got {type(example_item).__name__}"
-            )
-        missing = [k for k in REQUIRED_KEYS if k not in example_item]
-        if missing:
-            raise ValueError(f"{_OWNER}: the example item has no {', '.join(missing)}")
-        taken = [k for k in FUTURE_KEYS if k in example_item]
-        if taken:
-            raise ValueError(f"{_OWNER}: the item keys {', '.join(taken)} are what sample adds")
-        data = jax.tree.map(
-            lambda x: jnp.zeros((capacity, num_envs, *jnp.shape(x)), jnp.asarray(x).dtype),
-            example_item,
-        )
-        zero = jnp.zeros((), jnp.int32)
-        return TrajectoryState(
-            data=data,
-            episode=jnp.zeros((capacity, num_envs), jnp.int32),
-            next_episode=jnp.zeros((num_envs,), jnp.int32),
-            insert_pos=zero,
-            rows=zero,
-            skipped=zero,
-        )
-
-    def add(state: TrajectoryState, items: PyTree, valid: Array | None = None) -> TrajectoryState:
-        """Writes one time step of every env (leaves `[num_envs, ...]`) as the newest row; with
-        `valid` (bool `[num_envs]`) only when every item is valid (else counted in `skipped`)."""
-        state = jax.tree.map(jnp.asarray, state)  # (a restored state may hold NumPy arrays)
-        items = _check_items(state.data, items, num_envs)
-        if valid is None:
-            write = jnp.ones((), bool)
-        else:
-            valid = jnp.asarray(valid)
-            if valid.shape != (num_envs,) or valid.dtype != jnp.bool_:
-                raise ValueError(
-                    f"{_OWNER}: valid must be a bool array of shape ({num_envs},), got "
-                    f"{valid.dtype}{list(valid.shape)}"
-                )
-            write = jnp.all(valid)
-        # A row that is not written goes to the out-of-range row `capacity`, which "drop" discards.
-        row = jnp.where(write, state.insert_pos, capacity)
-        data = jax.tree.map(lambda d, x: d.at[row].set(x, mode="drop"), state.data, items)
-        episode = state.episode.at[row].set(state.next_episode, mode="drop")
-        ended = items["terminated"].astype(bool) | items["truncated"].astype(bool)
-        step = write.astype(jnp.int32)
-        return TrajectoryState(
-            data=data,
-            episode=episode,
-            next_episode=state.next_episode + (ended & write).astype(jnp.int32),
-            insert_pos=(state.insert_pos + step) % capacity,
-            rows=jnp.minimum(state.rows + step, capacity),
-            skipped=state.skipped + 1 - step,
-        )
-
-    def sample_future(
-        state: TrajectoryState, key: Array, step: Array, env: Array
-    ) -> tuple[Array, Array]:
-        """For anchors at logical steps `step` of envs `env` (int `[B]`): `(offset, future_step)`,
-        int32 `[B]`, the offset `k >= 1` and the logical step whose `next_obs` is the future."""
-        step, env = jnp.asarray(step, jnp.int32), jnp.asarray(env, jnp.int32)
-        last = episode_last_step(state, step, env)
-        offset = truncated_geometric(key, gamma, last - step + 1)
-        return offset, step + offset - 1
-
-    def sample(state: TrajectoryState, key: Array, batch_size: int) -> dict:
-        """`batch_size` (static) anchors uniform with replacement over the stored (step, env)
-        pairs: the item's keys, `future_obs` (the future state) and `future_offset` (int32 `k`),
-        every leaf `[batch_size, ...]`."""
-        state = jax.tree.map(jnp.asarray, state)
-        key_anchor, key_offset = jax.random.split(key)
-        index = jax.random.randint(
-            key_anchor, (batch_size,), 0, jnp.maximum(state.rows * num_envs, 1)
-        )
-        step, env = index // num_envs, index % num_envs
-        offset, future_step = sample_future(state, key_offset, step, env)
-        batch = dict(gather(state, step, env))
-        batch["future_obs"] = state.data["next_obs"][physical_row(state, future_step), env]
-        batch["future_offset"] = offset
-        return batch
-
-    def can_sample(state: TrajectoryState, batch_size: int = 1) -> Array:
-        """Bool array: at least `batch_size` transitions (all envs together) are stored."""
-        return state.rows * num_envs >= batch_size
-
+    sizes = _Sizes(capacity, num_envs, gamma)
     return TrajectoryBuffer(
-        init=init, add=add, sample=sample, can_sample=can_sample, sample_future=sample_future
+        init=functools.partial(_init, sizes),
+        add=functools.partial(_add, sizes),
+        sample=functools.partial(_sample, sizes),
+        can_sample=functools.partial(_can_sample, sizes),
+        sample_future=functools.partial(_sample_future, sizes),
     )
 
 

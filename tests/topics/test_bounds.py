@@ -25,10 +25,6 @@ EXCEPTIONS = {
         "a table of data: one entry per algorithm and environment, each with the figure it was "
         "measured at; its lookups are a few lines",
     ),
-    ("rlsuite/data/trajectory_buffer.py", "trajectory_buffer", "lines"): (
-        107,
-        "one closure per buffer function over shared sizes: to be split into stages",
-    ),
     ("rlsuite/loop/checkpoint.py", None, "lines"): (
         585,
         "saving, restoring and their refusals: to be split",
