@@ -27,6 +27,7 @@ import numpy as np
 import tyro
 
 from rlsuite.app import pbt as populations
+from rlsuite.app.argv import read
 from rlsuite.app.errors import run_script
 from rlsuite.loop import files, platform
 from rlsuite.ops.bootstrap import bootstrap_ci
@@ -64,7 +65,7 @@ def arm(args: Args, name: str, exploit: bool) -> dict:
     argv += ["--out", str(args.runs / name), "--no-progress"]
     if not exploit:
         argv.append("--no-exploit")
-    populations.main(argv)
+    populations.main(read(argv))  # the command line read once, as `rlsuite pbt` reads it
     return json.loads((args.runs / name / "pbt.json").read_text())
 
 

@@ -1,11 +1,78 @@
-"""The command line's words read ahead of the parser (tyro reads the rest): a flag's value, the
-environment a command names, the `--env-option` words, and a command line without some flags.
-`startup` reads the processes and devices with these before JAX starts, and `train` the
-algorithm, its environment and its options before it builds the parser from them."""
+"""The command line's words read ahead of the parser (tyro reads the rest).
+
+A run command's words (`rlsuite train|sweep|pbt ...`) are read once, by `read`, into one
+`CommandLine`: the values of the flags in `AHEAD` and the `--env-option` words. `startup` takes
+the processes and devices from it before JAX starts, and `train` the algorithm, its environment,
+its options and its files before it builds the parser; neither reads the words again.
+
+    line = read(["ppo", "--env", "pendulum", "--mesh", "runs=2,envs=1"])
+    line.value("--env")          # "pendulum"; None where the flag is not given
+    line.given("--help", "-h")   # a switch, in either form (--flag or --flag=...)
+    line.parser_words()          # what tyro parses: the words, the options gathered at the end
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+
 from rlsuite.app.errors import UsageError
+
+# The flags whose values are read ahead of the parser: the run's (`rlsuite.app.train`) and the
+# processes' and devices' (`rlsuite.app.startup`).
+AHEAD = (
+    "--env",
+    "--dataset",
+    "--config",
+    "--total-timesteps",
+    "--resume",
+    "--cpu-devices",
+    "--mesh",
+    "--coordinator",
+    "--num-processes",
+    "--process-id",
+    "--process-timeout",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class CommandLine:
+    """A run command's words without its `--env-option` flags (`words`), the FIELD=VALUE words
+    of those (`env_options`), and the values of the flags in `AHEAD` that are given (`values`).
+    Made by `read`; a command that takes its own flags out of the words keeps the rest with
+    `with_words`."""
+
+    words: tuple[str, ...]
+    env_options: tuple[str, ...]
+    values: Mapping[str, str]
+
+    def value(self, flag: str) -> str | None:
+        """The value of `flag` (one of `AHEAD`), or None where it is not given."""
+        if flag not in AHEAD:
+            raise KeyError(f"{flag} is not read ahead of the parser; those that are: {AHEAD}")
+        return self.values.get(flag)
+
+    def given(self, *flags: str) -> bool:
+        """Whether any of `flags` is among the words, as `--flag` or `--flag=VALUE`."""
+        return any(word.split("=", 1)[0] in flags for word in self.words)
+
+    def with_words(self, words: list[str]) -> CommandLine:
+        """The same line with `words` (the command's own flags taken out; no flag of `AHEAD`)."""
+        return dataclasses.replace(self, words=tuple(words))
+
+    def parser_words(self) -> list[str]:
+        """The words for the parser: `words`, then `--env-option` with every FIELD=VALUE."""
+        options = ["--env-option", *self.env_options] if self.env_options else []
+        return [*self.words, *options]
+
+
+def read(words: list[str]) -> CommandLine:
+    """`words` read once: the `--env-option` words gathered, and the value of every flag of
+    `AHEAD` that is given (refused where one is given twice: `flag_value`)."""
+    kept, pairs = env_option_flags(list(words))
+    values = {flag: flag_value(kept, flag) for flag in AHEAD}
+    given = {flag: value for flag, value in values.items() if value is not None}
+    return CommandLine(tuple(kept), tuple(pairs), given)
 
 
 def env_from_argv(argv: list[str], default: str = "cartpole") -> str:

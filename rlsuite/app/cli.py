@@ -42,11 +42,13 @@ import importlib.metadata
 import sys
 
 from rlsuite.agents import registry
+from rlsuite.app import argv as argv_words
 from rlsuite.app import startup
 from rlsuite.app.errors import INPUT_ERRORS, INTERRUPTED, choose, raised_here, stopped
 from rlsuite.loop.files import WriteError
 
-# Each command's module, whose `main(argv)` runs it, imported when its command runs (plotting,
+# Each command's module, whose `main(argv)` runs it (a run command's `main(line)`, its
+# `rlsuite.app.argv.CommandLine`), imported when its command runs (plotting,
 # video and statistics libraries load only for theirs); a run directory's record and lifecycle
 # are `rlsuite.app.runs`'.
 COMMANDS = {
@@ -82,9 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     command, rest = argv[0], argv[1:]
     try:
         choose("command", command, tuple(COMMANDS))
+        # A run command's words are read once (`rlsuite.app.argv`), for the start-up and its main.
+        line = argv_words.read(rest) if command in startup.RUN_COMMANDS else None
         if command not in startup.PLAIN_COMMANDS:
-            startup.start(command, rest)  # processes and devices, before JAX starts
-        result = importlib.import_module(f"rlsuite.app.{COMMANDS[command]}").main(rest)
+            startup.start(command, line)  # processes and devices, before JAX starts
+        module = importlib.import_module(f"rlsuite.app.{COMMANDS[command]}")
+        result = module.main(rest if line is None else line)
     except INPUT_ERRORS as error:
         if not raised_here(error):
             raise

@@ -31,6 +31,7 @@ import pathlib
 import numpy as np
 
 from rlsuite.app import runs, train
+from rlsuite.app.argv import CommandLine
 from rlsuite.app.batches import LINEAGE, Population
 from rlsuite.loop.divergence import diverged_runs
 from rlsuite.loop.files import write_json, write_text
@@ -81,15 +82,16 @@ def bounds(specs) -> tuple[list[float], list[float], list[bool]]:
     return low, high, [s.log for s in specs]
 
 
-def main(argv: list[str]) -> dict:
+def main(line: CommandLine) -> dict:
     from rlsuite.agents import registry
     from rlsuite.app import sweep as sweeps
     from rlsuite.loop.runner import chunk_length
 
-    if "--resume" in argv:
-        out, _, progress = train.resume_args(argv)
+    if line.given("--resume"):
+        out, _, progress = train.resume_args(line)
         return write_results(*runs.resume_batch(out, "pbt", FILES[-1], progress))
-    helping = "-h" in argv or "--help" in argv
+    argv = list(line.words)
+    helping = line.given("-h", "--help")
     if helping:
         print(__doc__)  # the population's own flags; rlsuite train's follow
         if not argv or argv[0].startswith("-"):
@@ -125,13 +127,12 @@ def main(argv: list[str]) -> dict:
             fields, low, high, log, members, args.num_seeds, configs, options["fraction"],
             options["resample"], options["exploit"]
         )  # fmt: skip
-        agent.check_hparams(pbt.hparams(args.hparams))
         extremes = [dict(zip(fields, v, strict=True)) for v in (low, high)]
         bounded = dataclasses.replace(pbt, configs=extremes)
         agent.check_hparams(bounded.hparams(args.hparams))  # the whole range may be explored
         found["pbt"] = pbt
 
-    run = train.new_run(rest, "pbt", check)
+    run = train.new_run(line.with_words(rest), "pbt", check)
     pbt = found["pbt"]
     run.record = dataclasses.replace(run.record, num_seeds=pbt.members * pbt.populations, batch=pbt)
     run.agent = pbt.agent(run.agent)

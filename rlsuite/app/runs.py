@@ -343,11 +343,12 @@ def saved_in(out: pathlib.Path) -> str | None:
 
 def _forget(out: pathlib.Path, made: pathlib.Path | None) -> None:
     """After a new run failed before its first checkpoint and log row, remove the `config.json`
-    it wrote and the empty folders it made (`made` and below), so that the same command can be
-    run again; anything saved is kept."""
+    and the empty metrics files it wrote and the empty folders it made (`made` and below), so
+    that the same command can be run again; anything saved is kept."""
     if saved_in(out) is not None:
         return
-    (out / CONFIG).unlink(missing_ok=True)
+    for name in (CONFIG, JSONL, CSV):  # the metrics files are empty here (saved_in)
+        (out / name).unlink(missing_ok=True)
     if made is not None:
         for path in [*sorted(made.rglob("*"), reverse=True), made]:
             if path.is_dir() and not any(path.iterdir()):

@@ -1,8 +1,8 @@
 """What a command needs decided before JAX starts: the processes of a job it joins and the CPU
-cores it makes devices (`rlsuite.loop.platform.use_cpu_cores`), read once from the command line
-(and, for `--resume`, from the run's record).
+cores it makes devices (`rlsuite.loop.platform.use_cpu_cores`), read from the command line's one
+`rlsuite.app.argv.CommandLine` (and, for `--resume`, from the run's record).
 
-    platform = start(command, argv)   # a Platform: processes, CPU devices asked and in effect
+    platform = start(command, line)   # a Platform: processes, CPU devices asked and in effect
 
 JAX fixes its devices at its first computation, so `rlsuite` calls this before anything else.
 """
@@ -15,7 +15,7 @@ import pathlib
 import sys
 
 from rlsuite.app import runs
-from rlsuite.app.argv import flag_value
+from rlsuite.app.argv import CommandLine
 from rlsuite.app.errors import UsageError
 from rlsuite.loop.mesh import AXES
 
@@ -35,24 +35,23 @@ class Platform:
     in_effect: int | None = None
 
 
-def plan(command: str, argv: list[str]) -> Platform:
-    """The processes and CPU devices of `command argv`, read before JAX starts: `--cpu-devices`,
-    or the `--mesh` sizes' product, or for `--resume` the devices the run recorded (shared among
-    the processes that continue it)."""
+def plan(command: str, line: CommandLine | None) -> Platform:
+    """The processes and CPU devices of `command` with the run command's `line` (None for the
+    other commands), read before JAX starts: `--cpu-devices`, or the `--mesh` sizes' product,
+    or for `--resume` the devices the run recorded (shared among the processes that continue
+    it)."""
     if command not in RUN_COMMANDS:
         return Platform(None, None)
-    processes = _processes(argv)
+    processes = _processes(line)
     share = processes or 1  # the CPU devices are shared among them where the count is known
     count = None
-    resume = "--resume" in argv
-    if flag_value(argv, "--cpu-devices") not in (None, "None"):
-        count = _cpu_devices(flag_value(argv, "--cpu-devices"))
-    elif flag_value(argv, "--mesh") is not None:
-        count = _mesh_devices(flag_value(argv, "--mesh"))
+    if line.value("--cpu-devices") not in (None, "None"):
+        count = _cpu_devices(line.value("--cpu-devices"))
+    elif line.value("--mesh") is not None:
+        count = _mesh_devices(line.value("--mesh"))
         count = None if count is None or count % share else count // share
-    elif resume:
-        i = argv.index("--resume")
-        devices = runs.recorded_devices(pathlib.Path(argv[i + 1] if i + 1 < len(argv) else ""))
+    elif line.given("--resume"):
+        devices = runs.recorded_devices(pathlib.Path(line.value("--resume") or ""))
         # Resumed by any number of processes: the run's devices shared among them.
         count = devices.count if devices is not None and devices.platform == "cpu" else None
         if count is not None and count % share == 0:
@@ -60,16 +59,16 @@ def plan(command: str, argv: list[str]) -> Platform:
     return Platform(processes, count)
 
 
-def start(command: str, argv: list[str]) -> Platform:
+def start(command: str, line: CommandLine | None) -> Platform:
     """Join the job's processes and make the CPU devices (`plan`) before anything runs."""
     from rlsuite.loop.platform import use_cpu_cores
 
-    platform = plan(command, argv)
+    platform = plan(command, line)
     if platform.processes is not None:
-        _initialize(argv)  # before JAX starts its devices (use_cpu_cores lists them)
+        _initialize(line)  # before JAX starts its devices (use_cpu_cores lists them)
     in_effect = use_cpu_cores(platform.cpu_devices)
     count = platform.cpu_devices
-    if "--resume" in argv and count is not None and in_effect != count:
+    if line is not None and line.given("--resume") and count is not None and in_effect != count:
         print(
             f"rlsuite train: warning: the run trained on {count} CPU devices and continues on "
             f"{in_effect}, so it may end apart from the uninterrupted run (at float tolerance)",
@@ -90,13 +89,13 @@ def _mesh_devices(text: str) -> int | None:
     return sizes[AXES[0]] * sizes[AXES[1]] if len(sizes) == len(AXES) else None
 
 
-def _processes(argv: list[str]) -> int | None:
+def _processes(line: CommandLine) -> int | None:
     """None where the command runs alone; where `--distributed` or one of `PROCESS_FLAGS` is
     given, the number of processes given or read from the cluster (SLURM_NTASKS), or 0 where only
     JAX's own detection will tell (once connected)."""
-    if "--distributed" not in argv and all(flag_value(argv, f) is None for f in PROCESS_FLAGS):
+    if not line.given("--distributed") and all(line.value(f) is None for f in PROCESS_FLAGS):
         return None
-    value = flag_value(argv, "--num-processes") or os.environ.get("SLURM_NTASKS")
+    value = line.value("--num-processes") or os.environ.get("SLURM_NTASKS")
     if value is None:
         return 0
     if not value.isdigit() or int(value) < 1:
@@ -104,7 +103,7 @@ def _processes(argv: list[str]) -> int | None:
     return int(value)
 
 
-def _initialize(argv: list[str]) -> None:
+def _initialize(line: CommandLine) -> None:
     """Join the job's processes (`rlsuite.loop.distributed.initialize`) before JAX starts, with
     the CPU collectives (gloo) that CPU devices of several processes need."""
     import jax
@@ -114,13 +113,13 @@ def _initialize(argv: list[str]) -> None:
     values = {}
     names = ("coordinator_address", "num_processes", "process_id")
     for flag, name in zip(PROCESS_FLAGS, names, strict=True):
-        value = flag_value(argv, flag)
+        value = line.value(flag)
         if value is not None and name != "coordinator_address":
             if not value.isdigit():
                 raise UsageError(f"{flag} must be an integer >= 0, got {value!r}")
             value = int(value)
         values[name] = value
-    timeout = flag_value(argv, "--process-timeout") or "60"
+    timeout = line.value("--process-timeout") or "60"
     try:
         values["timeout_seconds"] = float(timeout)
     except ValueError:

@@ -38,6 +38,7 @@ import pathlib
 import numpy as np
 
 from rlsuite.app import runs, train
+from rlsuite.app.argv import CommandLine
 from rlsuite.app.batches import Sweep
 from rlsuite.loop.files import float32_value, write_json, write_text
 from rlsuite.ops.bootstrap import bootstrap_ci
@@ -183,11 +184,12 @@ def _split_argv(argv: list[str]) -> tuple[list[str], int | None, str, list[str]]
     return grid, random, metric, rest
 
 
-def main(argv: list[str]) -> dict:
-    if "--resume" in argv:
-        out, _, progress = train.resume_args(argv)
+def main(line: CommandLine) -> dict:
+    if line.given("--resume"):
+        out, _, progress = train.resume_args(line)
         return write_results(*runs.resume_batch(out, "sweep", FILES[-1], progress))
-    helping = "-h" in argv or "--help" in argv
+    argv = list(line.words)
+    helping = line.given("-h", "--help")
     if helping:
         print(__doc__)  # the sweep's own flags; rlsuite train's follow
         if not argv or argv[0].startswith("-"):
@@ -203,10 +205,9 @@ def main(argv: list[str]) -> dict:
         configs = configurations(specs, random, args.seed)
         search = "grid" if random is None else "random"
         sweep = Sweep([s.field for s in specs], configs, args.num_seeds, metric, search)
-        agent.check_hparams(sweep.hparams(args.hparams))  # a bad value, named
         found["sweep"] = sweep
 
-    run = train.new_run(rest, "sweep", check)
+    run = train.new_run(line.with_words(rest), "sweep", check)
     if metric == "normalized_score" and runs.reference_returns(run.data) is None:
         raise ValueError(
             "--metric normalized_score needs an offline algorithm's dataset with random and "

@@ -20,7 +20,7 @@ import tyro
 
 from rlsuite.agents import registry
 from rlsuite.app import runs
-from rlsuite.app.argv import env_from_argv, env_option_flags, env_options, flag_value, without_flags
+from rlsuite.app.argv import CommandLine, env_options, without_flags
 from rlsuite.app.errors import UsageError, choose
 from rlsuite.app.startup import PROCESS_FLAGS
 from rlsuite.app.tuned import TUNED, tuned
@@ -93,9 +93,9 @@ def train_args(algo: registry.Algorithm):
     return TrainArgs
 
 
-def main(argv: list[str]) -> dict:
-    if "--resume" in argv:
-        out, mesh, progress = resume_args(argv)
+def main(line: CommandLine) -> dict:
+    if line.given("--resume"):
+        out, mesh, progress = resume_args(line)
         batch = runs.read_record(out, "run to resume").batch
         if batch is not None:  # its tables are written by its own command
             kind = batch.kind
@@ -103,24 +103,23 @@ def main(argv: list[str]) -> dict:
                 f"{out} holds a {kind}: continue it with rlsuite {kind} --resume {out}"
             )
         return runs.resume(out, mesh, progress)
-    run = new_run(argv, "train")
+    run = new_run(line, "train")
     return runs.start(run)
 
 
-def resume_args(argv: list[str]) -> tuple[pathlib.Path, str | None, bool]:
+def resume_args(line: CommandLine) -> tuple[pathlib.Path, str | None, bool]:
     """`--resume DIR`'s directory, the `--mesh` it continues on (None: its own) and whether to
     show progress; any other argument but the run's algorithm is refused: the run continues
     exactly as its `config.json` describes it. The process and device flags are the start-up's
     (`rlsuite.app.startup`)."""
-    i = argv.index("--resume")
-    if i + 1 >= len(argv):
+    if line.value("--resume") is None:
         raise UsageError("--resume needs the run directory")
-    out = pathlib.Path(argv[i + 1])
-    rest = argv[:i] + argv[i + 2 :]
+    out = pathlib.Path(line.value("--resume"))
+    rest = without_flags(line.parser_words(), ("--resume",))
     progress = "--no-progress" not in rest
     rest = [a for a in rest if a not in ("--progress", "--no-progress", "--distributed")]
     # The processes and devices that continue it: any number of them, on any mesh that fits.
-    mesh = flag_value(rest, "--mesh")
+    mesh = line.value("--mesh")
     rest = without_flags(rest, (*PROCESS_FLAGS, "--process-timeout", "--mesh", "--cpu-devices"))
     record = runs.read_record(out, "run to resume")
     if rest and rest != [record.algo]:
@@ -131,12 +130,12 @@ def resume_args(argv: list[str]) -> tuple[pathlib.Path, str | None, bool]:
     return out, mesh, progress
 
 
-def new_run(argv: list[str], command: str, check=None) -> runs.NewRun:
+def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
     """Parse and check the command line of a new run (`rlsuite train`, `sweep` and `pbt`, as
     `command`): algorithm, environment, flags (tuned defaults, or a `--config FILE`'s),
     `--out`, mesh, loggers and dataset. `check(algo, agent, args)` adds a command's own checks.
     Every refusal happens here, before anything is compiled or written."""
-    algo, args, env_name, env_opts, (env, env_params) = _parse(argv, command)
+    algo, args, env_name, env_opts, (env, env_params) = _parse(line, command)
     if args.num_seeds < 1 or args.chunks < 1 or args.eval_episodes < 1:
         raise UsageError("--num-seeds, --chunks and --eval-episodes must be >= 1")
     if args.log_interval < 1:
@@ -152,14 +151,13 @@ def new_run(argv: list[str], command: str, check=None) -> runs.NewRun:
             f"{env_name} has action masks and {algo.name} does not read them (it would take "
             f"masked actions); the algorithms that do: {', '.join(registry.mask_readers())}"
         )
-    agent = algo.make(args.config, env, env_params)
-    agent.check_hparams(args.hparams)
+    agent = algo.make(args.config, env, env_params)  # (its hparams: checked once, by runner.fit)
     if check is not None:
         check(algo, agent, args)
     mesh = None if args.mesh is None else runs.mesh_sizes(args.mesh, args.num_seeds, agent)
     steps = agent.config.num_updates * agent.env_steps_per_update
     label, budget = runs.env_label(env_name, env_opts), f"{steps:,} env steps per seed"
-    if flag_value(argv, "--config") is None and not algo.offline:
+    if line.value("--config") is None and not algo.offline:
         if (algo.name, env_name) in TUNED:  # what the run is: with the other lines it prints
             said = f"{algo.name} on {label} starts from the tuned defaults of {algo.name} on "
             print(f"rlsuite {command}: {said}{env_name}, {budget}")
@@ -171,7 +169,7 @@ def new_run(argv: list[str], command: str, check=None) -> runs.NewRun:
                 file=sys.stderr,
             )
     asked = getattr(args.config, "total_timesteps", None)
-    if flag_value(argv, "--total-timesteps") is not None and steps != asked:
+    if line.value("--total-timesteps") is not None and steps != asked:
         print(
             f"rlsuite {command}: note: the run takes {steps:,} env steps per seed, whole updates "
             f"of {agent.env_steps_per_update:,}, for --total-timesteps {asked:,}",
@@ -192,12 +190,13 @@ def new_run(argv: list[str], command: str, check=None) -> runs.NewRun:
     return runs.NewRun(args, agent, record, out, data)
 
 
-def _parse(argv: list[str], command: str):
+def _parse(line: CommandLine, command: str):
     """`(algo, args, env_name, env_options, (env, env_params))` of a new run's command line
     (the options parsed: `envs.options.parse_options`)."""
     from rlsuite import envs
 
-    argv, given = config_file(argv)
+    given = config_file(line)
+    argv = without_flags(list(line.words), ("--config",))
     if given is not None and (not argv or argv[0].startswith("-")):
         argv = [given["algo"], *argv]  # the file names the algorithm
     if argv and argv[0] in ("-h", "--help"):
@@ -220,13 +219,9 @@ def _parse(argv: list[str], command: str):
     if given is not None and given["algo"] != name:
         raise UsageError(f"--config {given['path']} is for {given['algo']}, not {name}")
     algo = registry.get(name)
-    check_memory(algo, argv)
-    if given is not None and flag_value(argv, "--env") is None and not algo.offline:
-        argv = [*argv, "--env", given["env"]]
-    if given is not None and given.get("dataset") and flag_value(argv, "--dataset") is None:
-        argv = [*argv, "--dataset", given["dataset"]]  # an offline run's, by its path
-    env_name = _env_name(algo, argv)
-    argv, pairs = env_option_flags(argv)
+    check_memory(algo, line)
+    env_name, dataset = _env_name(algo, line, given)
+    pairs = list(line.env_options)
     options = env_options(pairs) if pairs or given is None else given.get("env_options") or {}
     options = envs.options.parse_options(env_name, options)  # an unknown name fails here
     made = envs.make(env_name, **options)  # and so does an unknown option, before any parsing
@@ -239,7 +234,8 @@ def _parse(argv: list[str], command: str):
     else:
         config, hparams = runs.config_of(algo, given["config"]), given["hparams"]
         run = {k: given[k] for k in CONFIG_FILE_RUN_KEYS if k in given}
-    default = TrainArgs(config=config, hparams=algo.hparams_cls(**hparams), env=env_name, **run)
+    hparams = algo.hparams_cls(**hparams)
+    default = TrainArgs(config=config, hparams=hparams, env=env_name, dataset=dataset, **run)
     args = tyro.cli(TrainArgs, args=argv, default=default, prog=f"rlsuite {command} {name}")
     return algo, args, env_name, options, made
 
@@ -266,12 +262,12 @@ def _record(algo, args, env_name: str, agent, mesh: dict | None, options) -> run
     )
 
 
-def config_file(argv: list[str]) -> tuple[list[str], dict | None]:
-    """`argv` without `--config FILE`, and what the file holds: a `config.json` of a run, or a
-    sweep's `best.json` (`rlsuite.app.sweep`), with its `path`. None without the flag."""
-    path = flag_value(argv, "--config")
+def config_file(line: CommandLine) -> dict | None:
+    """What `--config FILE` holds: a `config.json` of a run, or a sweep's `best.json`
+    (`rlsuite.app.sweep`), with its `path`. None without the flag."""
+    path = line.value("--config")
     if path is None:
-        return argv, None
+        return None
     given = runs.read_json(
         pathlib.Path(path), f"--config {path}: no such file", name=f"--config {path}"
     )
@@ -291,15 +287,13 @@ def config_file(argv: list[str]) -> tuple[list[str], dict | None]:
             f"configurations; give its best.json (or a run's config.json)"
         )
     choose("algorithm", given["algo"], registry.names())
-    return without_flags(argv, ("--config",)), {**given, "path": path}
+    return {**given, "path": path}
 
 
-def check_memory(algo: registry.Algorithm, argv: list[str]) -> None:
+def check_memory(algo: registry.Algorithm, line: CommandLine) -> None:
     """Refuse a recurrent policy (`--recurrent`, `--recurrent-size`) for a family that declares
     no memory (`registry.Algorithm.memory`), naming the families that do."""
-    flags = [
-        a.split("=")[0] for a in argv if a.split("=")[0] in ("--recurrent", "--recurrent-size")
-    ]
+    flags = [flag for flag in ("--recurrent", "--recurrent-size") if line.given(flag)]
     if flags and not algo.memory:
         raise UsageError(
             f"{algo.name} takes no recurrent policy ({flags[0]}); the families with memory: "
@@ -307,26 +301,34 @@ def check_memory(algo: registry.Algorithm, argv: list[str]) -> None:
         )
 
 
-def _env_name(algo: registry.Algorithm, argv: list[str]) -> str:
-    """The environment of a new run: `--env` or the algorithm's default for an online one; for an
-    offline one, the environment its dataset was made in."""
+def _env_name(
+    algo: registry.Algorithm, line: CommandLine, given: dict | None
+) -> tuple[str, str | None]:
+    """The environment of a new run and its dataset: `--env` (or a `--config` file's) or the
+    algorithm's default for an online one; for an offline one, the environment its dataset
+    (`--dataset`, or a `--config` file's) was made in."""
     from rlsuite.data.dataset_files import load_d4rl
 
-    name, path = algo.name, flag_value(argv, "--dataset")
+    name, path = algo.name, line.value("--dataset")
     if not algo.offline:
         if path is not None:
             raise UsageError(
                 f"{name} is an online algorithm; --dataset is for {', '.join(registry.offline())}"
             )
-        return env_from_argv(argv, algo.default_env)
-    if path is None and ("--help" in argv or "-h" in argv):
-        return env_from_argv(argv, algo.default_env)  # the flags, before there is a dataset
+        env = line.value("--env")
+        if env is None:
+            env = algo.default_env if given is None else given["env"]
+        return env, None
+    if path is None and given is not None and given.get("dataset"):
+        path = given["dataset"]  # an offline run's, by its path
+    if path is None and line.given("--help", "-h"):
+        return line.value("--env") or algo.default_env, None  # the flags, before a dataset
     if path is None:
         raise UsageError(f"{name} is an offline algorithm: give --dataset FILE")
     if not pathlib.Path(path).is_file():
         raise UsageError(f"--dataset {path}: no such file")
     env_name = load_d4rl(path).info.env
-    given = flag_value(argv, "--env")
-    if given is not None and given != env_name:
-        raise UsageError(f"--env {given} does not match the dataset's environment {env_name}")
-    return env_name
+    asked = line.value("--env")
+    if asked is not None and asked != env_name:
+        raise UsageError(f"--env {asked} does not match the dataset's environment {env_name}")
+    return env_name, path

@@ -232,6 +232,7 @@ def _checked(agent, schedule: Schedule, output: Output, final: Final) -> Schedul
         if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
             raise ValueError(f"fit: {name} must be an int >= 1, got {value!r}")
     num_updates = int(num_updates)
+    _check_int32_steps(agent, num_updates)
     chunk_updates = chunk_length(num_updates) if chunk_updates is None else int(chunk_updates)
     hparams_axis, seeds_per_config = schedule.hparams_axis, schedule.seeds_per_config
     if hparams_axis not in (None, 0):
@@ -257,6 +258,22 @@ def _checked(agent, schedule: Schedule, output: Output, final: Final) -> Schedul
             raise ValueError(f"fit: out_dir {output.out_dir}: {blocked} is a file, not a directory")
         check_backends(**(output.logger_options or {}))
     return dataclasses.replace(schedule, num_updates=num_updates, chunk_updates=chunk_updates)
+
+
+INT32_MAX = 2**31 - 1  # the largest step count a run's 32-bit counters on device hold
+
+
+def _check_int32_steps(agent, num_updates: int) -> None:
+    """Refuse a run whose steps per seed (`num_updates` x `env_steps_per_update`), or whose
+    config's `total_timesteps`, pass what JAX's default 32-bit integers hold on device."""
+    steps = num_updates * agent.env_steps_per_update
+    asked = getattr(agent.config, "total_timesteps", 0)
+    if max(steps, asked) > INT32_MAX:
+        raise ValueError(
+            f"fit: {agent.name} would take {max(steps, asked):,} steps per seed; a run counts its "
+            f"steps in 32-bit integers on device, at most {INT32_MAX:,} (2^31 - 1): lower "
+            "total_timesteps (--total-timesteps) or the updates"
+        )
 
 
 def _check_memory(agent, target, num_seeds: int, saves: bool) -> None:

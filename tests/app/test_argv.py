@@ -36,3 +36,21 @@ def test_a_command_line_without_some_flags_and_their_values():
         "runs/a",
         "--no-progress",
     ]
+
+
+def test_a_run_command_line_read_once_into_one_value():
+    words = ["ppo", "--env-option", "gravity=20", "--env=pendulum", "--mesh", "runs=2,envs=1"]
+    line = argv.read([*words, "--no-progress", "-h"])
+    assert line.words == ("ppo", "--env=pendulum", "--mesh", "runs=2,envs=1", "--no-progress", "-h")
+    assert line.env_options == ("gravity=20",)
+    assert dict(line.values) == {"--env": "pendulum", "--mesh": "runs=2,envs=1"}
+    assert line.value("--env") == "pendulum" and line.value("--dataset") is None
+    assert line.given("--help", "-h") and line.given("--env") and not line.given("--resume")
+    assert line.parser_words() == [*line.words, "--env-option", "gravity=20"]
+    # a command's own flags taken out: the values stay, the words change
+    kept = line.with_words(["ppo"])
+    assert kept.value("--mesh") == "runs=2,envs=1" and kept.parser_words()[0] == "ppo"
+    with pytest.raises(KeyError, match="--num-seeds is not read ahead of the parser"):
+        line.value("--num-seeds")
+    with pytest.raises(ValueError, match="--mesh is given 2 times"):
+        argv.read(["ppo", "--mesh", "runs=1", "--mesh=runs=2"])

@@ -202,6 +202,10 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
         (["train", "td3", "--env", "pendulum", "--tau", "2"], "hparams.tau=2.0"),
         (["train", "ppo", "--cpu-devices", "0"], "--cpu-devices must be an integer >= 1"),
         (["train", "ppo", "--log-interval", "2.5"], "Error parsing --log-interval"),
+        (
+            ["train", "pqn", "--total-timesteps", "3000000000", "--no-progress"],
+            "pqn would take 3,000,000,000 steps per seed; a run counts its steps in 32-bit",
+        ),
     ],
 )
 def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path, monkeypatch, capsys):
@@ -539,7 +543,9 @@ def test_a_fault_inside_a_library_keeps_its_traceback(tmp_path, monkeypatch, cap
         cli.main(["train", "ppo", "--out", str(out), "--no-progress"])
     assert not errors.raised_here(raised.value)
     assert not out.exists()
-    # The suite's own refusal of the same kind is still a one-line error.
+    # The suite's own refusal of the same kind (fit's check of the hparams) is still a one-line
+    # error, and leaves nothing behind either.
+    monkeypatch.undo()
     assert cli.main(["train", "ppo", "--learning-rate", "-1", "--out", str(out)]) == 2
     assert "learning_rate" in capsys.readouterr().err and not out.exists()
 

@@ -9,6 +9,7 @@ import pytest
 from rlsuite import envs
 from rlsuite.agents import registry
 from rlsuite.app import cli, train
+from rlsuite.app.argv import read
 from rlsuite.app.tuned import TUNED
 
 
@@ -55,6 +56,10 @@ def test_list_envs_with_a_pattern_gives_spaces_and_the_algorithms_that_take_them
         "probe/action_reward: observation Box(1,), action Discrete(2); ppo, dqn, pqn, fixpo",
         "meta/bandit: observation Box(8,), action Discrete(5); ppo, rl2, ued, dqn, pqn, fixpo",
     ]
+    # A pattern without a wildcard selects the names that hold it.
+    assert cli.main(["list", "envs", "bandit"]) == 0
+    shown = [line.split(":")[0] for line in capsys.readouterr().out.splitlines()]
+    assert shown == [n for n in envs.names() if "bandit" in n] and "meta/bandit" in shown
     assert cli.main(["list", "envs", "nothing/*"]) == 2
     assert "no environment name matches nothing/*" in capsys.readouterr().err
     assert cli.main(["list", "things"]) == 2
@@ -62,12 +67,12 @@ def test_list_envs_with_a_pattern_gives_spaces_and_the_algorithms_that_take_them
 
 
 def test_a_run_on_untuned_defaults_says_so_before_it_starts(capsys, tmp_path):
-    train.new_run(["ppo", "--env", "acrobot", "--out", str(tmp_path / "a")], "train")
+    train.new_run(read(["ppo", "--env", "acrobot", "--out", str(tmp_path / "a")]), "train")
     assert (
         "note: no tuned defaults for ppo on acrobot; it starts from ppo's own, 499,712 env steps "
         "per seed, which may not learn it"
     ) in capsys.readouterr().err
-    train.new_run(["ppo", "--env", "cartpole", "--out", str(tmp_path / "c")], "train")
+    train.new_run(read(["ppo", "--env", "cartpole", "--out", str(tmp_path / "c")]), "train")
     said = capsys.readouterr()
     assert said.err == "" and said.out == (
         "rlsuite train: ppo on cartpole starts from the tuned defaults of ppo on cartpole, "

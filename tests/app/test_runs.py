@@ -10,6 +10,7 @@ import pytest
 
 from rlsuite.agents import ppo
 from rlsuite.app import batches, runs, startup
+from rlsuite.app.argv import read
 from rlsuite.app.errors import UsageError
 
 # A config.json as `rlsuite train ppo` writes it today (key order included).
@@ -111,7 +112,10 @@ def test_a_directory_that_is_not_a_run_is_refused_by_name(tmp_path):
 
 def test_the_start_up_plan_reads_processes_and_devices_before_jax_starts(tmp_path, monkeypatch):
     monkeypatch.delenv("SLURM_NTASKS", raising=False)
-    plan = startup.plan
+
+    def plan(command, words):
+        return startup.plan(command, read(words))
+
     assert plan("eval", ["run", "--cpu-devices", "3"]) == startup.Platform(None, None)
     assert plan("train", ["ppo"]) == startup.Platform(None, None)
     assert plan("train", ["ppo", "--cpu-devices", "3"]) == startup.Platform(None, 3)

@@ -1,5 +1,6 @@
 """The host loop: chunks, checkpoints, logs, exact resume after a kill, clear errors."""
 
+import dataclasses
 import hashlib
 import json
 import pathlib
@@ -207,6 +208,14 @@ def test_bad_arguments_fail_before_compiling(agent, tmp_path):
             fit(agent, tmp_path, **{name: 0})
     with pytest.raises(ValueError, match="hparams_axis must be None .* or 0 .*, got 1"):
         fit(agent, tmp_path, hparams_axis=1)
+    # Steps per seed past what 32-bit counters hold: 2^31 / 64 steps per update is the first
+    # count of updates over the bound (2^31 - 1), one below it is not refused here.
+    with pytest.raises(ValueError, match=r"2,147,483,648 steps per seed; .* at most 2,147,483,647"):
+        fit(agent, tmp_path, num_updates=2**31 // 64)
+    big = ppo.make(dataclasses.replace(CONFIG, total_timesteps=2**31), *envs.make("cartpole"))
+    with pytest.raises(ValueError, match="2,147,483,648 steps per seed"):
+        fit(big, tmp_path, num_updates=1)
+    runner._check_int32_steps(agent, 2**31 // 64 - 1)
     assert not any(tmp_path.iterdir())
 
 
