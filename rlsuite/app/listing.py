@@ -7,7 +7,9 @@
 
 An environment's spaces, and the algorithms that take it (those whose `make` accepts it), are
 found by building it, which takes seconds for one on MJX (`brax/...`, `goal/ant...`): they are
-shown for the names a pattern selects (shell-style, `fnmatch`), not for the whole list.
+shown for the names a pattern selects (shell-style, `fnmatch`; a pattern without `*`, `?` or `[`
+and not a name itself selects the names that hold it: `playground` is `*playground*`), not for
+the whole list.
 """
 
 from __future__ import annotations
@@ -76,7 +78,7 @@ def environments(*patterns: str) -> dict:
             "that take them; --env module:Class trains on an environment of your own"
         )
         return {"envs": names}
-    chosen = [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    chosen = [n for n in names if any(_selects(p, n, names) for p in patterns)]
     if not chosen:
         raise UsageError(f"no environment name matches {' '.join(patterns)}; rlsuite list envs")
     shown = {}
@@ -88,6 +90,14 @@ def environments(*patterns: str) -> dict:
         print(f"{name}: observation {spaces[0]}, action {spaces[1]}; {', '.join(takes)}")
         sys.stdout.flush()
     return {"envs": shown}
+
+
+def _selects(pattern: str, name: str, names: list[str]) -> bool:
+    """Whether `pattern` selects `name`: shell-style where it has a wildcard, itself where it is
+    one of `names`, else every name that holds it."""
+    if any(c in pattern for c in "*?["):
+        return fnmatch.fnmatchcase(name, pattern)
+    return name == pattern if pattern in names else pattern in name
 
 
 def _space(space) -> str:

@@ -1,20 +1,20 @@
 """`rlsuite render RUN`: a video of a run's policy, and its first frame as a PNG.
 
-    rlsuite render runs/demo                                  # runs/demo/video.mp4 and video.png
-    rlsuite render runs/demo --episodes 2 --out demo.gif      # demo.gif and demo.png
+    rlsuite render runs/demo                         # runs/demo/video.mp4, video.first-frame.png
+    rlsuite render runs/demo --episodes 2 --out d.gif  # d.gif and d.first-frame.png
 
 The run's latest checkpoint is restored (as `rlsuite eval` restores it) and one seed's policy
 (`--seed-index`) acts deterministically (`rlsuite.loop.agent.policy`) in one environment for
-`--episodes` episodes: one jitted `lax.scan` (`rlsuite.loop.rollout.rollout`) over the longest
-they can take (the episodes' time limit, or `--max-steps`, times the episodes) that keeps every
-state the policy acted in, cut on the host after the last episode's end. Each state is drawn by
+`--episodes` episodes: one jitted `lax.scan` (`rlsuite.loop.rollout.rollout`) over the longest they
+can take (the episodes' time limit, or `--max-steps`, times the episodes) that keeps every state the
+policy acted in, cut on the host after the last episode's end. Each state is drawn by
 `rlsuite.envs.rendering.render_state` (CartPole and the maze in NumPy, Brax through MuJoCo's
-renderer) and the frames written with imageio: `.mp4` through imageio-ffmpeg (H.264), `.gif`
-through Pillow, which merges identical consecutive frames into one shown for their time. The
-first frame goes beside the video as the same name with `.png`. Refused before anything is
-computed, naming the value: a name that is not .mp4 or .gif, a video or PNG that exists, a place
-that cannot be written, a seed index the run does not have, an environment without a renderer,
-imageio missing (the `video` extra).
+renderer) and the frames written with imageio: `.mp4` through imageio-ffmpeg (H.264), `.gif` through
+Pillow, which merges identical consecutive frames into one shown for their time. The first frame
+goes beside the video as `<name>.first-frame.png` (`rlsuite.loop.files.derived`). Refused before
+anything is computed, naming the value: a name that is not .mp4 or .gif, a video or PNG that exists,
+a place that cannot be written, a seed index the run does not have, an environment without a
+renderer, imageio missing (the `video` extra).
 
 In a notebook: `agent, state, _ = load("runs/demo")`, then `frames(agent, state, key, episodes)`,
 the frames `[T, H, W, 3]` of that seed's policy.
@@ -34,8 +34,10 @@ import numpy as np
 import tyro
 
 from rlsuite.environment.wrappers import TimeLimit, Wrapper
+from rlsuite.loop.files import derived
 
 SUFFIXES = (".mp4", ".gif")
+FIRST_FRAME = "first-frame"  # the video's first frame: NAME.first-frame.png
 MISSING = 'writing videos needs imageio and imageio-ffmpeg: pip install -e ".[video]"'
 
 
@@ -46,8 +48,8 @@ class RenderArgs:
     episodes: int = 2
     """episodes in the video, one after the other"""
     out: str | None = None
-    """the video, ending in .mp4 or .gif (default RUN/video.mp4); its first frame goes beside
-    it as the same name with .png; neither may exist"""
+    """the video, ending in .mp4 or .gif (default RUN/video.mp4); writes it and its first frame
+    beside it as NAME.first-frame.png; neither may exist"""
     seed_index: int = 0
     """which of the run's seeds acts (0 to num_seeds - 1)"""
     seed: int = 0
@@ -77,7 +79,7 @@ def main(argv: list[str]) -> dict:
     args = tyro.cli(RenderArgs, args=argv, prog="rlsuite render")
     run = pathlib.Path(args.run)
     video = _check_args(args, run)
-    picture = video.with_suffix(".png")
+    picture = derived(video, FIRST_FRAME)
     imageio = _imageio(video.suffix)
     agent, state, env_steps = load(run, args.seed_index)
     episodes = play(agent, state, jax.random.key(args.seed), args.episodes, args.max_steps)
@@ -145,7 +147,7 @@ def _check_args(args: RenderArgs, run: pathlib.Path) -> pathlib.Path:
             f"--width and --height must be even for .mp4, got {args.width} x {args.height}"
         )
     check_new_file(video)
-    check_new_file(video.with_suffix(".png"), hint=" (the video's first frame)")
+    check_new_file(derived(video, FIRST_FRAME), hint=" (the video's first frame)")
     if not video.parent.is_dir():  # (one that cannot be written to: check_new_file)
         raise ValueError(f"--out {video}: {video.parent} is not a directory")
     return video

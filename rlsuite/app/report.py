@@ -1,16 +1,17 @@
 """`rlsuite report RUN`: one markdown page about one run directory.
 
-    rlsuite report runs/demo                      # runs/demo/report.md, report.png, ...
-    rlsuite report runs/demo --out pages/demo.md  # pages/demo.md, demo.png, demo_frame.png
+    rlsuite report runs/demo                      # runs/demo/report.md, report.curves.png, ...
+    rlsuite report runs/demo --out pages/demo.md  # demo.md, demo.curves.png, demo.environment.png
 
 The page holds what the run's files say: the algorithm, environment, seeds, devices and mesh
-(`config.json`); the learning curve (`metrics.jsonl`, drawn as `rlsuite plot` draws it, into a PNG
-beside the page); the final evaluation per seed and every other per-seed result of `final.json`
-(success rates, normalised scores, regret); the wall time, compilation and steps per second; and
-the configuration and hyperparameters; and the environment's first frame, as `rlsuite render`'s
-video starts (one reset, drawn by `rlsuite.envs.rendering`, into `<page>_frame.png`), or where the
-environment has no renderer, a line saying so. A run that has not finished (no `final.json`) gets
-the page without its evaluation, saying so. Neither the page nor its images overwrite a file.
+(`config.json`); the learning curve (`metrics.jsonl`, drawn as `rlsuite plot` draws it, into
+`<page>.curves.png` beside the page); the final evaluation per seed and every other per-seed result
+of `final.json` (success rates, normalised scores, regret); the wall time, compilation and steps per
+second; and the configuration and hyperparameters; and the environment's first frame, as `rlsuite
+render`'s video starts (one reset, drawn by `rlsuite.envs.rendering`, into
+`<page>.environment.png`), or where the environment has no renderer, a line saying so. A run that
+has not finished (no `final.json`) gets the page without its evaluation, saying so. Neither the page
+nor its images overwrite a file.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import tyro
 from rlsuite.app.plotting import curve, plot_runs
 from rlsuite.app.runs import env_label, read_json
 from rlsuite.loop.divergence import diverged_runs
-from rlsuite.loop.files import check_new_file, write_text
+from rlsuite.loop.files import check_new_file, derived, write_text
 from rlsuite.loop.loggers import JSONL, read_metrics
 
 SPEED_KEYS = ("wall_seconds", "compile_seconds")
@@ -34,11 +35,11 @@ def write_report(
     run: str | pathlib.Path, out: str | pathlib.Path | None = None, metric: str = ""
 ) -> dict:
     """Write the page of `run` to `out` (default `RUN/report.md`), its learning curve beside it
-    (the same name, `.png`) and its first frame (`<name>_frame.png`); returns `{"page",
-    "figure", "frame"}` (`frame` None where the environment cannot be drawn). `metric` is the
-    curve's metric (default `charts/episodic_return`). Refused before anything is written,
-    naming the value: a run without `config.json` or metrics, a metric the run did not log, a
-    page, figure or frame that exists already."""
+    (`<name>.curves.png`) and its environment's first frame (`<name>.environment.png`); returns
+    `{"page", "figure", "frame"}` (`frame` None where the environment cannot be drawn). `metric` is
+    the curve's metric (default `charts/episodic_return`). Refused before anything is written,
+    naming the value: a run without `config.json` or metrics, a metric the run did not log, a page,
+    figure or frame that exists already."""
     run = pathlib.Path(run)
     metric = metric or "charts/episodic_return"
     record = _read_json(run / "config.json", f"{run} holds no run (no config.json)")
@@ -56,8 +57,8 @@ def write_report(
         raise ValueError(f"--out {page}: the page is markdown; give a name ending in .md")
     if not page.parent.is_dir():
         raise ValueError(f"--out {page}: {page.parent} is not a directory")
-    figure = check_new_file(page.with_suffix(".png"), hint=" (the page's figure)")
-    frame = check_new_file(page.with_name(f"{page.stem}_frame.png"), hint=" (the first frame)")
+    figure = check_new_file(derived(page, "curves"), hint=" (the page's learning curve)")
+    frame = check_new_file(derived(page, "environment"), hint=" (the environment's first frame)")
     final_path = run / "final.json"
     final = _read_json(final_path, "") if final_path.is_file() else None
 
@@ -238,8 +239,9 @@ class ReportArgs:
     run: tyro.conf.Positional[str]
     """the run directory"""
     out: str | None = None
-    """the page to write, ending in .md (default RUN/report.md); its learning curve goes beside
-    it as the same name with .png; neither may exist"""
+    """the page to write, ending in .md (default RUN/report.md); writes it, its learning curve
+    as NAME.curves.png and its environment's first frame as NAME.environment.png beside it; none
+    may exist"""
     metric: str = "charts/episodic_return"
     """the learning curve's metric"""
 

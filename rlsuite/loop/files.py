@@ -161,6 +161,14 @@ def file_in_the_way(path) -> pathlib.Path | None:
     return next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), None)
 
 
+def derived(path, what: str, suffix: str = ".png") -> pathlib.Path:
+    """The file a command writes beside `path`, named for what it holds: `demo.md`'s curves are
+    `demo.curves.png`. Each command derives its own words (`rlsuite render`: `first-frame`;
+    `rlsuite report`: `curves`, `environment`), so two commands given one stem never collide."""
+    path = pathlib.Path(path)
+    return path.with_name(f"{path.stem}.{what}{suffix}")
+
+
 def check_new_file(
     path, flag: str = "--out", overwrite: bool = False, hint: str = ""
 ) -> pathlib.Path:

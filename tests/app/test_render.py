@@ -17,7 +17,7 @@ from rlsuite.envs.cartpole import CartPole, CartPoleState
 from rlsuite.envs.maze import Level, Maze
 from rlsuite.envs.maze.render import AGENT_RGB, FREE_RGB, GOAL_RGB, WALL_RGB
 
-from rlsuite.app import cli, render
+from rlsuite.app import cli, render, report
 from tests.app.test_cli import rlsuite
 
 iio = pytest.importorskip("imageio.v3", reason='the video extra: pip install -e ".[video]"')
@@ -57,7 +57,7 @@ def test_a_cartpole_video_shows_the_policy_s_episodes(run, capsys):
     assert episodes.lengths.tolist() == lengths and episodes.returns.tolist() == lengths
     frames = render.draw(agent, episodes.states)
     assert frames.dtype == np.uint8 and frames.shape == video.shape
-    first = iio.imread(run / "video.png")
+    first = iio.imread(run / "video.first-frame.png")
     assert np.array_equal(first, frames[0])
     # H.264 is lossy: each decoded frame within a few levels of the drawn one.
     assert np.abs(video.astype(int) - frames).mean(axis=(1, 2, 3)).max() < 2
@@ -88,7 +88,15 @@ def test_a_gif_of_another_seed_holds_each_distinct_frame(run, tmp_path):
     distinct = frames[np.r_[True, np.any(frames[1:] != frames[:-1], axis=(1, 2, 3))]]
     gif = iio.imread(tmp_path / "one.gif", index=None)[..., :3]
     assert np.array_equal(gif, distinct)
-    assert np.array_equal(iio.imread(tmp_path / "one.png"), frames[0])
+    assert np.array_equal(iio.imread(tmp_path / "one.first-frame.png"), frames[0])
+    # rlsuite report on the same stem derives other names: the video and its frame stay.
+    gif = (tmp_path / "one.gif").read_bytes()
+    written = report.write_report(run, tmp_path / "one.md")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "one.curves.png", "one.environment.png", "one.first-frame.png", "one.gif", "one.md"
+    ]  # fmt: skip
+    assert written["figure"] == str(tmp_path / "one.curves.png")
+    assert (tmp_path / "one.gif").read_bytes() == gif
 
 
 def test_the_cartpole_drawing_puts_the_cart_and_pole_where_the_state_says():
@@ -151,7 +159,7 @@ def test_the_maze_drawing_matches_its_walls_goal_and_agent():
 def test_bad_input_is_refused_and_nothing_is_written(run, tmp_path, capsys, monkeypatch):
     taken = tmp_path / "taken.mp4"
     taken.write_bytes(b"mine")
-    (tmp_path / "frame.png").write_bytes(b"also mine")
+    (tmp_path / "frame.first-frame.png").write_bytes(b"also mine")
     a_file = tmp_path / "file.txt"
     a_file.write_text("x")
     renderless = tmp_path / "renderless"  # the run, said to be of a probe (no renderer)
@@ -190,7 +198,8 @@ def test_bad_input_is_refused_and_nothing_is_written(run, tmp_path, capsys, monk
         capsys.readouterr()
         assert cli.main(["render", str(run), "--out", str(tmp_path / "f.mp4")]) == 2
         assert 'pip install -e ".[video]"' in capsys.readouterr().err
-    assert taken.read_bytes() == b"mine" and (tmp_path / "frame.png").read_bytes() == b"also mine"
+    assert taken.read_bytes() == b"mine"
+    assert (tmp_path / "frame.first-frame.png").read_bytes() == b"also mine"
     assert sorted(p.name for p in tmp_path.iterdir()) == before
     assert not list(renderless.glob("video.*"))
 
@@ -231,7 +240,7 @@ def test_an_mjx_hopper_video_moves_and_is_not_blank(tmp_path):
     # was; the hopper and its tracking camera moved at every step.
     frames = iio.imread(video, index=None)[..., :3]
     assert frames.shape == (sum(lengths), 160, 240, 3) and max(lengths) <= 60
-    first = iio.imread(tmp_path / "hopper.png")  # the frame before the palette of the GIF
+    first = iio.imread(tmp_path / "hopper.first-frame.png")  # the frame before the GIF's palette
     assert first.shape == (160, 240, 3) and np.abs(first.astype(int) - frames[0]).mean() < 2
     # Not blank: the checkered floor fills the lower third with squares of near white and near
     # black (the far ones blur to grey): in every frame more than 15% of those pixels are above

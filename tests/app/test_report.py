@@ -35,7 +35,7 @@ def test_the_page_says_what_the_run_files_say(run, tmp_path):
     assert text.startswith("# ppo on cartpole\n")
     for heading in ("## Learning curve", "## Final evaluation", "## Speed", "## Configuration"):
         assert heading in text
-    assert "![charts/episodic_return](page.png)" in text
+    assert "![charts/episodic_return](page.curves.png)" in text
     # One row per seed and the mean, from final.json; the speed and the config's fields.
     for seed, value in enumerate(final["eval_return_per_seed"]):
         assert f"| {seed} | {value:.4g} |" in text
@@ -43,15 +43,15 @@ def test_the_page_says_what_the_run_files_say(run, tmp_path):
     assert f"| env_steps_per_second (after compiling) | {final['env_steps_per_second']} |" in text
     assert "| num_envs | 4 |" in text and "| hidden_sizes | [8] |" in text
     # The figure: a real image with a curve on it (not one colour).
-    image = matplotlib.image.imread(tmp_path / "page.png")
+    image = matplotlib.image.imread(tmp_path / "page.curves.png")
     assert image.shape[0] > 100 and image.shape[1] > 100
     assert np.std(image[..., :3]) > 0.05
     # The first frame: the environment reset with the run's seed, drawn as rlsuite render draws.
-    assert "## First frame\n\n![cartpole, first frame](page_frame.png)" in text
+    assert "## First frame\n\n![cartpole, first frame](page.environment.png)" in text
     env, params = envs.make("cartpole")
     _, state = env.reset(jax.random.key(json.loads((run / "config.json").read_text())["seed"]))
     expected = rendering.render_state(env, params, state)
-    frame = matplotlib.image.imread(tmp_path / "page_frame.png")[..., :3]
+    frame = matplotlib.image.imread(tmp_path / "page.environment.png")[..., :3]
     assert np.array_equal(np.round(frame * 255).astype(np.uint8), expected)
 
 
@@ -63,8 +63,8 @@ def test_an_unfinished_run_gets_its_page_without_an_evaluation(run, tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = (unfinished / "report.md").read_text()
     assert "The run has not finished: it has no final.json yet." in text
-    assert "## Speed" not in text and (unfinished / "report.png").is_file()
-    assert (unfinished / "report_frame.png").is_file()
+    assert "## Speed" not in text and (unfinished / "report.curves.png").is_file()
+    assert (unfinished / "report.environment.png").is_file()
 
 
 def test_an_environment_without_a_renderer_is_said_to_have_none(run, tmp_path):
@@ -77,7 +77,7 @@ def test_an_environment_without_a_renderer_is_said_to_have_none(run, tmp_path):
     text = (other / "report.md").read_text()
     assert "## First frame\n\nNo picture: environment 'probe/action_reward' has no renderer" in text
     assert "those that can be rendered: cartpole, acrobot, pendulum, " in text
-    assert not (other / "report_frame.png").exists() and "_frame.png" not in text
+    assert not (other / "report.environment.png").exists() and ".environment.png" not in text
 
 
 def test_bad_input_is_refused_and_nothing_is_overwritten(run, tmp_path):
@@ -93,16 +93,16 @@ def test_bad_input_is_refused_and_nothing_is_overwritten(run, tmp_path):
         assert proc.returncode == 2, proc.stderr[-2000:]
         assert message in proc.stderr, proc.stderr[-2000:]
     assert page.read_text() == "mine\n"
-    assert not any((tmp_path / f"{n}.png").exists() for n in "abc")
+    assert not any((tmp_path / f"{n}.curves.png").exists() for n in "abc")
     # A figure in the way: refused before the page is written.
-    (tmp_path / "d.png").write_bytes(b"not mine to replace")
+    (tmp_path / "d.curves.png").write_bytes(b"not mine to replace")
     proc = rlsuite("report", run, "--out", tmp_path / "d.md")
-    assert proc.returncode == 2 and "(the page's figure)" in proc.stderr
+    assert proc.returncode == 2 and "(the page's learning curve)" in proc.stderr
     assert not (tmp_path / "d.md").exists()
-    assert (tmp_path / "d.png").read_bytes() == b"not mine to replace"
+    assert (tmp_path / "d.curves.png").read_bytes() == b"not mine to replace"
     # So is a first frame in the way: neither the page nor its figure is written.
-    (tmp_path / "e_frame.png").write_bytes(b"mine too")
+    (tmp_path / "e.environment.png").write_bytes(b"mine too")
     proc = rlsuite("report", run, "--out", tmp_path / "e.md")
-    assert proc.returncode == 2 and "(the first frame)" in proc.stderr
-    assert not (tmp_path / "e.md").exists() and not (tmp_path / "e.png").exists()
-    assert (tmp_path / "e_frame.png").read_bytes() == b"mine too"
+    assert proc.returncode == 2 and "(the environment's first frame)" in proc.stderr
+    assert not (tmp_path / "e.md").exists() and not (tmp_path / "e.curves.png").exists()
+    assert (tmp_path / "e.environment.png").read_bytes() == b"mine too"
