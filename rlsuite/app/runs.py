@@ -342,9 +342,8 @@ def saved_in(out: pathlib.Path) -> str | None:
 
 
 def _forget(out: pathlib.Path, made: pathlib.Path | None) -> None:
-    """After a new run failed before its first checkpoint and log row, remove the `config.json`
-    and the empty metrics files it wrote and the empty folders it made (`made` and below), so
-    that the same command can be run again; anything saved is kept."""
+    """After a new run failed before it saved anything, remove the `config.json`, the empty
+    metrics files and the empty folders (`made` and below) it made: the command can run again."""
     if saved_in(out) is not None:
         return
     for name in (CONFIG, JSONL, CSV):  # the metrics files are empty here (saved_in)

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import signal
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,66 +35,17 @@ from rlsuite.loop import checkpoint, driver
 from rlsuite.loop.agent import Agent, config_dict
 from rlsuite.loop.distributed import is_main, place, to_host
 from rlsuite.loop.divergence import DIVERGED, Divergence, finite_check
-from rlsuite.loop.files import WriteError, file_in_the_way, write_json
-from rlsuite.loop.loggers import MetricsLogger, check_backends
+from rlsuite.loop.files import WriteError, write_json
+from rlsuite.loop.fit_spec import INT32_MAX as INT32_MAX
+from rlsuite.loop.fit_spec import Callbacks, Final, FitResult, Output, Schedule, checked
+from rlsuite.loop.fit_spec import check_int32_steps as check_int32_steps
+from rlsuite.loop.fit_spec import chunk_length as chunk_length
+from rlsuite.loop.interrupts import Interrupted, Progress, StopRequest, Where
+from rlsuite.loop.loggers import MetricsLogger
 from rlsuite.loop.mesh import check_mesh, context_mesh
 from rlsuite.loop.policy_evaluation import eval_summary, evaluate_policies
 from rlsuite.ops import footprint
 from rlsuite.ops.sharding import ENVS
-
-
-@dataclasses.dataclass
-class FitResult:
-    states: Any  # the batched learner state, leading axis [num_seeds]
-    metrics: dict  # name -> np.ndarray [num_seeds, updates run in this call]
-    eval_returns: np.ndarray  # [num_seeds, eval_episodes]
-    summary: dict  # what final.json holds
-
-
-@dataclasses.dataclass(frozen=True)
-class Schedule:
-    """What runs, and for how long: `num_seeds` runs (one set of hparams for all, or with
-    `hparams_axis=0` one per run, `seeds_per_config` seeds of each configuration) of
-    `num_updates` updates (default: the agent's), in chunks of `chunk_updates` (default:
-    `chunk_length(num_updates)`)."""
-
-    num_seeds: int = 1
-    num_updates: int | None = None
-    chunk_updates: int | None = None
-    hparams_axis: int | None = None
-    seeds_per_config: int | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Output:
-    """Where a run's files go (none without `out_dir`) and what they say: `resume` continues the
-    run in `out_dir`; `env_name` and `metadata` are saved with each checkpoint (a resume must
-    present the same); `logger_options` are `MetricsLogger`'s."""
-
-    out_dir: str | pathlib.Path | None = None
-    resume: bool = False
-    env_name: str = ""
-    progress: bool = True
-    logger_options: dict | None = None
-    metadata: dict | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Callbacks:
-    """`on_chunk(update, metrics)` after each chunk is saved; `between_chunks(states, metrics,
-    update)` returns the states the next chunk starts from (see `fit`)."""
-
-    on_chunk: Callable[[int, dict], None] | None = None
-    between_chunks: Callable[[Any, dict, int], Any] | None = None
-
-
-@dataclasses.dataclass(frozen=True)
-class Final:
-    """The evaluation at the end: `eval_episodes` per run, and with `reference_returns=(random,
-    expert)` D4RL's normalised scores."""
-
-    eval_episodes: int = 10
-    reference_returns: tuple[float, float] | None = None
 
 
 def fit(
@@ -185,7 +134,7 @@ def prepare(agent, key, hparams, schedule: Schedule, output: Output, final: Fina
     from its keys, or for a resume the last checkpoint's (refused where it does not match)."""
     hparams = agent.default_hparams if hparams is None else hparams
     agent.check_hparams(hparams)
-    schedule = _checked(agent, schedule, output, final)
+    schedule = checked(agent, schedule, output, final)
     extra = dict(output.metadata or {})
     metadata = {
         **extra,
@@ -216,64 +165,6 @@ def prepare(agent, key, hparams, schedule: Schedule, output: Output, final: Fina
     else:
         prepared.states, prepared.start, prepared.diverged = restored
     return prepared
-
-
-def _checked(agent, schedule: Schedule, output: Output, final: Final) -> Schedule:
-    """`schedule` with its lengths resolved, after every check of the values."""
-    num_updates = schedule.num_updates
-    num_updates = agent.config.num_updates if num_updates is None else num_updates
-    chunk_updates = schedule.chunk_updates
-    for name, value in (
-        ("num_seeds", schedule.num_seeds),
-        ("num_updates", num_updates),
-        ("chunk_updates", 1 if chunk_updates is None else chunk_updates),
-        ("eval_episodes", final.eval_episodes),
-    ):
-        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-            raise ValueError(f"fit: {name} must be an int >= 1, got {value!r}")
-    num_updates = int(num_updates)
-    _check_int32_steps(agent, num_updates)
-    chunk_updates = chunk_length(num_updates) if chunk_updates is None else int(chunk_updates)
-    hparams_axis, seeds_per_config = schedule.hparams_axis, schedule.seeds_per_config
-    if hparams_axis not in (None, 0):
-        raise ValueError(
-            f"fit: hparams_axis must be None (one hparams for every run) or 0 (a batch of "
-            f"hparams, one per run), got {hparams_axis!r}"
-        )
-    if seeds_per_config is not None and (
-        hparams_axis != 0
-        or not isinstance(seeds_per_config, int)
-        or seeds_per_config < 1
-        or schedule.num_seeds % seeds_per_config
-    ):
-        raise ValueError(
-            f"fit: seeds_per_config={seeds_per_config!r} needs hparams_axis=0 and must divide "
-            f"num_seeds={schedule.num_seeds}"
-        )
-    if output.resume and output.out_dir is None:
-        raise ValueError("fit: resume=True needs the out_dir of the run to continue")
-    if output.out_dir is not None:
-        blocked = file_in_the_way(output.out_dir)
-        if blocked is not None:
-            raise ValueError(f"fit: out_dir {output.out_dir}: {blocked} is a file, not a directory")
-        check_backends(**(output.logger_options or {}))
-    return dataclasses.replace(schedule, num_updates=num_updates, chunk_updates=chunk_updates)
-
-
-INT32_MAX = 2**31 - 1  # the largest step count a run's 32-bit counters on device hold
-
-
-def _check_int32_steps(agent, num_updates: int) -> None:
-    """Refuse a run whose steps per seed (`num_updates` x `env_steps_per_update`), or whose
-    config's `total_timesteps`, pass what JAX's default 32-bit integers hold on device."""
-    steps = num_updates * agent.env_steps_per_update
-    asked = getattr(agent.config, "total_timesteps", 0)
-    if max(steps, asked) > INT32_MAX:
-        raise ValueError(
-            f"fit: {agent.name} would take {max(steps, asked):,} steps per seed; a run counts its "
-            f"steps in 32-bit integers on device, at most {INT32_MAX:,} (2^31 - 1): lower "
-            "total_timesteps (--total-timesteps) or the updates"
-        )
 
 
 def _check_memory(agent, target, num_seeds: int, saves: bool) -> None:
@@ -356,7 +247,7 @@ def train_chunks(run: Prepared, callbacks: Callbacks) -> Trained:
     # Ctrl-C while compiling is a request too: Python would raise it wherever the interpreter
     # next runs Python code, a weakref finaliser of XLA's included, which drops it (the run then
     # went on to its end). The run stops before its first chunk.
-    with _StopRequest() as stop:
+    with StopRequest() as stop:
         if chunk_lengths:  # (none left where a resume continues after the last checkpoint)
             states = steady_layout(
                 run.run, agent, states, hparams, min(chunk_lengths), hparams_axis, data
@@ -367,7 +258,7 @@ def train_chunks(run: Prepared, callbacks: Callbacks) -> Trained:
         }
         compile_seconds = time.perf_counter() - wall_start
         total, done = num_updates * steps_per_update, start * steps_per_update
-        with _Progress(output.progress and is_main(), total, done, num_seeds) as bar:
+        with Progress(output.progress and is_main(), total, done, num_seeds) as bar:
             try:
                 if stop.requested and loop.update < num_updates:
                     raise KeyboardInterrupt
@@ -385,25 +276,6 @@ def train_chunks(run: Prepared, callbacks: Callbacks) -> Trained:
     if logger is not None:
         logger.close()
     return Trained(states, loop.collected, wall_seconds, compile_seconds, divergence)
-
-
-@dataclasses.dataclass(frozen=True)
-class Where:
-    """How far a run that stopped got: `update` of `num_updates` computed, the last complete
-    checkpoint (None: none yet, a resume starts again) and the run's directory."""
-
-    update: int
-    num_updates: int
-    checkpoint: int | None
-    out_dir: pathlib.Path | None
-
-
-class Interrupted(KeyboardInterrupt):
-    """Ctrl-C (SIGINT) during the chunks, with how far the run got (`where`)."""
-
-    def __init__(self, where: Where):
-        super().__init__(where)
-        self.where = where
 
 
 @dataclasses.dataclass
@@ -454,37 +326,6 @@ class _Loop:
         out_dir = self.run.output.out_dir
         out_dir = None if out_dir is None else pathlib.Path(out_dir)
         return Where(self.update, self.run.schedule.num_updates, latest, out_dir)
-
-
-class _StopRequest:
-    """Ctrl-C (SIGINT) during the chunks, as a request: the first stops the run once the chunk
-    it is in has been saved (so an interrupted run keeps its last chunk, and a KeyboardInterrupt
-    is never raised, and lost, inside a callback of the interpreter's), a second stops it at
-    once. Only the main thread can catch signals; elsewhere Ctrl-C is Python's own."""
-
-    def __init__(self):
-        self.requested = False
-
-    def __enter__(self):
-        self.previous = None
-        if threading.current_thread() is threading.main_thread():
-            self.previous = signal.signal(signal.SIGINT, self._handle)
-        return self
-
-    def _handle(self, signum, frame):
-        if self.requested:
-            raise KeyboardInterrupt
-        self.requested = True
-        print(
-            "\nrlsuite: stopping once this chunk is saved (Ctrl-C again to stop at once)",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def __exit__(self, *exc):
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
-        return False
 
 
 def finish(run: Prepared, trained: Trained, final: Final) -> FitResult:
@@ -557,58 +398,3 @@ def _say_cut_short(ckpt_dir: pathlib.Path, latest: int | None) -> None:
             f"continuing {where}",
             file=sys.stderr,
         )
-
-
-def chunk_length(num_updates: int, chunks: int = 10) -> int:
-    """The updates per chunk for about `chunks` chunks of a `num_updates`-update run.
-
-    Each chunk length is a compilation, so where some count of chunks between half and twice
-    `chunks` divides `num_updates`, the one nearest `chunks` (the larger on a tie) sets a length
-    that every chunk has: 976 updates in 8 chunks of 122, not 10 of 97 and one of 6. Otherwise
-    `num_updates // chunks` (at least 1), and the last chunk is shorter.
-    """
-    counts = range(max(1, -(-chunks // 2)), min(2 * chunks, num_updates) + 1)
-    dividing = [c for c in counts if num_updates % c == 0]
-    if dividing:
-        return num_updates // min(dividing, key=lambda c: (abs(c - chunks), -c))
-    return max(1, num_updates // chunks)
-
-
-class _Progress:
-    """A rich progress bar over one run's environment steps; the rate counts all runs' steps
-    (as `final.json` does). A no-op when disabled."""
-
-    def __init__(self, enabled: bool, total: int, completed: int, num_runs: int):
-        self.enabled, self.total, self.completed = enabled, total, completed
-        self.num_runs = num_runs
-
-    def __enter__(self):
-        if self.enabled:
-            from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-
-            self.progress = Progress(
-                TextColumn("[bold]env steps[/] {task.completed:,.0f}/{task.total:,.0f}"),
-                BarColumn(),
-                TextColumn("{task.fields[rate]}"),
-                TextColumn("return {task.fields[ret]}"),
-                TimeElapsedColumn(),
-            )
-            self.progress.start()
-            self.task = self.progress.add_task(
-                "", total=self.total, completed=self.completed, rate="", ret="-"
-            )
-            self.t0, self.s0 = time.perf_counter(), self.completed
-        return self
-
-    def advance(self, completed: int, returns: np.ndarray | None) -> None:
-        if not self.enabled:
-            return
-        rate = self.num_runs * (completed - self.s0) / max(time.perf_counter() - self.t0, 1e-9)
-        ret = "-"
-        if returns is not None and np.isfinite(returns[:, -1]).any():
-            ret = f"{np.nanmean(returns[:, -1]):.1f}"
-        self.progress.update(self.task, completed=completed, rate=f"{rate:,.0f} steps/s", ret=ret)
-
-    def __exit__(self, *exc):
-        if self.enabled:
-            self.progress.stop()

@@ -215,7 +215,7 @@ def test_bad_arguments_fail_before_compiling(agent, tmp_path):
     big = ppo.make(dataclasses.replace(CONFIG, total_timesteps=2**31), *envs.make("cartpole"))
     with pytest.raises(ValueError, match="2,147,483,648 steps per seed"):
         fit(big, tmp_path, num_updates=1)
-    runner._check_int32_steps(agent, 2**31 // 64 - 1)
+    runner.check_int32_steps(agent, 2**31 // 64 - 1)
     assert not any(tmp_path.iterdir())
 
 

@@ -33,10 +33,6 @@ EXCEPTIONS = {
         459,
         "the loggers and their backends: to be split",
     ),
-    ("rlsuite/loop/runner.py", None, "lines"): (
-        597,
-        "fit's steps (prepare, train_chunks, finish) and their checks: to be split",
-    ),
 }
 
 
