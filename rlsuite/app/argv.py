@@ -114,11 +114,11 @@ def env_option_flags(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def env_options(pairs: list[str]) -> dict[str, str]:
-    """`--env-option`'s FIELD=VALUE words as `{field: value}`, refused where one lacks its `=`
-    or names a field twice."""
+    """`--env-option`'s FIELD=VALUE words as `{field: value}` (spaces around either stripped:
+    `"gravity = 12"`), refused where one lacks its `=` or names a field twice."""
     options = {}
     for pair in pairs:
-        field, sep, value = pair.partition("=")
+        field, sep, value = (part.strip() for part in pair.partition("="))
         if not sep or not field:
             raise UsageError(f"--env-option {pair}: give FIELD=VALUE (e.g. gravity=20.0)")
         if field in options:

@@ -143,7 +143,7 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
     prefix = "" if command == "train" else f"{command}_"
     out = pathlib.Path(
         args.out
-        or f"runs/{prefix}{algo.name}_{env_name.replace('/', '-')}_{time.strftime('%Y%m%d-%H%M%S')}"
+        or f"runs/{prefix}{algo.name}_{_file_word(env_name)}_{time.strftime('%Y%m%d-%H%M%S')}"
     )
     runs.check_out(out)
     if env.has_action_mask and not algo.reads_action_mask:
@@ -188,6 +188,12 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
         dataset = str(pathlib.Path(args.dataset).resolve())
         record = dataclasses.replace(record, dataset=dataset, dataset_sha256=sha)
     return runs.NewRun(args, agent, record, out, data)
+
+
+def _file_word(env_name: str) -> str:
+    """An environment's name as part of a folder's name: `brax/ant` is `brax-ant`, and a
+    `module:Class` of the user's is `module-Class` (no `:`, which some file systems refuse)."""
+    return env_name.replace("/", "-").replace(":", "-")
 
 
 def _parse(line: CommandLine, command: str):

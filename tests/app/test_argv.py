@@ -23,6 +23,8 @@ def test_env_option_words_in_every_form_and_their_refusals():
     kept, pairs = argv.env_option_flags(words)
     assert kept == ["ppo", "--num-seeds", "2"] and pairs == ["a=1", "b=2", "c=x"]
     assert argv.env_options(pairs) == {"a": "1", "b": "2", "c": "x"}
+    spaced = argv.env_options(["gravity = 12", " masspole=0.2 "])
+    assert spaced == {"gravity": "12", "masspole": "0.2"}
     with pytest.raises(UsageError, match="--env-option gravity: give FIELD=VALUE"):
         argv.env_options(["gravity"])
     with pytest.raises(UsageError, match="--env-option: a is given twice"):

@@ -175,7 +175,11 @@ def test_register_and_make_by_name(monkeypatch):
         envs.make("no_such_module:Walk")
 
 
-def test_the_command_line_trains_and_resumes_a_users_environment_by_module_name(tmp_path):
+def test_the_command_line_trains_and_resumes_a_users_environment_by_module_name(
+    tmp_path, monkeypatch
+):
+    from rlsuite.app import train
+    from rlsuite.app.argv import read
     from tests.app.test_cli import rlsuite
 
     (tmp_path / "walk.py").write_text(WALK)
@@ -194,6 +198,11 @@ def test_the_command_line_trains_and_resumes_a_users_environment_by_module_name(
         json.loads((out / "final.json").read_text())["eval_return_per_seed"]
         == (final["eval_return_per_seed"])
     )
+    # Without --out, its folder's name has no colon (which some file systems refuse).
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    default = train.new_run(read(["ppo", "--env", "walk:Walk"]), "train").out
+    assert default.parent.name == "runs" and default.name.startswith("ppo_walk-Walk_")
     # A broken one is refused with the message, before training.
     (tmp_path / "walk5.py").write_text(
         WALK.replace(", jnp.bool_(False), {}", ", {}").replace("class Walk(", "class Walk5(")
