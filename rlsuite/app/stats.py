@@ -143,7 +143,7 @@ def load_run(path: str | pathlib.Path, metric: str = "eval_return") -> Run:
         for row in read_metrics(path):
             value = row.get(metric)
             if row.get(DIVERGED, 0) > 0:
-                seeds[int(row["seed"])] = math.nan  # diverged: the worst (`worst_for_diverged`)
+                seeds[int(row["seed"])] = math.nan  # diverged: ranked last (`below_for_diverged`)
             elif value is not None and math.isfinite(value):
                 seeds[int(row["seed"])] = float(value)  # rows are in time order: the last wins
         count = int(record.get("num_seeds", len(seeds)))
@@ -161,36 +161,36 @@ def load_run(path: str | pathlib.Path, metric: str = "eval_return") -> Run:
     return Run(path, record, scores)
 
 
-def worst_for_diverged(runs: Sequence[Run], by: str, metric: str) -> tuple[list[Run], list[str]]:
+def below_for_diverged(runs: Sequence[Run], by: str, metric: str) -> tuple[list[Run], list[str]]:
     """`runs` with each diverged seed's score (NaN: `rlsuite.loop.divergence`) replaced by the
-    worst a seed reached on its task (the lowest score of any run's seed there), and one line
-    saying so per run; refused where every seed on a task diverged."""
+    lowest finished score on its task less their range (or the lowest's magnitude, at least 1),
+    so it ranks last; a line saying so per run. Refused where every seed on a task diverged."""
     _, task_fields = parse_by(by)
 
     def task_of(run: Run) -> str:
         return "+".join(_label(run, f) for f in task_fields)
 
-    lowest: dict[str, float] = {}
+    ended: dict[str, list] = {}
     for run in runs:
-        ended = run.scores[~np.isnan(run.scores)]
-        if ended.size:
-            lowest[task_of(run)] = min(lowest.get(task_of(run), np.inf), float(ended.min()))
+        ended.setdefault(task_of(run), []).extend(run.scores[~np.isnan(run.scores)].tolist())
+    lowest = {task: min(s) for task, s in ended.items() if s}
+    gap = {task: (max(ended[task]) - low) or max(abs(low), 1.0) for task, low in lowest.items()}
     scored, notes = [], []
     for run in runs:
         gone = np.flatnonzero(np.isnan(run.scores))
+        task = task_of(run)
         if gone.size == 0:
             scored.append(run)
             continue
-        task = task_of(run)
         if task not in lowest:
             named = ", ".join(str(r.path) for r in runs if task_of(r) == task)
             raise ValueError(f"every seed on task {task} diverged ({named}): nothing to rank")
-        scores = np.where(np.isnan(run.scores), lowest[task], run.scores)
+        below = lowest[task] - gap[task]
+        scores = np.where(np.isnan(run.scores), below, run.scores)
         scored.append(dataclasses.replace(run, scores=scores))
-        seeds = ", ".join(map(str, gone))
         notes.append(
-            f"{run.path}: seed {seeds} diverged, scored as the worst {metric} on {task} "
-            f"({lowest[task]:.4g})"
+            f"{run.path}: seed {', '.join(map(str, gone))} diverged, scored {below:.4g}, below "
+            f"the worst {metric} on {task} ({lowest[task]:.4g}) by its range ({gap[task]:.4g})"
         )
     return scored, notes
 
@@ -506,7 +506,7 @@ def report(
     if how not in NORMALIZE:
         raise ValueError(f"--normalize {how!r}: allowed: {', '.join(NORMALIZE)}")
     rliable()  # a missing extra is said before any run is read
-    runs, diverged = worst_for_diverged([load_run(d, metric) for d in run_dirs], by, metric)
+    runs, diverged = below_for_diverged([load_run(d, metric) for d in run_dirs], by, metric)
     for note in diverged:
         print(f"rlsuite stats: note: {note}", file=sys.stderr)
     raw, tasks = score_matrices(runs, by)

@@ -220,7 +220,7 @@ def test_a_sweep_ranks_a_configuration_with_a_diverged_seed_last():
     assert "diverged (seed 0)" in sweep.markdown(table, "t")
 
 
-def test_stats_scores_a_diverged_seed_as_the_worst_on_its_task(tmp_path, capsys):
+def test_stats_scores_a_diverged_seed_below_every_finished_seed_on_its_task(tmp_path, capsys):
     def run(name, algo, scores, diverged=()):
         path = tmp_path / name
         path.mkdir()
@@ -234,11 +234,21 @@ def test_stats_scores_a_diverged_seed_as_the_worst_on_its_task(tmp_path, capsys)
 
     a = run("a", "ppo", [None, -300.0], diverged=[0])
     b = run("b", "sac", [-200.0, -700.0])
-    scored, notes = stats.worst_for_diverged([a, b], "algo,env", "eval_return")
-    np.testing.assert_array_equal(scored[0].scores, [-700.0, -300.0])
+    scored, notes = stats.below_for_diverged([a, b], "algo,env", "eval_return")
+    # finished on pendulum: -300, -200, -700: the range is 500, so -700 - 500
+    np.testing.assert_array_equal(scored[0].scores, [-1200.0, -300.0])
     assert notes == [
-        f"{a.path}: seed 0 diverged, scored as the worst eval_return on pendulum (-700)"
+        f"{a.path}: seed 0 diverged, scored -1200, below the worst eval_return on pendulum "
+        "(-700) by its range (500)"
     ]
+    # Where every finished seed scored the same, the gap is that score's magnitude (at least 1):
+    # a method whose seeds all diverged ranks below the other's worst, never ties it.
+    c, d = run("c2", "ppo", [None, None], diverged=[0, 1]), run("d", "sac", [0.0, 0.0])
+    scored, _ = stats.below_for_diverged([c, d], "algo,env", "eval_return")
+    np.testing.assert_array_equal(scored[0].scores, [-1.0, -1.0])
+    e, f = run("e", "ppo", [None, None], diverged=[0, 1]), run("f", "sac", [-50.0, -50.0])
+    scored, _ = stats.below_for_diverged([e, f], "algo,env", "eval_return")
+    np.testing.assert_array_equal(scored[0].scores, [-100.0, -100.0])
     # The command: the note on the terminal and in stats.md, and (scores not normalised) the
     # warning that the optimality gap is no gap to an optimum.
     written = stats.report([a.path, b.path], tmp_path / "stats", reps=10)
@@ -252,7 +262,7 @@ def test_stats_scores_a_diverged_seed_as_the_worst_on_its_task(tmp_path, capsys)
     assert strict_load((tmp_path / "stats" / "stats.json").read_text())["diverged"] == notes
     everything = run("c", "td3", [None, None], diverged=[0, 1])
     with pytest.raises(ValueError, match="every seed on task pendulum diverged"):
-        stats.worst_for_diverged([everything], "algo,env", "eval_return")
+        stats.below_for_diverged([everything], "algo,env", "eval_return")
 
 
 @struct.dataclass
