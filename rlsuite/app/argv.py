@@ -32,6 +32,7 @@ AHEAD = (
     "--num-processes",
     "--process-id",
     "--process-timeout",
+    "--compilation-cache",
 )
 
 

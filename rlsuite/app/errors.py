@@ -81,13 +81,16 @@ def run_script(main, *args):
     as `rlsuite` does: an error that a check of the suite, or of the script itself, raised is
     printed as `<script>: error: <message>` and exits with status 2; Ctrl-C and a failed write
     (a full disk) are one line each too (exit status 130 and 1); any other keeps its traceback.
+    The compilation cache is on first (`rlsuite.loop.compile_cache`).
 
         if __name__ == "__main__":
             run_script(main, sys.argv[1:])
     """
+    from rlsuite.loop.compile_cache import use_compilation_cache
     from rlsuite.loop.files import WriteError
 
     script = pathlib.Path(main.__code__.co_filename)
+    use_compilation_cache()  # (RLSUITE_COMPILATION_CACHE=off: none)
     try:
         return main(*args)
     except INPUT_ERRORS as error:

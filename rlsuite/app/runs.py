@@ -29,7 +29,7 @@ import jax
 from rlsuite.agents import registry
 from rlsuite.app.batches import Batch, batch_of
 from rlsuite.app.errors import UsageError, choose
-from rlsuite.loop import checkpoint
+from rlsuite.loop import checkpoint, compile_cache
 from rlsuite.loop.agent import config_dict
 from rlsuite.loop.divergence import diverged_runs
 from rlsuite.loop.files import unwritable, write_json
@@ -475,7 +475,7 @@ def _report(record: RunRecord, summary: dict, out, unit: str) -> None:
     print(
         f"{summary['algo']} on {record.env_label}: {summary['num_seeds']} {record.runs_word} x "
         f"{summary[unit]:,} {words} in {summary['wall_seconds']:.1f} s, "
-        f"{summary['compile_seconds']:.1f} s of it compiling "
+        f"{summary['compile_seconds']:.1f} s of it compiling{compile_cache.said()} "
         f"({summary[f'{unit}_per_second']:,} {words}/s after); evaluation return "
         f"{_number(summary['eval_return_mean'], 'none')}{over} (per seed: {per_seed}){score}; "
         f"files in {out}"

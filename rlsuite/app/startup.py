@@ -60,9 +60,12 @@ def plan(command: str, line: CommandLine | None) -> Platform:
 
 
 def start(command: str, line: CommandLine | None) -> Platform:
-    """Join the job's processes and make the CPU devices (`plan`) before anything runs."""
+    """Join the job's processes, make the CPU devices (`plan`) and turn the compilation cache on
+    (`rlsuite.loop.compile_cache`) before anything runs."""
+    from rlsuite.loop.compile_cache import use_compilation_cache
     from rlsuite.loop.platform import use_cpu_cores
 
+    use_compilation_cache(None if line is None else line.value("--compilation-cache"))
     platform = plan(command, line)
     if platform.processes is not None:
         _initialize(line)  # before JAX starts its devices (use_cpu_cores lists them)

@@ -89,6 +89,9 @@ def train_args(algo: registry.Algorithm):
         """several processes: this one's index, 0 to num_processes - 1"""
         process_timeout: float = 60.0
         """several processes: seconds to wait for the coordinator and the others to connect"""
+        compilation_cache: str | None = None
+        """the folder of the compiled programs kept for the next run, or off (default:
+        RLSUITE_COMPILATION_CACHE, else ~/.cache/rlsuite/jax; rlsuite.loop.compile_cache)"""
 
     return TrainArgs
 
@@ -120,7 +123,8 @@ def resume_args(line: CommandLine) -> tuple[pathlib.Path, str | None, bool]:
     rest = [a for a in rest if a not in ("--progress", "--no-progress", "--distributed")]
     # The processes and devices that continue it: any number of them, on any mesh that fits.
     mesh = line.value("--mesh")
-    rest = without_flags(rest, (*PROCESS_FLAGS, "--process-timeout", "--mesh", "--cpu-devices"))
+    start_up = ("--process-timeout", "--mesh", "--cpu-devices", "--compilation-cache")
+    rest = without_flags(rest, (*PROCESS_FLAGS, *start_up))
     record = runs.read_record(out, "run to resume")
     if rest and rest != [record.algo]:
         raise UsageError(
