@@ -39,6 +39,7 @@ it got to, the last complete checkpoint and the command that continues the run).
 
 import importlib
 import importlib.metadata
+import os
 import sys
 
 from rlsuite.agents import registry
@@ -95,6 +96,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"rlsuite {command}: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `rlsuite list envs | head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (Python's exit flush)
+        return 0
     except (WriteError, KeyboardInterrupt) as error:  # a full disk, Ctrl-C: one line each
         resume = f"rlsuite {command if command in ('sweep', 'pbt') else 'train'} --resume"
         print(f"rlsuite {command}: {stopped(error, resume)}", file=sys.stderr)

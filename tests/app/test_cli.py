@@ -222,6 +222,14 @@ def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path, monkeyp
     assert not (tmp_path / "runs").exists()  # nothing was written
 
 
+def test_a_reader_that_stops_early_ends_the_command_quietly():
+    """`rlsuite list algos | head -1`: the pipe closed before the command writes."""
+    cmd = [sys.executable, "-m", "rlsuite.app.cli", "list", "algos"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc.stdout.close()  # (before the interpreter has even started the command)
+    assert proc.wait(timeout=120) == 0 and proc.stderr.read() == ""
+
+
 def test_bad_input_exits_2_from_the_command_line_too(tmp_path):
     proc = rlsuite("train", "ppo", "--env", "cartpol", cwd=tmp_path, timeout=120)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
