@@ -142,6 +142,8 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
     algo, args, env_name, env_opts, (env, env_params) = _parse(line, command)
     if args.num_seeds < 1 or args.chunks < 1 or args.eval_episodes < 1:
         raise UsageError("--num-seeds, --chunks and --eval-episodes must be >= 1")
+    if not -(2**63) <= args.seed < 2**63:  # what jax.random.key takes
+        raise UsageError(f"--seed must be an integer from -2^63 to 2^63 - 1, got {args.seed}")
     if args.log_interval < 1:
         raise UsageError(f"--log-interval must be >= 1 env steps per row, got {args.log_interval}")
     prefix = "" if command == "train" else f"{command}_"

@@ -19,7 +19,8 @@ def check_field(
     owner: str = "",
     kind: str = "params",
 ) -> None:
-    """Raise a `ValueError` naming `field` and `allowed` when a concrete value fails `check`.
+    """Raise a `ValueError` naming `field` and `allowed` when a concrete value fails `check` or
+    is not finite (inf or nan).
 
     `owner` (an environment's or an algorithm's name) names the owner in the message and `kind`
     the pytree (`params`, `hparams`, ...).
@@ -37,6 +38,10 @@ def check_field(
         raise ValueError(
             f"{where}invalid {kind}.{field}={value!r}; allowed: a number or an array of numbers, "
             f"{allowed}"
+        )
+    if not np.all(np.isfinite(array)):  # inf passes `v > 0`, and nan fails every comparison
+        raise ValueError(
+            f"{where}invalid {kind}.{field}={array.tolist()!r}; allowed: finite values, {allowed}"
         )
     if not np.all(check(array)):
         raise ValueError(f"{where}invalid {kind}.{field}={array.tolist()!r}; allowed: {allowed}")

@@ -202,6 +202,12 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
         (["train", "td3", "--env", "pendulum", "--tau", "2"], "hparams.tau=2.0"),
         (["train", "ppo", "--cpu-devices", "0"], "--cpu-devices must be an integer >= 1"),
         (["train", "ppo", "--log-interval", "2.5"], "Error parsing --log-interval"),
+        (["train", "ppo", "--seed", "99999999999999999999"], "--seed must be an integer from"),
+        (["train", "ppo", "--learning-rate", "inf"], "learning_rate=inf; allowed: finite values"),
+        (
+            ["train", "ppo", "--env-option", "gravity=inf"],
+            "CartPole: invalid params.gravity=inf; allowed: finite values, a value > 0",
+        ),
         (
             ["train", "pqn", "--total-timesteps", "3000000000", "--no-progress"],
             "pqn would take 3,000,000,000 steps per seed; a run counts its steps in 32-bit",
