@@ -234,7 +234,9 @@ def _parse(line: CommandLine, command: str):
     check_memory(algo, line)
     env_name, dataset = _env_name(algo, line, given)
     pairs = list(line.env_options)
-    options = env_options(pairs) if pairs or given is None else given.get("env_options") or {}
+    # A --config file's options, on its own environment, with the flags' over them.
+    kept = given.get("env_options") or {} if given and given["env"] == env_name else {}
+    options = {**kept, **env_options(pairs)}
     options = envs.options.parse_options(env_name, options)  # an unknown name fails here
     made = envs.make(env_name, **options)  # and so does an unknown option, before any parsing
     argv = [*argv, "--env-option", *pairs] if pairs else argv

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from rlsuite.envs.options import make_with_options, options_to_json, parse_options
 
-from rlsuite.app import runs
+from rlsuite.app import runs, train
+from rlsuite.app.argv import read
 from tests.app.test_cli import rlsuite
 
 
@@ -77,6 +78,10 @@ def test_the_command_line_records_the_options_and_every_command_uses_them(tmp_pa
     assert proc.returncode == 0, proc.stderr[-3000:]
     again = json.loads((tmp_path / "again" / "config.json").read_text())
     assert again["env_options"] == {"gravity": 20.0, "masspole": 0.2}
+    # A flag over a --config file's options changes that one and keeps the others.
+    words = ["--config", str(out / "config.json"), "--env-option", "gravity=12"]
+    merged = train.new_run(read([*words, "--out", str(tmp_path / "merged")]), "train").record
+    assert merged.env_options == {"gravity": 12.0, "masspole": 0.2}
     # The options repeated as flags give the same record.
     flags = ["--env-option", "gravity=20", "--env-option=masspole=0.2"]
     proc = rlsuite("train", "ppo", "--env", "cartpole", *flags, *tiny, "--out", tmp_path / "rep")
