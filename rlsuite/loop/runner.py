@@ -248,6 +248,7 @@ def train_chunks(run: Prepared, callbacks: Callbacks) -> Trained:
     # next runs Python code, a weakref finaliser of XLA's included, which drops it (the run then
     # went on to its end). The run stops before its first chunk.
     with StopRequest() as stop:
+        _say(output, f"compiling the chunks ({len(chunk_lengths)} length(s) of updates)...")
         if chunk_lengths:  # (none left where a resume continues after the last checkpoint)
             states = steady_layout(
                 run.run, agent, states, hparams, min(chunk_lengths), hparams_axis, data
@@ -328,9 +329,17 @@ class _Loop:
         return Where(self.update, self.run.schedule.num_updates, latest, out_dir)
 
 
+def _say(output: Output, text: str) -> None:
+    """A line on stderr, where the run shows its progress (process 0), before what takes a while
+    and shows nothing: compiling, the final evaluation."""
+    if output.progress and is_main():
+        print(f"rlsuite: {text}", file=sys.stderr, flush=True)
+
+
 def finish(run: Prepared, trained: Trained, final: Final) -> FitResult:
     """Evaluate every run's policy and write the summary (`final.json`, process 0)."""
     agent, schedule = run.agent, run.schedule
+    _say(run.output, f"evaluating {final.eval_episodes} episodes of each run...")
     eval_returns, trials = evaluate_policies(
         agent, trained.states, run.key_eval, final.eval_episodes, seeds=schedule.seeds_per_config
     )

@@ -27,9 +27,8 @@ def agent():
 
 def fit(agent, out_dir, **kwargs):
     options = dict(num_seeds=2, chunk_updates=2, env_name="cartpole", eval_episodes=2)
-    return fitting.fit(
-        agent, jax.random.key(0), out_dir=out_dir, progress=False, **{**options, **kwargs}
-    )
+    options["progress"] = False
+    return fitting.fit(agent, jax.random.key(0), out_dir=out_dir, **{**options, **kwargs})
 
 
 def tree_hash(path: pathlib.Path) -> dict:
@@ -295,3 +294,12 @@ def test_every_chunk_length_compiles_before_the_first_chunk_and_the_rate_leaves_
     rate = 6 * 64 * 2 / (summary["wall_seconds"] - summary["compile_seconds"])
     assert summary["env_steps_per_second"] == pytest.approx(rate, rel=1e-2)
     assert json.loads((tmp_path / "run" / "final.json").read_text()) == summary
+
+
+def test_a_run_that_shows_progress_says_when_it_compiles_and_evaluates(agent, tmp_path, capsys):
+    fit(agent, tmp_path / "shown", progress=True, num_updates=2, eval_episodes=3)
+    err = capsys.readouterr().err
+    compiling = err.index("rlsuite: compiling the chunks (1 length(s) of updates)...")
+    assert compiling < err.index("rlsuite: evaluating 3 episodes of each run...")
+    fit(agent, tmp_path / "quiet", progress=False, num_updates=2, eval_episodes=3)
+    assert "rlsuite:" not in capsys.readouterr().err
