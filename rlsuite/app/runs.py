@@ -448,12 +448,12 @@ def train(record: RunRecord, built: Built, out: pathlib.Path, resumed: bool, pro
 
 
 def _announce(record: RunRecord, built: Built, out, resumed: bool, unit: str) -> None:
-    num_updates = built.agent.config.num_updates
-    per_update = built.agent.env_steps_per_update
-    words = unit.replace("_", " ")
+    num_updates, per_update = built.agent.config.num_updates, built.agent.env_steps_per_update
+    words, at = unit.replace("_", " "), checkpoint.latest_step(out / "checkpoints")
+    doing = f"resuming (from update {at:,})" if resumed and at else "resuming" if resumed else ""
     # The total before anything runs: for an offline agent, --num-updates x --gradient-steps.
     print(
-        f"{'resuming' if resumed else 'training'} {record.algo} on {record.env_label}: "
+        f"{doing or 'training'} {record.algo} on {record.env_label}: "
         f"{record.num_seeds} {record.runs_word} x {num_updates * per_update:,} {words} each "
         f"({num_updates:,} update{'' if num_updates == 1 else 's'} of {per_update:,}); "
         f"files in {out}",

@@ -157,6 +157,7 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
     proc = rlsuite("train", "--resume", killed, "--no-progress", env=wandb_env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "warning" not in proc.stderr
+    assert proc.stdout.startswith("resuming (from update 5) ppo on cartpole: ")
     assert read_metrics(killed) == read_metrics(tmp_path / "full")
     # Rows every 128 env steps (updates of 64), each chunk's end ending one: 128, 256, 320 |
     # 384, 512, 640. Both backends: the resume purged TensorBoard's events after the checkpoint
