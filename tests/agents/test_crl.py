@@ -103,8 +103,19 @@ def test_the_goal_is_read_at_goal_indices_of_the_future_state():
     np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("energy", sorted(contrastive.ENERGIES))
-@pytest.mark.parametrize("loss", sorted(contrastive.LOSSES))
+def _energy_and_loss_cases():
+    """Every energy x loss; the default run takes each energy once and each loss once (paired in
+    sorted order), the slow run the rest."""
+    energies, losses = sorted(contrastive.ENERGIES), sorted(contrastive.LOSSES)
+    paired = set(zip(energies, losses, strict=False))
+    return [
+        (e, loss) if (e, loss) in paired else pytest.param(e, loss, marks=pytest.mark.slow)
+        for e in energies
+        for loss in losses
+    ]
+
+
+@pytest.mark.parametrize("energy, loss", _energy_and_loss_cases())
 def test_every_energy_and_loss_learns_a_finite_step(energy, loss):
     learner = _learner(energy=energy, contrastive_loss=loss, actor_goal_shuffle=0.5)
     hp = crl.CRLHparams()
@@ -132,6 +143,7 @@ def test_residual_encoders_have_blocks_of_four_layers():
 
 
 # ----------------------------------------------------------------------------- batching
+@pytest.mark.slow
 def test_a_vmap_over_seeds_and_penalties_equals_separate_runs():
     agent = tiny()
     seeds = jax.random.split(jax.random.key(7), 3)

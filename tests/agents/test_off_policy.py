@@ -17,6 +17,7 @@ from rlsuite.loop import checkpoint, driver, runner
 from rlsuite.networks import QEnsemble
 from tests import fitting
 from tests.counter_env import Counter, CounterParams
+from tests.tiers import slow_but
 from tests.trees import leaves_equal
 
 ALGOS = {
@@ -105,7 +106,8 @@ def test_full_buffer_wraps_around_oldest_first():
         np.testing.assert_array_equal(newest, data[128][name][60:100])
 
 
-@pytest.mark.parametrize("algo", ["sac", "td3"])
+# TD3 in the slow run: the off-policy loop is one for both, SAC its default representative.
+@pytest.mark.parametrize("algo", slow_but("sac", ["sac", "td3"]))
 def test_learning_goes_on_after_the_buffer_is_full(algo):
     make, Config, Hparams = ALGOS[algo]
     env, params = envs.make("pendulum")
@@ -177,7 +179,8 @@ def train_probe(algo, name, updates=250, **hparams):
     return q, greedy
 
 
-@pytest.mark.parametrize("algo", ["sac", "td3"])
+# TD3 in the slow run: the off-policy loop is one for both, SAC its default representative.
+@pytest.mark.parametrize("algo", slow_but("sac", ["sac", "td3"]))
 def test_probes_values_and_policies(algo):
     # Values are read at the policy's own action (TD3's data concentrates there; elsewhere its
     # critics extrapolate).
@@ -217,7 +220,8 @@ def test_pendulum_four_vmapped_seeds_reach_minus_250_within_15k_steps(algo):
 
 
 # -------------------------------------------------------------------------------------- seeds
-@pytest.mark.parametrize("algo", ["sac", "td3"])
+# TD3 in the slow run: the off-policy loop is one for both, SAC its default representative.
+@pytest.mark.parametrize("algo", slow_but("sac", ["sac", "td3"]))
 def test_same_key_same_run_different_key_different_run(algo):
     make, Config, Hparams = ALGOS[algo]
     env, params = envs.make("pendulum")
@@ -246,7 +250,8 @@ def test_same_key_same_run_different_key_different_run(algo):
     )
 
 
-@pytest.mark.parametrize("algo", ["sac", "td3"])
+# TD3 in the slow run: the off-policy loop is one for both, SAC its default representative.
+@pytest.mark.parametrize("algo", slow_but("sac", ["sac", "td3"]))
 def test_reset_slots_change_no_result(algo):
     # One-step episodes: every env of 4 finishes on every step, so with reset_slots=1 the resets
     # take 4 rounds a step; the run is the one the whole-batch reset computes.

@@ -16,6 +16,7 @@ from rlsuite.loop import driver
 from rlsuite.loop.episodes import evaluate
 from rlsuite.networks import memory
 from rlsuite.ops import losses
+from tests.tiers import slow_but
 
 MEMORY = dict(num_envs=16, num_steps=16, num_minibatches=4, update_epochs=4, hidden_sizes=(32,))
 MEMORY_HP = ppo.PPOHparams(learning_rate=3e-3)
@@ -29,7 +30,7 @@ def _memory_agent(recurrent):
     return ppo.make(config, env, params)
 
 
-@pytest.mark.parametrize("recurrent", ["lstm", "gru", None])
+@pytest.mark.parametrize("recurrent", slow_but(("lstm", None), ["lstm", "gru", None]))
 def test_memory_cue_needs_memory(recurrent):
     # The cue (+-1) is seen at the first step only and rewarded at the fourth: best return 1.
     # A feed-forward policy sees 0 at the last step whatever the cue: expected return 0.
@@ -149,6 +150,7 @@ def test_a2c_is_ppo_with_one_epoch_of_one_minibatch():
     assert losses.ppo_policy_loss is setup.policy_loss
 
 
+@pytest.mark.slow
 def test_vmapped_seeds_and_hparams_batches():
     config = ppo.PPOConfig(num_envs=4, num_steps=8, num_minibatches=2, recurrent="lstm",
                            recurrent_size=8, hidden_sizes=(8,), total_timesteps=64)  # fmt: skip

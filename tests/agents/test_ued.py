@@ -15,6 +15,7 @@ from rlsuite.agents import ppo, ued
 from rlsuite.data import level_buffer
 from rlsuite.loop import driver
 from rlsuite.ops import level_scores
+from tests.tiers import slow_but
 
 NEW, REPLAY, MUTATE = ued.NEW, ued.REPLAY, ued.MUTATE
 
@@ -60,7 +61,7 @@ def test_accel_schedule_has_the_stationary_fractions_of_its_chain():
     assert not bool(level_buffer.should_replay(empty, jax.random.key(1), always))
 
 
-@pytest.mark.parametrize("curriculum", ["robust_plr", "accel"])
+@pytest.mark.parametrize("curriculum", slow_but("accel", ["robust_plr", "accel"]))
 def test_robust_curricula_learn_from_replays_only(curriculum):
     # minimum_fill 0 and replay_prob 0.5: new, replay (and mutate) updates all occur.
     agent = small(curriculum, num_edits=0)
@@ -172,6 +173,7 @@ def test_a_replay_rollout_stays_on_its_levels():
     assert int(np.asarray(tr.terminated | tr.truncated).sum()) >= 4 * (256 // 12)
 
 
+@pytest.mark.slow
 def test_seeds_and_buffer_settings_vmap():
     agent = small("accel", num_steps=16)
     hp = agent.default_hparams

@@ -13,6 +13,7 @@ import pytest
 from rlsuite.app import cli
 from rlsuite.loop import checkpoint
 from tests.log_files import tensorboard_events, wandb_history
+from tests.tiers import slow_but
 
 TINY = ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2", "--no-progress"]
 
@@ -79,6 +80,7 @@ def test_train_writes_the_run_files(run_dir):
     assert steps == [64, 192, 256, 320, 384, 448, 576, 640]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_readme_main_job_reaches_the_cartpole_threshold(tmp_path):
     # The README's first command as a user runs it (tuned defaults, every CPU core a device):
@@ -246,7 +248,7 @@ def test_bad_input_exits_2_from_the_command_line_too(tmp_path):
     assert not (tmp_path / "runs").exists()
 
 
-@pytest.mark.parametrize("algo", ["sac", "td3"])
+@pytest.mark.parametrize("algo", slow_but("sac", ["sac", "td3"]))
 def test_off_policy_train_resume_and_eval(algo, tmp_path):
     out = tmp_path / algo
     tiny = ["--total-timesteps", "120", "--num-envs", "2", "--learning-starts", "40"]

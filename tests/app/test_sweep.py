@@ -83,6 +83,7 @@ def _rows(run: pathlib.Path) -> dict:
 TUNED = ["--total-timesteps", "2048", "--chunks", "2", "--eval-episodes", "3", "--no-progress"]
 
 
+@pytest.mark.slow
 def test_the_table_equals_separate_runs_and_best_json_retrains_the_best_bitwise(tmp_path):
     # On one CPU device, at CartPole's tuned setup, a run's bits do not depend on the batch it
     # shares (docs/sweeps.md says where they do): the sweep's runs of a configuration equal

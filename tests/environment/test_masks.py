@@ -22,6 +22,7 @@ from rlsuite.environment.wrappers import EpisodeStatistics, TimeLimit
 from rlsuite.loop import agent as agent_lib
 from rlsuite.loop.episodes import evaluate
 from rlsuite.loop.rollout import reset_batch, rollout
+from tests.tiers import slow_but
 
 
 def test_masked_logits_give_the_legal_actions_softmax_and_entropy():
@@ -193,7 +194,7 @@ def _trained(algo: str, masked: bool):
     return agent, train(jax.random.key(0))
 
 
-@pytest.mark.parametrize("algo", ["ppo", "pqn", "dqn"])
+@pytest.mark.parametrize("algo", slow_but(("ppo", "dqn"), ["ppo", "pqn", "dqn"]))
 def test_trained_agents_never_take_the_masked_action_that_pays_the_most(algo):
     """Over 10,000 steps (100 envs x 100) of the trained policy, exploring and greedy, the masked
     action (which pays 1, against 0.5 for the best legal one) is never taken; trained on the same

@@ -203,6 +203,7 @@ def test_walking_into_lava_is_terminated_in_classic(classic):
     assert bool(terminated) and not bool(truncated) and int(state.player_health) == 0
 
 
+@pytest.mark.slow
 def test_full_craftax_ends_for_real_at_a_death_and_at_the_final_boss():
     env = ca.CraftaxEnv(FULL)
     params = env.default_params
@@ -224,6 +225,7 @@ def test_full_craftax_ends_for_real_at_a_death_and_at_the_final_boss():
     assert float(env.craftax_env.get_obs(strong)[health]) == pytest.approx(1.3)
 
 
+@pytest.mark.slow
 def test_the_time_limit_is_a_param_that_vmaps():
     env = ca.CraftaxEnv(CLASSIC)
     assert env.max_episode_steps == 10_000 and env.default_params.max_timesteps == 10_000
@@ -293,6 +295,7 @@ def test_the_classic_symbolic_observation_reads_as_documented(classic):
     assert rest[21] == 0  # awake
 
 
+@pytest.mark.slow
 def test_achievements_in_info_describe_the_finished_episode(classic):
     from craftax.craftax_classic.constants import Achievement, Action, BlockType
 
@@ -379,6 +382,7 @@ def test_full_craftax_takes_its_own_params():
         ca.CraftaxEnv(FULL, god_mode="yes")
 
 
+@pytest.mark.slow
 def test_a_pixels_environment_observes_an_image():
     env = ca.CraftaxEnv("Craftax-Classic-Pixels-v1")
     space = env.observation_space(env.default_params)

@@ -28,6 +28,7 @@ from rlsuite.envs import minigrid_adapter as mg  # noqa: E402
 from rlsuite.envs.minigrid_adapter import MiniGridEnv, observation_ids  # noqa: E402
 
 from rlsuite.networks import one_hot_fields  # noqa: E402
+from tests.tiers import slow_but
 
 STEPS = 1000
 
@@ -115,7 +116,8 @@ def _leaves(tree):
     return [data(x) for x in jax.tree.leaves(tree)]
 
 
-@pytest.mark.parametrize("task", list(CASES))
+# One task in the default run (the one with a key, a door and every action); the rest slow.
+@pytest.mark.parametrize("task", slow_but("MiniGrid-DoorKey-5x5", CASES))
 def test_parity_with_xminigrids_auto_reset(task):
     max_steps, num_envs, choices = CASES[task]
     env = MiniGridEnv(task, max_steps=max_steps)

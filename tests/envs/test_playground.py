@@ -84,7 +84,7 @@ def _ours(task: str, actions, first_key, reset_keys):
 @pytest.mark.parametrize(
     "task",
     [
-        "CartpoleBalance",
+        pytest.param("CartpoleBalance", marks=pytest.mark.slow),  # one task in the default run
         "PendulumSwingup",
         # 3,000 cheetah steps on a CPU (ours, the wrapper's and its raw step): 80 s
         pytest.param("CheetahRun", marks=pytest.mark.slow),
@@ -205,6 +205,7 @@ def _pole_masses(masses):
     return env, params, batch.replace(body_mass=batch.body_mass.at[:, POLE].set(masses))
 
 
+@pytest.mark.slow
 def test_four_envs_of_a_ppo_run_step_each_with_its_own_pole_mass():
     from rlsuite.agents import ppo
     from rlsuite.loop.rollout import reset_each

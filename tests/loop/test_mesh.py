@@ -17,10 +17,11 @@ from rlsuite import envs
 from rlsuite.agents import ppo, sac
 from rlsuite.loop import mesh as meshes
 from rlsuite.ops import sharding
+from tests.tiers import slow_but
 
 SPLIT = textwrap.dedent(
     """
-    import json, re, jax, numpy as np
+    import json, re, sys, jax, numpy as np
     from rlsuite import envs
     from rlsuite.agents import iql, ppo, sac
     from rlsuite.data.datasets import DatasetInfo, from_transitions
@@ -38,7 +39,11 @@ SPLIT = textwrap.dedent(
     def spec(x):
         return [str(a) for a in x.sharding.spec]
 
+    NAMES = sys.argv[1:]  # the agents the selected tests compare
+
     def train(name, agent, hp, updates, metric, data=None, where=lambda s: s.env.obs):
+        if name not in NAMES:
+            return
         for label, mesh in MESHES.items():
             with jax.set_mesh(mesh):
                 start = init(agent, keys, hp, None, data)
@@ -84,16 +89,20 @@ SPLIT = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def split_runs():
+def split_runs(request):
+    """The runs of the agents that the selected tests compare (the slow run adds two)."""
+    test = test_a_run_split_over_four_devices_is_the_one_device_run.__name__
+    names = [i.callspec.params["name"] for i in request.session.items if i.originalname == test]
     env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
     proc = subprocess.run(
-        [sys.executable, "-c", SPLIT], env=env, capture_output=True, text=True, timeout=900
+        [sys.executable, "-c", SPLIT, *names], env=env, capture_output=True, text=True, timeout=900
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("name", ["ppo", "ppo_lstm", "sac", "iql"])
+# One run of each kind of state in the default run (a rollout, a replay buffer); the others slow.
+@pytest.mark.parametrize("name", slow_but(("ppo", "sac"), ("ppo", "ppo_lstm", "sac", "iql")))
 def test_a_run_split_over_four_devices_is_the_one_device_run(split_runs, name):
     one, split, grid = (split_runs[f"{name}/{label}"] for label in ("one", "envs4", "grid"))
     plain = np.asarray(one["metric"], dtype=float)  # [runs, updates]

@@ -15,6 +15,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from tests.tiers import slow_but
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -115,7 +117,8 @@ def test_ppo_sweep_rejects_bad_arguments_before_compiling(args, message, tmp_pat
 
 
 @pytest.mark.timeout(180)
-@pytest.mark.parametrize("idea", ["ppo-clip", "clip-free"])
+# The default run passes in the idea that is not the default (PPO's clip is the slow run's).
+@pytest.mark.parametrize("idea", slow_but("clip-free", ["ppo-clip", "clip-free"]))
 def test_ppo_script_smoke_with_a_policy_loss_passed_in(idea, tmp_path):
     args = ["--num-seeds", "2", "--total-timesteps", "1024", "--num-envs", "4", "--num-steps", "16"]
     args += ["--num-minibatches", "2", "--loss-idea", idea, "--out", str(tmp_path / "run")]
@@ -214,6 +217,7 @@ def load_script(script: str) -> types.ModuleType:
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(420)
 def test_ued_script_smoke_on_the_named_mazes_with_a_score_passed_in(tmp_path):
     from PIL import Image
@@ -297,6 +301,7 @@ CRL_TINY += ["16", "--width", "16", "--hidden-sizes", "16", "--repr-dim", "8", "
 CRL_TINY += ["--updates", "4", "--evaluations", "2", "--eval-episodes", "8"]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_crl_script_smoke_compares_the_ideas_in_one_run(tmp_path):
     from PIL import Image
@@ -540,6 +545,7 @@ def test_rarl_script_effort_by_hand():
     np.testing.assert_allclose(value, [1.5], rtol=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_ada_script_smoke_with_a_task_score_passed_in(tmp_path):
     args = ["--curriculum", "dr", "plr", "--score-idea", "near-best", "--num-seeds", "2"]

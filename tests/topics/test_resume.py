@@ -16,6 +16,7 @@ from rlsuite.agents import registry
 from rlsuite.loop import checkpoint
 from rlsuite.loop.loggers import read_metrics
 from tests.app.test_cli import rlsuite
+from tests.tiers import slow_but
 
 TWO_DEVICES = ["--num-seeds", "2", "--cpu-devices", "2", "--eval-episodes", "2", "--no-progress"]
 SMALL = ["--hidden-sizes", "8"]
@@ -111,7 +112,7 @@ MESH = ["--num-seeds", "2", "--cpu-devices", "4", "--mesh", "runs=2,envs=2"]
 MESH += ["--eval-episodes", "2", "--no-progress"]
 
 
-@pytest.mark.parametrize("algo", ["ppo", "sac", pytest.param("iql", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("algo", slow_but("ppo", ["ppo", "sac", "iql"]))
 def test_env_split_runs_resume_bitwise_on_a_two_by_two_mesh(algo, dataset, tmp_path):
     _resumes_bitwise(algo, dataset, tmp_path, MESH)
 
