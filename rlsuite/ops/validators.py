@@ -41,7 +41,7 @@ def check_field(
         )
     if not np.all(np.isfinite(array)):  # inf passes `v > 0`, and nan fails every comparison
         raise ValueError(
-            f"{where}invalid {kind}.{field}={array.tolist()!r}; allowed: finite values, {allowed}"
+            f"{where}invalid {kind}.{field}={array.tolist()!r}; allowed: {allowed}, finite"
         )
     if not np.all(check(array)):
         raise ValueError(f"{where}invalid {kind}.{field}={array.tolist()!r}; allowed: {allowed}")

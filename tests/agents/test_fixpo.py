@@ -238,6 +238,7 @@ def test_the_command_line_trains_fixpo_and_resumes_it_exactly(tmp_path, capsys):
     resumes_in_process(full, tmp_path)
 
 
+@pytest.mark.slow
 def test_fixpo_learns_cartpole_inside_its_trust_region():
     """The tuned CartPole entry at 100,000 env steps, 4 vmapped seeds. Measured on the CI
     machine (2 cores): evaluations 494.5, 500, 497.3 and 487 (random play: about 22), every

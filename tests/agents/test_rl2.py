@@ -197,6 +197,7 @@ def test_a_composition_derives_its_identity_and_nothing_else():
     assert renamed.name == "other" and renamed.update is agent.update
 
 
+@pytest.mark.slow
 def test_train_eval_and_plot_the_adaptation_curve_from_the_cli(tmp_path):
     from tests.app.test_cli import rlsuite
 

@@ -226,6 +226,7 @@ def test_bad_input_is_refused_before_anything_runs():
         ued.make(ued.UEDConfig(), cartpole, cartpole_params)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)  # three processes, each compiling
 def test_train_eval_and_plot_the_levels_from_the_cli(tmp_path):
     from PIL import Image

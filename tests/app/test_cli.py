@@ -206,10 +206,10 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
         (["train", "ppo", "--cpu-devices", "0"], "--cpu-devices must be an integer >= 1"),
         (["train", "ppo", "--log-interval", "2.5"], "Error parsing --log-interval"),
         (["train", "ppo", "--seed", "99999999999999999999"], "--seed must be an integer from"),
-        (["train", "ppo", "--learning-rate", "inf"], "learning_rate=inf; allowed: finite values"),
+        (["train", "ppo", "--learning-rate", "inf"], "rate=inf; allowed: a value > 0, finite"),
         (
             ["train", "ppo", "--env-option", "gravity=inf"],
-            "CartPole: invalid params.gravity=inf; allowed: finite values, a value > 0",
+            "CartPole: invalid params.gravity=inf; allowed: a value > 0, finite",
         ),
         (
             ["train", "pqn", "--total-timesteps", "3000000000", "--no-progress"],

@@ -329,7 +329,7 @@ def test_rlsuite_render_draws_a_trained_pendulum(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     proc = rlsuite("render", out, "--episodes", "1", "--out", out / "v.gif")
     assert proc.returncode == 0, proc.stderr[-3000:]
-    first = iio.imread(out / "v.png")
+    first = iio.imread(out / "v.first-frame.png")
     frames = iio.imread(out / "v.gif", index=None)[..., :3]
     # One episode of Pendulum's 200 steps (Pillow merges a frame equal to the one before),
     # 480 x 320: the pivot (black, 6.4 px) at the centre and the pole's red around it.

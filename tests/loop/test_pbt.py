@@ -177,6 +177,7 @@ def test_bad_populations_are_refused_by_name_before_anything_is_written(
     assert not out.exists()
 
 
+@pytest.mark.slow
 def test_the_comparison_script_pairs_the_arms_seed_by_seed(tmp_path):
     # experiments/pbt.py at a tiny budget: both arms run, and the difference it reports is each
     # seed's PBT best minus its random-search best, read back from the arms' pbt.json.

@@ -146,7 +146,7 @@ def test_ppo_script_smoke_with_a_policy_loss_passed_in(idea, tmp_path):
     [
         pytest.param("sac.py", "min-of-critics", marks=pytest.mark.slow),  # the default idea
         ("sac.py", "mean-of-critics"),
-        ("td3.py", "single-critic"),
+        pytest.param("td3.py", "single-critic", marks=pytest.mark.slow),  # the hook SAC's shows
     ],
 )
 def test_off_policy_scripts_smoke_with_a_critic_target_passed_in(script, idea, tmp_path):

@@ -44,6 +44,7 @@ def score(data) -> np.ndarray:
     return normalized_score(episode_returns(data), data.info.random_return, data.info.expert_return)
 
 
+@pytest.mark.slow
 def test_behaviour_references_and_dataset_qualities(pendulum, datasets):
     agent, behaviour = pendulum
     info = behaviour.info
