@@ -475,10 +475,10 @@ def _report(record: RunRecord, summary: dict, out, unit: str) -> None:
     print(
         f"{summary['algo']} on {record.env_label}: {summary['num_seeds']} {record.runs_word} x "
         f"{summary[unit]:,} {words} in {summary['wall_seconds']:.1f} s, "
-        f"{summary['compile_seconds']:.1f} s of it compiling{compile_cache.said()} "
+        f"{summary['compile_seconds']:.1f} s of it compiling "
         f"({summary[f'{unit}_per_second']:,} {words}/s after); evaluation return "
         f"{_number(summary['eval_return_mean'], 'none')}{over} (per seed: {per_seed}){score}; "
-        f"files in {out}"
+        f"files in {out}{compile_cache.said()}"
     )
     if diverged:
         at = summary["diverged_at_update"]
