@@ -42,8 +42,10 @@ DISTRIBUTIONS = KINDS  # the continuous action heads (rlsuite.networks.action_he
 
 
 @dataclasses.dataclass(frozen=True)
-class PPOConfig:
-    """Static configuration (shapes, loop sizes, switches); closed over by the jitted functions."""
+class PPOBase:
+    """The static configuration every PPO learner has (rollout and minibatch sizes, the
+    feed-forward network, switches); `PPOConfig` adds the action distribution and memory, which a
+    family built on PPO may fix instead (RARL's learners are feed-forward Gaussians)."""
 
     num_envs: int = 4
     """parallel environments per agent"""
@@ -62,9 +64,6 @@ class PPOConfig:
     uses (32, 32, 32, 32) for the policy and (256,) * 5 for the value"""
     activation: str = "tanh"
     """hidden activation: tanh, relu, elu, gelu or silu (swish)"""
-    distribution: str = "gaussian"
-    """continuous actions: gaussian (unsquashed, state-independent std, clipped by the env) or
-    tanh_gaussian (squashed by tanh, std an output of the actor: brax.training's policy)"""
     anneal_lr: bool = True
     """anneal the learning rate linearly to 0 over total_timesteps"""
     normalize_advantages: bool = True
@@ -83,14 +82,6 @@ class PPOConfig:
     """what reads the observations before the hidden layers: auto (mlp for vectors, minatar for
     images below 36x36, nature above), mlp, minatar (3x3 conv, 16 channels, dense 128) or nature
     (the DQN Nature CNN, dense 512); shared by the actor and the critic"""
-    recurrent: str | None = None
-    """memory: None (feed-forward), lstm or gru. Recurrent: hidden_sizes before the core, which
-    the actor and critic share, heads of head_sizes after it; minibatches split the rollout's
-    environments, whole sequences each (num_minibatches must divide num_envs)"""
-    recurrent_size: int = 128
-    """units of the recurrent core"""
-    head_sizes: tuple[int, ...] = ()
-    """hidden layer sizes of the actor and critic heads after a recurrent core"""
 
     def __post_init__(self):
         if self.torso not in TORSOS:
@@ -106,14 +97,39 @@ class PPOConfig:
                 f"num_envs * num_steps = {self.num_envs} * {self.num_steps} = {batch}"
             )
         check_hidden_sizes(self)
+        if self.critic_hidden_sizes is not None:
+            check_hidden_sizes(self, "critic_hidden_sizes")
+        activation_fn(self.activation)
+
+    @property
+    def num_updates(self) -> int:
+        """Updates in the whole run: `total_timesteps // (num_envs * num_steps)` (at least 1)."""
+        return max(1, self.total_timesteps // (self.num_envs * self.num_steps))
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig(PPOBase):
+    """Static configuration (shapes, loop sizes, switches); closed over by the jitted functions."""
+
+    distribution: str = "gaussian"
+    """continuous actions: gaussian (unsquashed, state-independent std, clipped by the env) or
+    tanh_gaussian (squashed by tanh, std an output of the actor: brax.training's policy)"""
+    recurrent: str | None = None
+    """memory: None (feed-forward), lstm or gru. Recurrent: hidden_sizes before the core, which
+    the actor and critic share, heads of head_sizes after it; minibatches split the rollout's
+    environments, whole sequences each (num_minibatches must divide num_envs)"""
+    recurrent_size: int = 128
+    """units of the recurrent core"""
+    head_sizes: tuple[int, ...] = ()
+    """hidden layer sizes of the actor and critic heads after a recurrent core"""
+
+    def __post_init__(self):
+        super().__post_init__()
         if self.distribution not in DISTRIBUTIONS:
             raise ValueError(
                 f"PPOConfig.distribution={self.distribution!r} is not one of: "
                 f"{', '.join(DISTRIBUTIONS)}"
             )
-        if self.critic_hidden_sizes is not None:
-            check_hidden_sizes(self, "critic_hidden_sizes")
-        activation_fn(self.activation)
         if self.recurrent is not None:
             check_cell(self.recurrent, "PPOConfig")
             check_positive_ints(self, ("recurrent_size",))
@@ -126,11 +142,6 @@ class PPOConfig:
                     f"{self.num_envs} with recurrent={self.recurrent!r} (minibatches split the "
                     "environments)"
                 )
-
-    @property
-    def num_updates(self) -> int:
-        """Updates in the whole run: `total_timesteps // (num_envs * num_steps)` (at least 1)."""
-        return max(1, self.total_timesteps // (self.num_envs * self.num_steps))
 
 
 @struct.dataclass

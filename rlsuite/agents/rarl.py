@@ -36,13 +36,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
 from flax import struct
 
 from rlsuite.agents import ppo, registry
+from rlsuite.agents.ppo_config import PPOBase
 from rlsuite.data.transition import Transition
 from rlsuite.environment import Environment
 from rlsuite.environment.adversarial import (
@@ -60,8 +61,19 @@ PROTAGONIST, ADVERSARY = "protagonist", "adversary"
 
 
 @dataclasses.dataclass(frozen=True)
-class RARLConfig(ppo.PPOConfig):
-    """`PPOConfig` for both learners, the disturbance's bound and the alternation."""
+class RARLConfig(PPOBase):
+    """`PPOBase` for both learners, the disturbance's bound and the alternation. Its learners
+    are feed-forward Gaussian policies: `PPOConfig`'s other fields take their defaults."""
+
+    # The fields RARL's config had while it was a `PPOConfig`, with the one value each could take:
+    # run records written before or since name them (`config_dict`), and they read back without
+    # them (`rlsuite.app.runs.config_of`).
+    retired_fields: ClassVar[dict] = {
+        "distribution": "gaussian",
+        "recurrent": None,
+        "recurrent_size": 128,
+        "head_sizes": [],
+    }
 
     disturbance_bound: float = 1.0
     """the largest magnitude of the adversary's disturbance in each of its dimensions (for
@@ -74,13 +86,6 @@ class RARLConfig(ppo.PPOConfig):
     def __post_init__(self):
         check_positive_ints(self, ("protagonist_updates", "adversary_updates"))
         check_bound(self.disturbance_bound, "RARLConfig")
-        if self.recurrent is not None:
-            raise ValueError(
-                f"RARLConfig.recurrent={self.recurrent!r}: RARL trains feed-forward policies; "
-                "allowed: None"
-            )
-        if self.distribution != "gaussian":
-            raise ValueError(f"RARLConfig.distribution={self.distribution!r}: allowed: gaussian")
         super().__post_init__()
 
     @property
@@ -229,7 +234,7 @@ def learner_config(config: RARLConfig, updates: int) -> ppo.PPOConfig:
     """The `PPOConfig` of a learner that takes `updates` PPO updates in each of the run's
     updates: its `total_timesteps` make its own update count, which its learning rate anneals
     over."""
-    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(ppo.PPOConfig)}
+    fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(PPOBase)}
     per_update = config.num_envs * config.num_steps
     return ppo.PPOConfig(**{**fields, "total_timesteps": config.num_updates * updates * per_update})
 

@@ -2,6 +2,7 @@
 (`rlsuite.environment.adversarial`): pendulum's external torque against the motor's by hand, the
 bound, the zero-sum views, the refusals, and the command line with an exact resume."""
 
+import dataclasses
 import json
 import math
 
@@ -11,11 +12,14 @@ import numpy as np
 import pytest
 
 from rlsuite import envs
-from rlsuite.agents import ppo, rarl
-from rlsuite.app import cli
+from rlsuite.agents import ppo, rarl, registry
+from rlsuite.agents.ppo_config import PPOBase
+from rlsuite.app import cli, runs
+from rlsuite.app.errors import UsageError
 from rlsuite.data.transition import Transition
 from rlsuite.environment.adversarial import DisturbanceView, Disturbed, physics_grid
 from rlsuite.environment.wrappers import Wrapper
+from rlsuite.loop.agent import config_dict
 from rlsuite.loop.loggers import read_metrics
 from tests.topics.test_resume import resumes_in_process
 
@@ -123,16 +127,41 @@ def test_refusals_name_the_field_or_the_environment():
         rarl.RARLConfig(disturbance_bound=0.0)
     with pytest.raises(ValueError, match="RARLConfig.disturbance_bound must be a finite number"):
         rarl.RARLConfig(disturbance_bound=float("inf"))
-    with pytest.raises(ValueError, match=r"RARLConfig.recurrent='lstm'.*allowed: None"):
-        rarl.RARLConfig(recurrent="lstm")
-    with pytest.raises(ValueError, match="RARLConfig.distribution='tanh_gaussian'"):
-        rarl.RARLConfig(distribution="tanh_gaussian")
     with pytest.raises(ValueError, match="RARLConfig.adversary_updates must be an integer >= 1"):
         rarl.RARLConfig(adversary_updates=0)
     with pytest.raises(ValueError, match="CartPole has no disturbance channel"):
         rarl.make(rarl.RARLConfig(), *envs.make("cartpole"))
     with pytest.raises(TypeError, match="needs a RARLConfig"):
         rarl.make(ppo.PPOConfig(), *envs.make("pendulum"))
+
+
+def test_the_learners_are_feed_forward_gaussians_with_no_field_to_say_otherwise(tmp_path, capsys):
+    # RARLConfig inherits PPO's shared fields, not the memory and distribution it would refuse.
+    names = {f.name for f in dataclasses.fields(rarl.RARLConfig)}
+    assert not names & {"distribution", "recurrent", "recurrent_size", "head_sizes"}
+    assert names > {f.name for f in dataclasses.fields(PPOBase)}
+    with pytest.raises(TypeError, match="recurrent"):
+        rarl.RARLConfig(recurrent="lstm")
+    config = rarl.RARLConfig(num_envs=2, num_steps=8, total_timesteps=160, hidden_sizes=(5,))
+    learner = rarl.learner_config(config, 3)  # 160 // 16 = 10 updates, 3 PPO updates in each
+    assert (learner.distribution, learner.recurrent) == ("gaussian", None)
+    assert (learner.total_timesteps, learner.num_updates, learner.hidden_sizes) == (480, 30, (5,))
+    # A record written while they were fields (each at its one allowed value) reads back; one
+    # that held another value is refused by name; what is recorded still names them.
+    algo = registry.get("rarl")
+    recorded = config_dict(rarl.RARLConfig(num_envs=2, num_steps=8, num_minibatches=2))
+    assert (recorded["distribution"], recorded["recurrent"]) == ("gaussian", None)
+    assert (recorded["recurrent_size"], recorded["head_sizes"]) == (128, [])
+    assert runs.config_of(algo, recorded) == rarl.RARLConfig(
+        num_envs=2, num_steps=8, num_minibatches=2
+    )
+    with pytest.raises(UsageError, match=r"RARLConfig has no field recurrent .*'lstm'"):
+        runs.config_of(algo, {**recorded, "recurrent": "lstm"})
+    out = tmp_path / "run"
+    assert cli.main(
+        ["train", "rarl", "--env", "pendulum", "--recurrent", "lstm", "--out", str(out)]
+    )
+    assert "rarl takes no recurrent policy" in capsys.readouterr().err and not out.exists()
 
 
 def test_the_physics_grid_scales_every_combination_and_refuses_unknown_fields():
