@@ -11,7 +11,8 @@
   207 s with an empty compilation cache at XLA's default level, 114 s at 0 (153 s at 1); with
   the cache full, 51 s and 56 s (46 s). What one test compares it computes at one level (the
   processes it starts inherit it); a test that starts a process with `XLA_FLAGS` of its own (a
-  device count) compiles that process at XLA's default, and compares within it.
+  device count) adds the level to them (`tests.tiers.COMPILE_FAST`) where it compares within that
+  process.
 - JAX's in-memory caches cleared after each test module. A pytest worker lives for the whole run,
   and each executable it keeps holds memory maps of its own; with every module's programs kept,
   a worker neared the kernel's default limit of 65,530 maps (`vm.max_map_count`) and XLA's compiler
@@ -25,10 +26,10 @@ import os
 import jax
 import pytest
 
+from tests.tiers import COMPILE_FAST
+
 if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (
-        os.environ.get("XLA_FLAGS", "") + " --xla_backend_optimization_level=0"
-    ).strip()
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + f" {COMPILE_FAST}").strip()
 CACHE_DIR = os.environ.get("JAX_COMPILATION_CACHE_DIR", os.path.expanduser("~/.cache/rlsuite/jax"))
 os.environ["JAX_COMPILATION_CACHE_DIR"] = CACHE_DIR
 os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"

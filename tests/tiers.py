@@ -3,6 +3,11 @@ one case of each kind and the slow run takes the rest (README, Testing)."""
 
 import pytest
 
+# XLA:CPU's LLVM at its lowest optimisation level: what the tests compile at (tests/conftest.py),
+# and what a test adds to the `XLA_FLAGS` of its own that it gives a process it starts.
+COMPILE_FAST = "--xla_backend_optimization_level=0"
+FOUR_CPU_DEVICES = f"--xla_force_host_platform_device_count=4 {COMPILE_FAST}"
+
 
 def slow_but(default, cases) -> list:
     """`cases` as `parametrize` values, those not in `default` marked slow."""

@@ -223,7 +223,13 @@ K5_N10 = [
 ]
 
 
-@pytest.mark.parametrize(("policy", "figure", "exact"), K5_N10, ids=[p[0] for p in K5_N10])
+# Thompson's 20,000 trials take 19 s with a warm compilation cache: in the slow run; its exact
+# value is in the default run (`test_k5_n10_exact_ucb1_and_thompson`).
+@pytest.mark.parametrize(
+    ("policy", "figure", "exact"),
+    [pytest.param(*p, marks=[pytest.mark.slow] if p[0] == "thompson" else []) for p in K5_N10],
+    ids=[p[0] for p in K5_N10],
+)
 def test_k5_n10_baselines(policy, figure, exact):
     exact = float(exact())
     assert abs(exact - figure) <= 0.05

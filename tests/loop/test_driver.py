@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from rlsuite.loop import driver, platform
+from tests.tiers import FOUR_CPU_DEVICES
 
 SHARDED = textwrap.dedent(
     """
@@ -96,7 +97,7 @@ SHARDED = textwrap.dedent(
 
 
 def test_runs_sharded_over_four_cpu_devices_match_the_unsharded_run():
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    env = {**os.environ, "XLA_FLAGS": FOUR_CPU_DEVICES}
     proc = subprocess.run(
         [sys.executable, "-c", SHARDED], env=env, capture_output=True, text=True, timeout=240
     )

@@ -17,7 +17,7 @@ from rlsuite import envs
 from rlsuite.agents import ppo, sac
 from rlsuite.loop import mesh as meshes
 from rlsuite.ops import sharding
-from tests.tiers import slow_but
+from tests.tiers import FOUR_CPU_DEVICES, slow_but
 
 SPLIT = textwrap.dedent(
     """
@@ -93,7 +93,7 @@ def split_runs(request):
     """The runs of the agents that the selected tests compare (the slow run adds two)."""
     test = test_a_run_split_over_four_devices_is_the_one_device_run.__name__
     names = [i.callspec.params["name"] for i in request.session.items if i.originalname == test]
-    env = {**os.environ, "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    env = {**os.environ, "XLA_FLAGS": FOUR_CPU_DEVICES}
     proc = subprocess.run(
         [sys.executable, "-c", SPLIT, *names], env=env, capture_output=True, text=True, timeout=900
     )

@@ -5,9 +5,11 @@ marked slow, and so are the task families and the goal environments on MJX, and 
 tasks but the lightest (`PLAYGROUND_DEFAULT`). Of the Jumanji, Craftax and MiniGrid tasks, the
 default run trains one of each kind (`SUITES_DEFAULT`) and the slow run the rest. Of gymnax's, the
 default run trains one of each kind (vector, image and Discrete observations, continuous
-actions) and the slow run the rest; of ours, names that are another name's code at other
-settings (`VARIANTS`: a larger maze, another layout, another task sampler) train in the slow
-run, and every other name in the default run."""
+actions) and the slow run the rest; of ours, the default run trains one of each kind
+(`OURS_DEFAULT`: discrete and continuous control, the masked probe, a goal on open ground and in a
+maze, a task family, a UED maze) and the slow run the rest, names that are another name's code at
+other settings (`VARIANTS`: a larger maze, another layout, another task sampler) among them. Each
+of ours has tests of its own dynamics in tests/envs/ in the default run."""
 
 import gc
 import json
@@ -32,6 +34,15 @@ GYMNAX_DEFAULT = ("CartPole-v1", "Pendulum-v1", "Breakout-MinAtar", "FrozenLake-
 # partial view (DoorKey); the slow run the rest, Craftax's among them (a world generated per
 # reset: 47 s to compile on a CPU; tests/envs/test_craftax.py steps it in the default run).
 SUITES_DEFAULT = ("jumanji/Snake-v1", "jumanji/BinPack-v2", "minigrid/MiniGrid-DoorKey-5x5")
+OURS_DEFAULT = (
+    "cartpole",
+    "pendulum",
+    "probe/masked_action",
+    "goal/point_reach",
+    "goal/point_u_maze",
+    "meta/bandit",
+    "maze/small",
+)
 # name -> the name whose code it runs at other settings, which trains in the default run
 VARIANTS = {
     "maze": "maze/small",
@@ -59,7 +70,8 @@ def _params():
         marks = [pytest.mark.slow, pytest.mark.timeout(1800)] if mjx else []
         if name.startswith("gymnax/") and name.removeprefix("gymnax/") not in GYMNAX_DEFAULT:
             marks = [pytest.mark.slow]
-        if name in VARIANTS:
+        ours = not name.startswith(("gymnax/", "playground/", "jumanji/", "minigrid/", "craftax/"))
+        if ours and not mjx and name not in OURS_DEFAULT:
             marks = [pytest.mark.slow]
         if name.startswith(("jumanji/", "minigrid/", "craftax/")) and name not in SUITES_DEFAULT:
             marks = [pytest.mark.slow]
@@ -92,7 +104,7 @@ def _code(env):
 def test_each_variant_runs_the_code_of_a_name_the_default_run_trains():
     names = envs.names()
     for variant, base in VARIANTS.items():
-        assert variant in names and base in names and base not in VARIANTS
+        assert variant in names and base in OURS_DEFAULT and base not in VARIANTS
         code = _code(envs.make(variant)[0])
         assert code == _code(envs.make(base)[0]) and len(code) >= 1, (variant, code)
     assert _code(envs.make("goal/point_reach")[0]) != _code(envs.make("goal/point_u_maze")[0])

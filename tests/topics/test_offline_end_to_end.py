@@ -31,6 +31,23 @@ def pendulum():
 
 
 @pytest.fixture(scope="module")
+def small():
+    """Behaviour policies of a few hundred steps, and made-up references: what a dataset records
+    and refuses is tested on them, not how well the behaviour plays (the tuned one, `pendulum`,
+    is the slow tests')."""
+    env, params = envs.make("pendulum")
+    config = sac.SACConfig(
+        num_envs=1, hidden_sizes=(16,), learning_starts=100, batch_size=32, total_timesteps=400
+    )
+    agent, hparams = sac.make(config, env, params), sac.SACHparams()
+    key_expert, key_medium = jax.random.split(jax.random.key(0))
+    expert = collect._train(agent, hparams, key_expert, config.num_updates)
+    medium = collect._train(agent, hparams, key_medium, config.num_updates // 2)
+    info = DatasetInfo(env="pendulum", algo="sac", random_return=-1200.0, expert_return=-150.0)
+    return agent, collect.Behaviour(expert, medium, info)
+
+
+@pytest.fixture(scope="module")
 def datasets(pendulum):
     agent, behaviour = pendulum
     key = jax.random.key(1)
@@ -75,8 +92,8 @@ def test_behaviour_references_and_dataset_qualities(pendulum, datasets):
         assert data.info.expert_return == info.expert_return
 
 
-def test_same_key_same_dataset_different_key_different(pendulum):
-    agent, behaviour = pendulum
+def test_same_key_same_dataset_different_key_different(small):
+    agent, behaviour = small
     a = collect.dataset(agent, behaviour, jax.random.key(5), "expert", 1_000)
     b = collect.dataset(agent, behaviour, jax.random.key(5), "expert", 1_000)
     c = collect.dataset(agent, behaviour, jax.random.key(6), "expert", 1_000)
@@ -85,11 +102,11 @@ def test_same_key_same_dataset_different_key_different(pendulum):
     assert not np.array_equal(a.observations, c.observations)
 
 
-def test_recordings_and_evaluations_compile_once_per_shape(pendulum):
+def test_recordings_and_evaluations_compile_once_per_shape(small):
     # The learner state is an argument of the compiled rollout and evaluation, not a constant:
     # another policy of the same shapes (medium after expert, each evaluation of the medium run)
     # reuses the program.
-    agent, behaviour = pendulum
+    agent, behaviour = small
     recordings = collect._transitions._cache_size()
     expert = collect.dataset(agent, behaviour, jax.random.key(7), "expert", 1_230)
     medium = collect.dataset(agent, behaviour, jax.random.key(7), "medium", 1_230)
@@ -105,8 +122,8 @@ def test_recordings_and_evaluations_compile_once_per_shape(pendulum):
     assert returns[0] != returns[1]
 
 
-def test_collection_refuses_bad_requests(pendulum):
-    agent, behaviour = pendulum
+def test_collection_refuses_bad_requests(small):
+    agent, behaviour = small
     with pytest.raises(ValueError, match="unknown quality 'meduim'; allowed: random, medium"):
         collect.dataset(agent, behaviour, jax.random.key(0), "meduim", 1_000)
     with pytest.raises(ValueError, match="size=1005 must give a multiple of num_envs=10"):
