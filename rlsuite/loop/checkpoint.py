@@ -42,202 +42,52 @@ Guarantees:
   * ``save`` refuses (before writing anything) a step that is not newer than the latest one, and
     a directory whose checkpoints disagree with the new metadata on ``guard_keys`` (by default
     ``algo`` and ``env``): ``max_to_keep`` would otherwise delete another run's checkpoints.
+
+The step folders (which are complete, found, deleted) are ``checkpoint_dirs``'s job and the
+leaves with their manifest records ``checkpoint_leaves``'s; this module re-exports the public
+names of both (``CheckpointError``, ``all_steps``, ``latest_step``, ...).
 """
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
 import pathlib
-import shutil
 from collections.abc import Sequence
-from typing import Any
 
 import jax
-import jax.numpy as jnp
-import numpy as np
 
-from rlsuite.loop.distributed import barrier, place, to_host
+from rlsuite.loop.checkpoint_dirs import (
+    _COMPLETE,
+    _MANIFEST,
+    _METADATA,
+    _STAGING,
+    _STATE,
+    CheckpointError,
+    _brief,
+    _delete_step,
+    _find_step,
+    _ocp,
+    _read_json_items,
+    _remove_leftovers,
+    _step_dirs,
+    latest_step,
+)
+from rlsuite.loop.checkpoint_dirs import all_steps as all_steps
+from rlsuite.loop.checkpoint_dirs import incomplete_steps as incomplete_steps
+from rlsuite.loop.checkpoint_dirs import read_metadata as read_metadata
+from rlsuite.loop.checkpoint_leaves import (
+    _FORMAT,
+    _check_manifest,
+    _digest,
+    _host_leaves,
+    _read_leaves,
+    _rebuild_leaf,
+    _saved_leaves_of,
+    _target_records,
+)
+from rlsuite.loop.distributed import barrier
 from rlsuite.loop.files import WriteError, os_error_in, sync_dir
-
-_STATE, _METADATA, _MANIFEST = "state", "metadata", "manifest"
-_FORMAT = 1
-
-
-class CheckpointError(ValueError):
-    """A checkpoint directory that cannot be used as asked (missing, corrupt, foreign)."""
-
-
-def _brief(error: Exception, limit: int = 300) -> str:
-    """``Type: message`` cut to ``limit`` characters (the full error is chained)."""
-    text = f"{type(error).__name__}: {error}"
-    return text if len(text) <= limit else text[:limit] + " ..."
-
-
-def _ocp():
-    import orbax.checkpoint as ocp  # heavy: imported on first use
-
-    return ocp
-
-
-# ----------------------------------------------------------------------------- leaves
-
-
-def _is_key(x) -> bool:
-    return jnp.issubdtype(x.dtype, jax.dtypes.prng_key)
-
-
-def _as_array(x):
-    return x if hasattr(x, "shape") and hasattr(x, "dtype") else jnp.asarray(x)
-
-
-def _spec(x) -> tuple[tuple[int, ...], str]:
-    """(shape, dtype name) of a concrete or abstract leaf (Python scalars as JAX types them)."""
-    x = _as_array(x)
-    return tuple(int(d) for d in x.shape), str(x.dtype)
-
-
-def _target_records(target) -> list[dict]:
-    leaves, _ = jax.tree_util.tree_flatten_with_path(target)
-    records = []
-    for path, leaf in leaves:
-        shape, dtype = _spec(leaf)
-        records.append({"path": jax.tree_util.keystr(path), "shape": list(shape), "dtype": dtype})
-    return records
-
-
-def _host_leaves(state) -> tuple[list[np.ndarray], list[dict]]:
-    """The leaves as NumPy arrays (keys as key data) and their manifest records."""
-    paths_leaves, _ = jax.tree_util.tree_flatten_with_path(state)
-    arrays, records = [], []
-    for path, leaf in paths_leaves:
-        leaf = _as_array(leaf)
-        shape, dtype = _spec(leaf)
-        impl = None
-        if _is_key(leaf):
-            impl = str(jax.random.key_impl(leaf))
-            leaf = jax.random.key_data(leaf)
-        array = to_host(leaf)  # gathered from every process where it is spread over several
-        arrays.append(array)
-        records.append(
-            {
-                "path": jax.tree_util.keystr(path),
-                "shape": list(shape),
-                "dtype": dtype,
-                "key_impl": impl,
-                "stored_shape": list(array.shape),
-                "stored_dtype": str(array.dtype),
-                "sha256": _digest(array),
-            }
-        )
-    return arrays, records
-
-
-def _digest(array: np.ndarray) -> str:
-    """SHA-256 of the array's bytes in C order (those of ``tobytes``), hashed in place where the
-    array is contiguous, so that a large state is not copied once more to be hashed."""
-    flat = np.ascontiguousarray(array).reshape(-1)
-    return hashlib.sha256(flat.view(np.uint8)).hexdigest()
-
-
-# ----------------------------------------------------------------------------- directory
-
-
-_COMPLETE = "COMPLETE"  # written last into a staged step, before its rename to <step>
-_STAGING, _DELETING = ".staging-", ".deleting-"
-
-
-def _is_complete(step_dir: pathlib.Path) -> bool:
-    """Whether a directory named by a step holds a whole checkpoint: the marker ``save`` writes
-    last, or (a step saved by an earlier version, without it) all three items and orbax's own
-    top-level metadata (a delete cut short removes some of these first)."""
-    if (step_dir / _COMPLETE).is_file():
-        return True
-    items = all((step_dir / name).is_dir() for name in (_STATE, _METADATA, _MANIFEST))
-    return items and (step_dir / "_CHECKPOINT_METADATA").is_file()
-
-
-def _step_dirs(directory: pathlib.Path) -> dict[int, pathlib.Path]:
-    """Complete step directories named by a plain integer."""
-    if not directory.is_dir():
-        return {}
-    return {
-        int(p.name): p
-        for p in directory.iterdir()
-        if p.name.isdigit() and p.is_dir() and _is_complete(p)
-    }
-
-
-def incomplete_steps(directory) -> list[int]:
-    """Steps whose save was cut short: a staged step never committed, or a directory named by a
-    step that is not complete (an earlier version's save or delete cut short). ``latest_step``
-    and ``restore`` ignore them; the next ``save`` removes them."""
-    directory = pathlib.Path(directory)
-    if not directory.is_dir():
-        return []
-    steps = set()
-    for path in directory.iterdir():
-        name = path.name.split(".orbax-checkpoint-tmp")[0]
-        if name.startswith(_STAGING) and name[len(_STAGING) :].isdigit():
-            steps.add(int(name[len(_STAGING) :]))
-        elif path.name.isdigit() and path.is_dir() and not _is_complete(path):
-            steps.add(int(path.name))
-    return sorted(steps)
-
-
-def all_steps(directory) -> list[int]:
-    """Sorted steps of the complete checkpoints in ``directory`` (``[]`` if there is none)."""
-    return sorted(_step_dirs(pathlib.Path(directory)))
-
-
-def latest_step(directory) -> int | None:
-    """Newest complete step in ``directory``; ``None`` if none (temporary dirs are ignored)."""
-    steps = all_steps(directory)
-    return steps[-1] if steps else None
-
-
-def _find_step(directory: pathlib.Path, step: int | None) -> tuple[int, pathlib.Path]:
-    if not directory.exists():
-        raise CheckpointError(f"checkpoint directory {directory} does not exist.")
-    if not directory.is_dir():
-        raise CheckpointError(f"checkpoint directory {directory} is not a directory.")
-    steps = _step_dirs(directory)
-    if not steps:
-        raise CheckpointError(f"checkpoint directory {directory} holds no complete checkpoint.")
-    if step is None:
-        step = max(steps)
-    if step not in steps:
-        raise CheckpointError(
-            f"checkpoint directory {directory} has no complete step {step} "
-            f"(complete steps: {sorted(steps)})."
-        )
-    return step, steps[step]
-
-
-def _read_json_items(step_dir: pathlib.Path, names: Sequence[str]) -> dict[str, Any]:
-    ocp = _ocp()
-    args = ocp.args.Composite(**{name: ocp.args.JsonRestore() for name in names})
-    try:
-        handler = ocp.CompositeCheckpointHandler()
-        with ocp.Checkpointer(handler) as checkpointer:
-            restored = checkpointer.restore(step_dir, args=args)
-        items = {name: restored[name] for name in names}
-    except Exception as e:
-        raise CheckpointError(
-            f"checkpoint {step_dir} is unreadable or corrupt ({', '.join(names)}): {_brief(e)}"
-        ) from e
-    for name, item in items.items():
-        if not isinstance(item, dict):
-            raise CheckpointError(f"checkpoint {step_dir} has a corrupt {name!r} item.")
-    return items
-
-
-def read_metadata(directory, step: int | None = None) -> dict:
-    """The metadata dict saved with ``step`` (latest complete step by default)."""
-    _, step_dir = _find_step(pathlib.Path(directory), step)
-    return _read_json_items(step_dir, [_METADATA])[_METADATA]
-
 
 # ----------------------------------------------------------------------------- save
 
@@ -404,24 +254,6 @@ def _sync_file(path: pathlib.Path, text: str) -> None:
         os.fsync(f.fileno())
 
 
-def _delete_step(directory: pathlib.Path, step: int) -> None:
-    """Remove a complete step: renamed away first, so that it is never seen half-deleted."""
-    doomed = directory / f"{_DELETING}{step}"
-    os.replace(directory / str(step), doomed)
-    shutil.rmtree(doomed)
-
-
-def _remove_leftovers(directory: pathlib.Path) -> None:
-    """What a save or delete cut short left: staged and doomed directories, orbax temporary
-    directories, and step-named directories that are not complete (``incomplete_steps``)."""
-    for path in directory.iterdir():
-        name = path.name
-        leftover = name.startswith((_STAGING, _DELETING)) or ".orbax-checkpoint-tmp" in name
-        leftover = leftover or (name.isdigit() and path.is_dir() and not _is_complete(path))
-        if leftover and path.is_dir():
-            shutil.rmtree(path)
-
-
 # ----------------------------------------------------------------------------- restore
 
 
@@ -438,69 +270,6 @@ def _check_expect(directory: pathlib.Path, step: int, metadata: dict, expect: di
                 f"checkpoint {directory} (step {step}) was saved with {key}={metadata[key]!r}, "
                 f"expected {key}={value!r}."
             )
-
-
-def _check_structure(directory: pathlib.Path, step: int, saved: list, target: list) -> None:
-    problems = []
-    if len(saved) != len(target):
-        problems.append(f"{len(saved)} leaves saved, {len(target)} in the target")
-    for s, t in zip(saved, target, strict=False):
-        if (s["path"], s["shape"], s["dtype"]) != (t["path"], t["shape"], t["dtype"]):
-            problems.append(
-                f"saved {s['path']} {s['dtype']}{tuple(s['shape'])} vs "
-                f"target {t['path']} {t['dtype']}{tuple(t['shape'])}"
-            )
-        if len(problems) >= 5:
-            break
-    if problems:
-        raise CheckpointError(
-            f"checkpoint {directory} (step {step}) does not match the restore target: "
-            + "; ".join(problems)
-        )
-
-
-def _saved_leaves_of(directory: pathlib.Path, step: int, saved: list, target: list) -> list[int]:
-    """The saved leaf of each target leaf (indices into `saved`): all of them, in order, where the
-    structures match; else, where every target leaf has a saved one of the same path, shape and
-    dtype, those (a state that has since dropped fields: the others are read but left out);
-    else the mismatch is a `CheckpointError` (`_check_structure`)."""
-    key = lambda r: (r["path"], r["shape"], r["dtype"])  # noqa: E731
-    if [key(r) for r in saved] == [key(r) for r in target]:
-        return list(range(len(saved)))
-    by_path = {r["path"]: i for i, r in enumerate(saved)}
-    chosen = [by_path.get(r["path"]) for r in target]
-    if None in chosen or any(key(saved[i]) != key(r) for i, r in zip(chosen, target, strict=True)):
-        _check_structure(directory, step, saved, target)
-    return chosen
-
-
-def _rebuild_leaf(array: np.ndarray, record: dict, target_leaf):
-    sharding = getattr(target_leaf, "sharding", None)
-    if record["key_impl"] is not None:
-        # The key data placed as the key (on a mesh over several processes, each its part).
-        data = jnp.asarray(array) if sharding is None else place(array, sharding)
-        return jax.random.wrap_key_data(data, impl=record["key_impl"])
-    if isinstance(target_leaf, bool | int | float | complex):
-        return type(target_leaf)(np.asarray(array).item())
-    if isinstance(target_leaf, np.ndarray | np.generic):
-        return np.asarray(array)
-    return place(array, sharding)
-
-
-_RECORD_KEYS = ("path", "shape", "dtype", "key_impl", "stored_shape", "stored_dtype", "sha256")
-
-
-def _check_manifest(step_dir: pathlib.Path, manifest: dict) -> None:
-    if manifest.get("format") != _FORMAT:
-        raise CheckpointError(
-            f"checkpoint {step_dir} has an unknown or corrupt manifest "
-            f"(format {manifest.get('format')!r}, expected {_FORMAT})."
-        )
-    records = manifest.get("leaves")
-    if not isinstance(records, list) or not all(
-        isinstance(r, dict) and all(k in r for k in _RECORD_KEYS) for r in records
-    ):
-        raise CheckpointError(f"checkpoint {step_dir} has a corrupt manifest (leaf records).")
 
 
 def restore(directory, target, expect: dict | None = None, step: int | None = None):
@@ -544,42 +313,3 @@ def restore(directory, target, expect: dict | None = None, step: int | None = No
             )
         leaves.append(_rebuild_leaf(array, record, target_leaf))
     return jax.tree.unflatten(treedef, leaves), metadata
-
-
-def _read_leaves(step_dir: pathlib.Path, records: list[dict]) -> list[np.ndarray]:
-    ocp = _ocp()
-    specs = [(tuple(r["stored_shape"]), jnp.dtype(r["stored_dtype"])) for r in records]
-    restore_args = {
-        str(i): ocp.RestoreArgs(restore_type=np.ndarray, dtype=dtype)
-        for i, (shape, dtype) in enumerate(specs)
-        if int(np.prod(shape)) > 0
-    }
-    stored = {}
-    if restore_args:
-        try:
-            handler = ocp.CompositeCheckpointHandler()
-            with ocp.Checkpointer(handler) as checkpointer:
-                restored = checkpointer.restore(
-                    step_dir,
-                    args=ocp.args.Composite(
-                        **{_STATE: ocp.args.PyTreeRestore(restore_args=restore_args)}
-                    ),
-                )
-            stored = dict(restored[_STATE])
-        except Exception as e:
-            raise CheckpointError(
-                f"checkpoint {step_dir} is unreadable or corrupt (state): {_brief(e)}"
-            ) from e
-    arrays = []
-    for i, (shape, dtype) in enumerate(specs):
-        if str(i) not in restore_args:
-            arrays.append(np.zeros(shape, dtype))
-            continue
-        array = np.asarray(stored.get(str(i)))
-        if array.shape != shape or array.dtype != dtype:
-            raise CheckpointError(
-                f"checkpoint {step_dir} is corrupt: leaf {records[i]['path']} was read as "
-                f"{array.dtype}{array.shape}, the manifest says {dtype}{shape}."
-            )
-        arrays.append(array)
-    return arrays

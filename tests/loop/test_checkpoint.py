@@ -12,7 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlsuite.loop import checkpoint
+from rlsuite.loop import checkpoint, checkpoint_dirs
 from rlsuite.loop.checkpoint import CheckpointError
 
 NUM_SEEDS = 3
@@ -341,7 +341,9 @@ def test_a_save_cut_short_leaves_no_step_and_the_next_save_cleans_up(saved, monk
 def test_a_delete_cut_short_never_leaves_a_half_deleted_step(saved, monkeypatch):
     directory, state = saved
     with monkeypatch.context() as mp:
-        _fail_on(mp, checkpoint.shutil, "rmtree", lambda path, *a, **k: "deleting" in str(path))
+        _fail_on(
+            mp, checkpoint_dirs.shutil, "rmtree", lambda path, *a, **k: "deleting" in str(path)
+        )
         with pytest.raises(OSError, match="injected"):
             checkpoint.save(directory, 11, make_state(seed=1), META, max_to_keep=1)
     # Step 10 was renamed away whole before its files went: only step 11 is a step.
