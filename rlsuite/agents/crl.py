@@ -82,7 +82,7 @@ class CRLConfig(ReplayConfig):
 
     # The fields CRL's config had while it was an `OffPolicyConfig`, with the one value each could
     # take: run records and checkpoints name them, written before or since (`config_dict`), and
-    # they read back without them (`rlsuite.app.runs.config_of`).
+    # they read back without them (`rlsuite.app.run_record.config_of`).
     retired_fields: ClassVar[dict] = {"n_step": 1, "normalize_observations": False}
 
     num_envs: int = 64

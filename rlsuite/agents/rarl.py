@@ -67,7 +67,7 @@ class RARLConfig(PPOBase):
 
     # The fields RARL's config had while it was a `PPOConfig`, with the one value each could take:
     # run records written before or since name them (`config_dict`), and they read back without
-    # them (`rlsuite.app.runs.config_of`).
+    # them (`rlsuite.app.run_record.config_of`).
     retired_fields: ClassVar[dict] = {
         "distribution": "gaussian",
         "recurrent": None,

@@ -1,7 +1,7 @@
 """What kind of batch a run directory trains: one configuration's seeds (`None`), a sweep of
 configurations x seeds (`Sweep`, `rlsuite sweep`) or populations trained with exploit and explore
-(`Population`, `rlsuite pbt`). The run record (`rlsuite.app.runs.RunRecord.batch`) holds one of
-them, saved in `config.json` under its `kind` ("sweep" or "pbt").
+(`Population`, `rlsuite pbt`). The run record (`rlsuite.app.run_record.RunRecord.batch`) holds
+one of them, saved in `config.json` under its `kind` ("sweep" or "pbt").
 
 Each kind says what the lifecycle needs from it: the hparams its runs train with (one set per run,
 the driver's `hparams_axis=0`), the agent it wraps, the step between chunks, and how many seeds

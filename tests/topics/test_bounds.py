@@ -12,26 +12,10 @@ MODULE_LINES, FUNCTION_LINES, PARAMETERS = 450, 80, 8
 
 # (path, name or None for the module itself, what is measured) -> (the most it may be, why).
 EXCEPTIONS = {
-    ("rlsuite/app/runs.py", None, "lines"): (
-        524,
-        "the run record and its lifecycle: the run seam of records",
-    ),
-    ("rlsuite/app/stats.py", None, "lines"): (
-        610,
-        "the statistics command and its tables: to be split",
-    ),
     ("rlsuite/app/tuned.py", None, "lines"): (
         568,
         "a table of data: one entry per algorithm and environment, each with the figure it was "
         "measured at; its lookups are a few lines",
-    ),
-    ("rlsuite/loop/checkpoint.py", None, "lines"): (
-        585,
-        "saving, restoring and their refusals: to be split",
-    ),
-    ("rlsuite/loop/loggers.py", None, "lines"): (
-        459,
-        "the loggers and their backends: to be split",
     ),
 }
 
