@@ -33,6 +33,7 @@ AHEAD = (
     "--process-id",
     "--process-timeout",
     "--compilation-cache",
+    "--matmul-precision",
 )
 
 

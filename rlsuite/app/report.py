@@ -126,6 +126,8 @@ def render(
                 ("seeds", record.get("num_seeds")),
                 ("seed", record.get("seed")),
                 ("devices", f"{devices.get('count', '?')} {devices.get('platform', '')}".strip()),
+                ("deterministic GPU operations", _yes_no(devices.get("deterministic"))),
+                ("matmul precision", devices.get("matmul_precision")),
                 ("mesh", _mesh(record.get("mesh"))),
                 ("dataset", record.get("dataset")),
             ],
@@ -211,6 +213,10 @@ def _mesh(sizes: dict | None) -> str | None:
     if not sizes:
         return None
     return ", ".join(f"{name}={size}" for name, size in sizes.items())
+
+
+def _yes_no(value: bool | None) -> str | None:
+    return None if value is None else ("yes" if value else "no")
 
 
 def _number(value: Any) -> str:

@@ -43,6 +43,13 @@ class Logging:
 class Devices:
     platform: str
     count: int
+    deterministic: bool = False  # XLA's deterministic GPU operations (`--deterministic`)
+    matmul_precision: str = "default"  # of float32 matrix products (`--matmul-precision`)
+
+    @property
+    def numerics(self) -> tuple[bool, str]:
+        """`rlsuite.loop.platform.use_numerics`'s arguments: what a resume asks for again."""
+        return self.deterministic, self.matmul_precision
 
 
 @dataclasses.dataclass(frozen=True)

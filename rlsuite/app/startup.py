@@ -18,6 +18,7 @@ from rlsuite.app import runs
 from rlsuite.app.argv import CommandLine
 from rlsuite.app.errors import UsageError
 from rlsuite.loop.mesh import AXES
+from rlsuite.loop.platform import MATMUL_PRECISIONS
 
 PROCESS_FLAGS = ("--coordinator", "--num-processes", "--process-id")
 RUN_COMMANDS = ("train", "sweep", "pbt")  # the commands that train: devices, mesh, processes
@@ -33,6 +34,8 @@ class Platform:
     processes: int | None
     cpu_devices: int | None
     in_effect: int | None = None
+    deterministic: bool = False  # `rlsuite.loop.platform.use_numerics`'s settings
+    matmul_precision: str = "default"
 
 
 def plan(command: str, line: CommandLine | None) -> Platform:
@@ -56,20 +59,42 @@ def plan(command: str, line: CommandLine | None) -> Platform:
         count = devices.count if devices is not None and devices.platform == "cpu" else None
         if count is not None and count % share == 0:
             count //= share
-    return Platform(processes, count)
+    return Platform(processes, count, None, *_numerics(line))
+
+
+def _numerics(line: CommandLine) -> tuple[bool, str]:
+    """`--deterministic` and `--matmul-precision`, or for `--resume` what the run recorded."""
+    if line.given("--resume"):
+        devices = runs.recorded_devices(pathlib.Path(line.value("--resume") or ""))
+        return (False, "default") if devices is None else devices.numerics
+    precision = line.value("--matmul-precision") or "default"
+    if precision not in MATMUL_PRECISIONS:
+        raise UsageError(
+            f"--matmul-precision {precision!r}; allowed: {', '.join(MATMUL_PRECISIONS)}"
+        )
+    return line.given("--deterministic"), precision
 
 
 def start(command: str, line: CommandLine | None) -> Platform:
     """Join the job's processes, make the CPU devices (`plan`) and turn the compilation cache on
     (`rlsuite.loop.compile_cache`) before anything runs."""
     from rlsuite.loop.compile_cache import use_compilation_cache
-    from rlsuite.loop.platform import use_cpu_cores
+    from rlsuite.loop.platform import use_cpu_cores, use_numerics
 
     use_compilation_cache(None if line is None else line.value("--compilation-cache"))
     platform = plan(command, line)
     if platform.processes is not None:
         _initialize(line)  # before JAX starts its devices (use_cpu_cores lists them)
+    use_numerics(platform.deterministic, platform.matmul_precision)
     in_effect = use_cpu_cores(platform.cpu_devices)
+    asked = platform.deterministic or platform.matmul_precision != "default"
+    if asked and line is not None and not line.given("--resume") and _on_cpu():
+        print(
+            f"rlsuite {command}: note: --deterministic and --matmul-precision change nothing on "
+            "the CPU (its operations are deterministic and compute float32 in float32); the "
+            "run records them",
+            file=sys.stderr,
+        )
     count = platform.cpu_devices
     if line is not None and line.given("--resume") and count is not None and in_effect != count:
         print(
@@ -78,6 +103,12 @@ def start(command: str, line: CommandLine | None) -> Platform:
             file=sys.stderr,
         )
     return dataclasses.replace(platform, in_effect=in_effect)
+
+
+def _on_cpu() -> bool:
+    import jax
+
+    return jax.default_backend() == "cpu"
 
 
 def _cpu_devices(value: str) -> int:

@@ -92,6 +92,12 @@ def train_args(algo: registry.Algorithm):
         compilation_cache: str | None = None
         """the folder of the compiled programs kept for the next run, or off (default:
         RLSUITE_COMPILATION_CACHE, else ~/.cache/rlsuite/jax; rlsuite.loop.compile_cache)"""
+        deterministic: bool = False
+        """XLA's deterministic GPU operations (--xla_gpu_deterministic_ops): one key gives one
+        run to the bit on a GPU, at some speed; a CPU's are deterministic already"""
+        matmul_precision: str = "default"
+        """float32 matrix products and convolutions: default (a GPU may use TF32, a TPU
+        bfloat16 passes), high or highest (float32); a CPU computes float32 in float32"""
 
     return TrainArgs
 
@@ -270,7 +276,9 @@ def _record(algo, args, env_name: str, agent, mesh: dict | None, options) -> run
         config=args.config,
         hparams=args.hparams,
         # A resume gives the runs the same devices, so it continues bitwise (driver.run_mesh).
-        devices=runs.Devices(jax.default_backend(), jax.device_count()),
+        devices=runs.Devices(
+            jax.default_backend(), jax.device_count(), args.deterministic, args.matmul_precision
+        ),
         mesh=mesh,
         env_options=options_to_json(options),
     )

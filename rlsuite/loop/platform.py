@@ -87,3 +87,28 @@ def _ynnpack_off() -> None:
     version = tuple(int(part) for part in re.findall(r"\d+", jaxlib.version.__version__)[:2])
     if YNN_JAXLIB[0] <= version < YNN_JAXLIB[1]:
         os.environ["XLA_FLAGS"] = f"{flags} {YNN_OFF}".strip()
+
+
+MATMUL_PRECISIONS = ("default", "high", "highest")
+DETERMINISTIC_OPS = "--xla_gpu_deterministic_ops=true"
+
+
+def use_numerics(deterministic: bool = False, matmul_precision: str = "default") -> None:
+    """Ask XLA for deterministic GPU operations (`DETERMINISTIC_OPS` in `XLA_FLAGS`: reductions
+    and scatters in a fixed order, so that one key gives one run to the bit, at some speed) and
+    set the precision of float32 matrix products and convolutions
+    (`jax_default_matmul_precision`: `default` lets a GPU use TF32 and a TPU bfloat16 passes,
+    `high` and `highest` compute more of float32's bits). On a CPU neither changes anything:
+    XLA:CPU's operations are deterministic and compute float32 in float32. The flag is read when
+    JAX starts its backends: call this before, as `use_cpu_cores`."""
+    if matmul_precision not in MATMUL_PRECISIONS:
+        raise ValueError(
+            f"matmul_precision={matmul_precision!r}; allowed: {', '.join(MATMUL_PRECISIONS)}"
+        )
+    flags = os.environ.get("XLA_FLAGS", "")
+    if deterministic and "xla_gpu_deterministic_ops" not in flags:
+        if _jax_started() and jax.default_backend() != "cpu":
+            raise RuntimeError("use_numerics: JAX has started; ask for deterministic ops before")
+        os.environ["XLA_FLAGS"] = f"{flags} {DETERMINISTIC_OPS}".strip()
+    if matmul_precision != "default":
+        jax.config.update("jax_default_matmul_precision", matmul_precision)

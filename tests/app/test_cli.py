@@ -47,6 +47,24 @@ def run_dir(tmp_path_factory):
     return out
 
 
+def test_the_numerics_flags_are_recorded_and_change_nothing_on_the_cpu(run_dir, tmp_path):
+    # --deterministic and --matmul-precision are for accelerators; on the CPU the run is the
+    # same to the bit, says so, and records them (for its resume and its report).
+    out = tmp_path / "numerics"
+    args = ["--env", "cartpole", "--num-seeds", "2", "--total-timesteps", "640", "--chunks", "2"]
+    numerics = ["--deterministic", "--matmul-precision", "highest"]
+    proc = rlsuite("train", "ppo", *args, *numerics, "--out", out, *TINY)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "--deterministic and --matmul-precision change nothing on the CPU" in proc.stderr
+    devices = json.loads((out / "config.json").read_text())["devices"]
+    assert (devices["deterministic"], devices["matmul_precision"]) == (True, "highest")
+    assert (out / "metrics.jsonl").read_bytes() == (run_dir / "metrics.jsonl").read_bytes()
+    assert rlsuite("report", out, "--out", tmp_path / "page.md").returncode == 0
+    page = (tmp_path / "page.md").read_text()
+    assert "| deterministic GPU operations | yes |" in page
+    assert "| matmul precision | highest |" in page
+
+
 def test_train_writes_the_run_files(run_dir):
     for name in ("config.json", "metrics.jsonl", "metrics.csv", "final.json"):
         assert (run_dir / name).is_file(), name

@@ -137,10 +137,19 @@ def test_the_start_up_plan_reads_processes_and_devices_before_jax_starts(tmp_pat
     gpu = {**RECORD, "devices": {"platform": "gpu", "count": 1}}
     (tmp_path / "config.json").write_text(json.dumps(gpu))
     assert plan("train", ["--resume", str(tmp_path)]) == startup.Platform(None, None)
+    # The numerics: asked for, or what the run recorded (XLA's defaults before they were).
+    numerics = ["--deterministic", "--matmul-precision", "highest"]
+    assert plan("train", ["ppo", *numerics]) == startup.Platform(None, None, None, True, "highest")
+    gpu["devices"].update(deterministic=True, matmul_precision="high")
+    (tmp_path / "config.json").write_text(json.dumps(gpu))
+    assert plan("train", ["--resume", str(tmp_path)]) == startup.Platform(
+        None, None, None, True, "high"
+    )
     for argv, message in [
         (["ppo", "--cpu-devices", "0"], "--cpu-devices must be an integer >= 1, got '0'"),
         (["ppo", "--num-processes", "x"], "--num-processes must be an integer >= 1, got 'x'"),
         (["ppo", "--mesh", "rows=2"], "rows"),
+        (["ppo", "--matmul-precision", "tf32"], "'tf32'; allowed: default, high, highest"),
     ]:
         with pytest.raises(UsageError, match=message):
             plan("train", argv)
