@@ -20,6 +20,7 @@ import dataclasses
 import json
 import pathlib
 import sys
+import time
 from typing import Any
 
 import jax
@@ -186,6 +187,7 @@ def train(record: RunRecord, built: Built, out: pathlib.Path, resumed: bool, pro
     line before and a summary after; returns the summary (`final.json`)."""
     from rlsuite.loop import runner
 
+    began = time.perf_counter()
     unit = runner.step_unit(built.data)
     _announce(record, built, out, resumed, unit)
     mesh = None
@@ -198,7 +200,7 @@ def train(record: RunRecord, built: Built, out: pathlib.Path, resumed: bool, pro
     with contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh):
         records = record.fit_records(out, resumed, progress, built.data)
         result = runner.fit(built.agent, jax.random.key(record.seed), built.hparams, **records)
-    _report(record, result.summary, out, unit)
+    _report(record, result.summary, out, unit, time.perf_counter() - began)
     return result.summary
 
 
@@ -216,7 +218,9 @@ def _announce(record: RunRecord, built: Built, out, resumed: bool, unit: str) ->
     )
 
 
-def _report(record: RunRecord, summary: dict, out, unit: str) -> None:
+def _report(record: RunRecord, summary: dict, out, unit: str, whole: float) -> None:
+    """The run's summary line; `whole` is the seconds of the whole run, the final evaluation
+    and the files included (the summary's `wall_seconds` is the training's)."""
     words = unit.replace("_", " ")
     score = ""
     if "normalized_score_mean" in summary:
@@ -231,7 +235,8 @@ def _report(record: RunRecord, summary: dict, out, unit: str) -> None:
         f"{summary['algo']} on {record.env_label}: {summary['num_seeds']} {record.runs_word} x "
         f"{summary[unit]:,} {words} in {summary['wall_seconds']:.1f} s, "
         f"{summary['compile_seconds']:.1f} s of it compiling "
-        f"({summary[f'{unit}_per_second']:,} {words}/s after); evaluation return "
+        f"({summary[f'{unit}_per_second']:,} {words}/s after), {whole:.1f} s with the "
+        "evaluation and the files; evaluation return "
         f"{_number(summary['eval_return_mean'], 'none')}{over} (per seed: {per_seed}){score}; "
         f"files in {out}{compile_cache.said()}"
     )

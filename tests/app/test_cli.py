@@ -3,6 +3,7 @@
 import json
 import os
 import pathlib
+import re
 import shlex
 import subprocess
 import sys
@@ -366,6 +367,9 @@ def test_dataset_collect_then_offline_train_eval_and_guards(tmp_path):
     assert "bc on pendulum: 2 seeds x 10 gradient steps in" in proc.stdout
     assert " gradient steps/s after)" in proc.stdout
     final = json.loads((out / "final.json").read_text())
+    # The whole run's time too: the training's, then the evaluation's and the files'.
+    whole = re.search(r"after\), ([0-9.]+) s with the evaluation and the files;", proc.stdout)
+    assert whole and float(whole[1]) >= round(final["wall_seconds"], 1), proc.stdout
     assert len(final["normalized_score_per_seed"]) == 2
     # No environment is stepped: the summary speaks of gradient steps only.
     assert final["gradient_steps"] == 10 and final["gradient_steps_this_call"] == 10
