@@ -5,9 +5,13 @@ import pathlib
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from packaging.version import Version
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -73,3 +77,25 @@ def test_a_top_level_envs_package_and_ours_do_not_shadow_each_other(tmp_path):
     whose, name, path = proc.stdout.split()
     assert (whose, name) == ("theirs", "CartPole")
     assert pathlib.Path(path) == ROOT / "envs" / "cartpole.py"
+
+
+def test_the_constraints_pin_every_requirement_at_a_version_the_project_allows():
+    """`constraints.txt` (CI's `pip freeze --all`, README) pins each requirement of the base install
+    and of the extras CI installs, at a version inside the requirement's own range, and names
+    each package once; the README's table of the core is what it pins."""
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, version = line.split("==")
+            assert canonicalize_name(name) not in pins, name
+            pins[canonicalize_name(name)] = Version(version)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+    for text in [*project["dependencies"], *extras["test"], *extras["stats"], *extras["video"]]:
+        requirement = Requirement(text)
+        name = canonicalize_name(requirement.name)
+        assert name in pins, f"{name} is not pinned in constraints.txt"
+        assert requirement.specifier.contains(pins[name], prereleases=True), (text, pins[name])
+    readme = (ROOT / "README.md").read_text()
+    row = " | ".join(str(pins[n]) for n in ("jax", "flax", "optax", "chex", "distrax"))
+    assert f"| {row} | {pins['orbax-checkpoint']} | {pins['brax']} | {pins['mujoco']} |" in readme
