@@ -51,6 +51,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 from flax import struct
+from rlsuite.envs.mujoco_warnings import route_mujoco_warnings
 from rlsuite.envs.rendering import mujoco_image
 from rlsuite.envs.suites import Suite
 
@@ -80,6 +81,7 @@ def brax_envs():
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         from brax import envs
+    route_mujoco_warnings()
     for line in printed.getvalue().splitlines():
         if not line.startswith(_WARP_NOTICES):
             print(line)

@@ -59,6 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 from rlsuite.envs.brax_adapter import _like, _normalise
+from rlsuite.envs.mujoco_warnings import route_mujoco_warnings
 from rlsuite.envs.playground_physics import (  # noqa: F401 (RANDOMISATIONS: part of this face)
     RANDOMISATIONS,
     PlaygroundParams,
@@ -103,7 +104,9 @@ def _quietly_imported(module: str):
     import importlib
 
     with contextlib.redirect_stdout(io.StringIO()):
-        return importlib.import_module(module)
+        imported = importlib.import_module(module)
+    route_mujoco_warnings()
+    return imported
 
 
 def unbuildable() -> dict[str, str]:

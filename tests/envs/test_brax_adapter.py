@@ -301,3 +301,19 @@ def test_an_environment_that_cannot_step_with_this_jax_is_left_out_and_refused_b
             envs.make(f"brax/{name}")
         with pytest.raises(ValueError, match="takes min= and max= only"):
             BraxEnv(name, backend="mjx")
+
+
+def test_mujocos_warnings_are_python_warnings_not_a_log_file_in_the_working_directory(
+    tmp_path, monkeypatch
+):
+    import mujoco
+    from rlsuite.envs.brax_adapter import brax_envs
+    from rlsuite.envs.mujoco_warnings import MujocoWarning
+
+    monkeypatch.chdir(tmp_path)
+    brax_envs()  # where the adapters load MuJoCo's models
+    xml = '<mujoco><compiler settotalmass="2"/><worldbody><body><freejoint/>'
+    xml += '<geom size="0.1"/></body></worldbody></mujoco>'
+    with pytest.warns(MujocoWarning, match="MuJoCo: compiler attribute 'settotalmass'"):
+        mujoco.MjModel.from_xml_string(xml)
+    assert list(tmp_path.iterdir()) == []  # no MUJOCO_LOG.TXT
