@@ -252,10 +252,11 @@ def plot_levels(
     ncols: int = 4,
     panel_inches: float = 2.0,
     dpi: int = 100,
+    title: str | None = None,
 ) -> pathlib.Path:
     """Draw `images` (each RGB `[H, W, 3]`, uint8 or floats in [0, 1], e.g. a maze level's
     `rlsuite.envs.maze.render`) in a grid of `ncols` columns, each under its title (e.g.
-    `"SixteenRooms\\nsolved 0.75"`), to `out`.
+    `"SixteenRooms\\nsolved 0.75"`), to `out`, with `title` above them all where given.
 
     Each panel is `panel_inches` wide and 1.25 times that high (the title above the picture),
     so a PNG is `ncols * panel_inches * dpi` pixels wide and `rows * 1.25 * panel_inches * dpi`
@@ -283,9 +284,11 @@ def plot_levels(
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax in axes.flat:
         ax.set_axis_off()
-    for ax, image, title in zip(axes.flat, images, titles, strict=False):
+    for ax, image, panel_title in zip(axes.flat, images, titles, strict=False):
         ax.imshow(np.asarray(image), interpolation="nearest")
-        ax.set_title(title, fontsize="small")
+        ax.set_title(panel_title, fontsize="small")
+    if title is not None:
+        fig.suptitle(title, fontsize="small")
     fig.tight_layout()
     fig.savefig(out, dpi=dpi)
     return out
