@@ -65,7 +65,7 @@ def main(argv: list[str]) -> dict:
         return _plot_adaptation(args.runs, out)
     if args.levels:
         return _plot_levels(args.runs, out)
-    drawn = []
+    drawn, at_update = [], []
     for run in args.runs:
         if not (pathlib.Path(run) / JSONL).exists():
             raise UsageError(f"{run} holds no {JSONL}")
@@ -76,7 +76,10 @@ def main(argv: list[str]) -> dict:
             raise UsageError(f"{run} {error}") from None
         _say_diverged(run, rows, args.metric)
         drawn.append((pathlib.Path(run).name, rows))
-    plot_runs(drawn, out, args.metric, args.bin_steps)
+        final = pathlib.Path(run) / "final.json"
+        summary = json.loads(final.read_text()) if final.is_file() else {}
+        at_update.append(summary.get("diverged_at_update"))
+    plot_runs(drawn, out, args.metric, args.bin_steps, at_update)
     print(f"wrote {out}")
     return {"out": str(out)}
 

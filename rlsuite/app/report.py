@@ -62,7 +62,8 @@ def write_report(
     final_path = run / "final.json"
     final = _read_json(final_path, "") if final_path.is_file() else None
 
-    plot_runs([(run.name, rows)], figure, metric, None)
+    at_update = None if final is None else final.get("diverged_at_update")
+    plot_runs([(run.name, rows)], figure, metric, None, [at_update])
     why_not = first_frame(record, frame)
     text = render(record, final, figure.name, metric, frame.name, why_not, described(record, final))
     write_text(page, text)

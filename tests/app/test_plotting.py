@@ -244,3 +244,29 @@ def test_the_held_out_levels_are_drawn_from_the_latest_evaluation_with_both_solv
     assert held_out_panels(run, levels)[1][0] == "SixteenRooms\nsolved 1.00 greedy"
     (run / "final.json").unlink()
     assert held_out_panels(run, levels) == ([], [], None)
+
+
+def test_a_seed_that_diverged_is_marked_where_its_curve_ends(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from rlsuite.app.plotting import plot_runs
+
+    rows = [{"env_steps": 100 * t, "seed": 0, "charts/episodic_return": float(t)} for t in (1, 2)]
+    rows += [
+        {"env_steps": 100, "seed": 1, "charts/episodic_return": 5.0, "charts/diverged": 0.0},
+        {"env_steps": 200, "seed": 1, "charts/episodic_return": None, "charts/diverged": 1.0},
+    ]
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    plot_runs([("a", rows), ("b", rows)], tmp_path / "c.png", bin_steps=100,
+              diverged_at_update=[None, [None, 2]])  # fmt: skip
+    ax = figures[0].axes[0]
+    curves = [line for line in ax.get_lines() if line.get_linestyle() != "--"]
+    np.testing.assert_array_equal(curves[0].get_ydata(), [3.0, 2.0])  # drawn: both seeds, then 0
+    dashed = [line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert dashed == [200, 200] and not ax.texts  # something to draw: no note on the axes
+    legend = [t.get_text() for t in ax.get_legend().texts]
+    assert legend == [
+        "a (diverged: seed 1 at env step 200) (2 seeds)",  # the update unknown: its env step
+        "b (diverged: seed 1 at update 2, env step 200) (2 seeds)",
+    ]

@@ -106,3 +106,39 @@ def test_bad_input_is_refused_and_nothing_is_overwritten(run, tmp_path):
     assert proc.returncode == 2 and "(the environment's first frame)" in proc.stderr
     assert not (tmp_path / "e.md").exists() and not (tmp_path / "e.curves.png").exists()
     assert (tmp_path / "e.environment.png").read_bytes() == b"mine too"
+
+
+def _diverged_run(path, rows, final):
+    """A run directory written by hand: a PPO record on cartpole, `rows` and `final`."""
+    path.mkdir()
+    record = {"algo": "ppo", "env": "cartpole", "num_seeds": 1, "seed": 0, "config": {}}
+    (path / "config.json").write_text(json.dumps({**record, "hparams": {}}))
+    (path / "metrics.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    (path / "final.json").write_text(json.dumps(final))
+    return path
+
+
+def test_a_diverged_run_says_so_on_its_curve_with_the_update(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from rlsuite.app.report import write_report
+
+    # Every row after the run's first update is a diverged one: nothing finite to draw.
+    rows = [
+        {"env_steps": 64 * u, "seed": 0, "charts/episodic_return": None, "charts/diverged": 1.0}
+        for u in range(1, 11)
+    ]
+    final = {"eval_return_per_seed": [None], "diverged_at_update": [1], "diverged_seeds": [0]}
+    run = _diverged_run(tmp_path / "gone", rows, final)
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)  # keep the figure to read it
+    write_report(run)
+    (ax,) = [a for a in figures[0].axes if a.get_lines()]
+    notes, legend = [t.get_text() for t in ax.texts], [t.get_text() for t in ax.get_legend().texts]
+    said = "diverged: seed 0 at update 1, env step 64"
+    assert notes == [f"gone: no finite value of charts/episodic_return to draw\n{said}"], notes
+    assert legend == [f"gone ({said}) (1 seed)"], legend
+    # The axes span the steps the run took, with the divergence marked where it happened.
+    assert ax.get_xlim()[0] == 0 and ax.get_xlim()[1] >= 640
+    dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert [line.get_xdata()[0] for line in dashed] == [64]
