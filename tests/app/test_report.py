@@ -142,3 +142,50 @@ def test_a_diverged_run_says_so_on_its_curve_with_the_update(tmp_path, monkeypat
     assert ax.get_xlim()[0] == 0 and ax.get_xlim()[1] >= 640
     dashed = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
     assert [line.get_xdata()[0] for line in dashed] == [64]
+
+
+def _fenced(page: str) -> list[str]:
+    """The lines of `page` inside its ``` fences."""
+    inside, lines = False, []
+    for line in page.splitlines():
+        if line.startswith("```"):
+            inside = not inside
+        elif inside:
+            lines.append(line)
+    return lines
+
+
+def test_the_evaluations_tables_are_markdown_tables_and_a_curve_stays_fenced():
+    from rlsuite.app.report import render
+    from rlsuite.environment.evaluations import Achievements, HeldOutTasks, Trials
+
+    curve = {"episode_return_mean": [0.5, 1.0], "episode_return_low": [0.4, 0.9]}
+    curve["episode_return_high"] = [0.6, 1.1]
+    held_out = {"names": ["a", "b"], "actions": "greedy", "returns": [[[1.0], [0.0]]]}
+    held_out["returns_sampled"] = [[[0.0], [1.0]]]
+    entries = {"adaptation": curve, "held_out": held_out, "held_out_adaptation": curve}
+    rates = {"wood": [1.0], "stone": [0.5]}
+    craft = {f"eval_achievements_{m}_mean": 1.5 for m in ("greedy", "sampled")}
+    craft.update({f"eval_achievement_rates_{m}": rates for m in ("greedy", "sampled")})
+    record = {"algo": "ued", "env": "meta/maze", "config": {}, "hparams": {}}
+    final = {"eval_return_per_seed": [1.0], "eval_return_mean": 1.0}
+    for added, tables in (
+        (HeldOutTasks(Trials(), None).describe(entries), 2),
+        (Achievements(("wood", "stone")).describe(craft), 2),
+    ):
+        page = render(record, final, "c.png", "charts/episodic_return", added=added)
+        section = page[page.index("## Final evaluation") : page.index("## Speed")]
+        fenced = _fenced(section)
+        assert not [line for line in fenced if line.startswith("|")], section  # tables outside
+        # Each table: a caption paragraph, a blank line, the table, a blank line.
+        heads = [i for i, line in enumerate(section.splitlines()) if line.startswith("|---")]
+        assert len(heads) == 1 + tables, section  # the per-seed results' and the evaluation's
+        for at in heads[1:]:
+            before = section.splitlines()[at - 3 : at - 1]
+            assert before[0].endswith(":") or "actions" in before[0], before
+            assert before[1] == "", section
+    # The held-out tasks' page: the adaptation curves' aligned lines stay in a text fence.
+    page = render(record, final, "c.png", "m", added=HeldOutTasks(Trials(), None).describe(entries))
+    assert "  episode   1:     0.500  [0.400, 0.600]" in _fenced(page)
+    assert "```text\nadaptation: mean return per episode of a trial" in page
+    assert "held-out tasks (trial returns), sampled actions:\n\n| level | solve rate |" in page
