@@ -141,6 +141,12 @@ def held_out_tasks() -> tuple[tuple[str, ...], BanditParams]:
 
 def tasks(num_arms: int, held_out: bool) -> TaskLevels:
     """The bandit family's tasks for a curriculum: the arms' probabilities; the held-out
-    bandits where asked for (`held_out`) and there are 5 arms."""
-    named = held_out_tasks if held_out and num_arms == 5 else None
-    return TaskLevels(("probs",), mutate_probs, named)
+    bandits where asked for (`held_out`), which need 5 arms (refused with another number)."""
+    arms = len(next(iter(HELD_OUT.values())))
+    if held_out and num_arms != arms:
+        raise ValueError(
+            f"invalid held_out=True with num_arms={num_arms}: the held-out bandits "
+            f"({', '.join(HELD_OUT)}) have {arms} arms; allowed: held_out=True with "
+            f"num_arms={arms}, or held_out=False"
+        )
+    return TaskLevels(("probs",), mutate_probs, held_out_tasks if held_out else None)

@@ -42,7 +42,7 @@ def meta_bandit(
 ) -> RL2:
     """Duan et al.'s bandits: probs ~ U[0, 1]^num_arms per trial, `pulls` one-pull episodes.
     Its tasks are levels for a curriculum; `held_out` evaluates on the five named bandits too
-    (5 arms)."""
+    (5 arms: refused with another `num_arms`)."""
     pulls = _trials("pulls", pulls)
     if not isinstance(held_out, bool):
         raise ValueError(f"invalid held_out={held_out!r}; allowed: True or False")

@@ -2,6 +2,7 @@
 TD3 (`rlsuite.app.collect`) at a quality from random to expert.
 
     rlsuite dataset collect --env pendulum --quality medium --size 100000 --out data/p-m.hdf5
+    rlsuite dataset collect --env pendulum --env-option gravity=12.0 --quality random ...
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ import jax
 import tyro
 
 from rlsuite.agents import registry
+from rlsuite.app.argv import env_options, read
 from rlsuite.app.errors import UsageError, choose
+from rlsuite.app.run_record import env_label
 from rlsuite.app.tuned import behaviour
 
 
@@ -28,6 +31,10 @@ class CollectArgs:
     """transitions to record (medium-replay keeps the whole medium run instead)"""
     out: str
     """HDF5 file to write, in the D4RL layout (must not exist unless --overwrite)"""
+    env_option: tuple[str, ...] = ()
+    """options of the environment, FIELD=VALUE ..., as `rlsuite train` takes them (a field of
+    its params, pendulum's gravity=12.0, or an argument of its constructor); recorded in the
+    dataset's info (`extra["env_options"]`)"""
     algo: str = "sac"
     """behaviour algorithm: sac or td3 (its tuned defaults for the environment; a Brax environment
     without any borrows brax/hopper's)"""
@@ -58,13 +65,15 @@ def main(argv: list[str]) -> dict:
         raise SystemExit(0)
     if not argv or argv[0] != "collect":
         raise UsageError("dataset needs a subcommand: rlsuite dataset collect --help")
-    args = tyro.cli(CollectArgs, args=argv[1:], prog="rlsuite dataset collect")
+    line = read(argv[1:])  # the --env-option words gathered, as rlsuite train reads them
+    args = tyro.cli(CollectArgs, args=line.parser_words(), prog="rlsuite dataset collect")
     choose("quality", args.quality, collect.QUALITIES)
     choose("behaviour algorithm", args.algo, ("sac", "td3"))
     out = check_new_file(args.out, overwrite=args.overwrite, hint=" or pass --overwrite")
     from rlsuite import envs
 
-    env, env_params = envs.make(args.env)
+    options = envs.options.parse_options(args.env, env_options(list(line.env_options)))
+    env, env_params = envs.make(args.env, **options)  # an unknown option is refused here
     algo = registry.get(args.algo)
     defaults = behaviour(args.algo, args.env)
     config = {**defaults["config"]}
@@ -82,6 +91,10 @@ def main(argv: list[str]) -> dict:
     runs = collect.train_behaviour(
         agent, hparams, key_behaviour, args.env, medium, args.eval_episodes, seed=args.seed
     )
+    recorded = envs.options.options_to_json(options)
+    if recorded:  # the environment the dataset was made in: its name and its options
+        extra = {**runs.info.extra, "env_options": recorded}
+        runs = runs._replace(info=dataclasses.replace(runs.info, extra=extra))
     data = collect.dataset(agent, runs, key_data, args.quality, args.size, args.num_envs)
     out.parent.mkdir(parents=True, exist_ok=True)
     save_d4rl(out, data, overwrite=args.overwrite)
@@ -93,8 +106,9 @@ def main(argv: list[str]) -> dict:
             file=sys.stderr,
         )
     summary = {"out": str(out), "transitions": len(data), **info.to_dict()}
+    label = env_label(args.env, recorded)
     print(
-        f"{args.quality} dataset of {len(data):,} transitions on {args.env} in "
+        f"{args.quality} dataset of {len(data):,} transitions on {label} in "
         f"{time.perf_counter() - start:.0f} s: random return {info.random_return:.1f}, expert "
         f"return {info.expert_return:.1f}; wrote {out}"
     )

@@ -38,11 +38,13 @@ class PlotArgs:
     (default: about 30 bins over the longest run, rounded to 1, 2 or 5 x 10^k)"""
     adaptation: bool = False
     """draw the adaptation curve of task-family runs (rl2) instead: the return per episode of a
-    trial at the final evaluation (`final.json`), mean and 95% interval across seeds"""
+    trial, mean and 95% interval across seeds, of the latest `rlsuite eval` of each run (else of
+    its final evaluation, `final.json`); the legend names the file"""
     levels: bool = False
     """draw the levels of one UED run (ued) instead: its named held-out levels with their solve
-    rates at the final evaluation (`final.json`), then the highest-scored levels of its level
-    buffer (first seed, last checkpoint)"""
+    rates with greedy and with sampled actions, of the latest `rlsuite eval` of the run (else of
+    its final evaluation, `final.json`; the title names the file), then the highest-scored
+    levels of its level buffer (first seed, last checkpoint)"""
 
 
 def main(argv: list[str]) -> dict:
@@ -63,7 +65,7 @@ def main(argv: list[str]) -> dict:
         return _plot_adaptation(args.runs, out)
     if args.levels:
         return _plot_levels(args.runs, out)
-    drawn = []
+    drawn, at_update = [], []
     for run in args.runs:
         if not (pathlib.Path(run) / JSONL).exists():
             raise UsageError(f"{run} holds no {JSONL}")
@@ -74,7 +76,10 @@ def main(argv: list[str]) -> dict:
             raise UsageError(f"{run} {error}") from None
         _say_diverged(run, rows, args.metric)
         drawn.append((pathlib.Path(run).name, rows))
-    plot_runs(drawn, out, args.metric, args.bin_steps)
+        final = pathlib.Path(run) / "final.json"
+        summary = json.loads(final.read_text()) if final.is_file() else {}
+        at_update.append(summary.get("diverged_at_update"))
+    plot_runs(drawn, out, args.metric, args.bin_steps, at_update)
     print(f"wrote {out}")
     return {"out": str(out)}
 
@@ -99,6 +104,19 @@ def _say_diverged(run: str, rows: list[dict], metric: str) -> None:
         )
 
 
+def _newest(run: pathlib.Path, key: str) -> tuple[dict, str] | None:
+    """The newest result of `run` that holds `key`, with its file's name: the latest evaluation
+    `rlsuite eval` saved in it, else its final evaluation (`final.json`); None where none does.
+    What `rlsuite eval` printed last is then what the figure shows."""
+    for saved in reversed(runs.saved_evaluations(run)):
+        evaluated = json.loads(saved.read_text())
+        if key in evaluated:
+            return evaluated, saved.name
+    final = run / "final.json"
+    summary = json.loads(final.read_text()) if final.exists() else {}
+    return (summary, final.name) if key in summary else None
+
+
 def _plot_adaptation(run_dirs: list[str], out: pathlib.Path) -> dict:
     from rlsuite.app.plotting import plot_adaptation
 
@@ -107,28 +125,54 @@ def _plot_adaptation(run_dirs: list[str], out: pathlib.Path) -> dict:
         final = pathlib.Path(run) / "final.json"
         if not final.exists():
             raise UsageError(f"{run} holds no final.json (a finished run writes it)")
-        summary = json.loads(final.read_text())
-        # The newest evaluation `rlsuite eval` saved, where it has a curve; else final.json's.
-        for saved in reversed(runs.saved_evaluations(pathlib.Path(run))):
-            evaluated = json.loads(saved.read_text())
-            if "adaptation" in evaluated:
-                trials = f"{evaluated['episodes']} trials per seed, {evaluated['actions']}"
-                print(
-                    f"rlsuite plot: {run}: the adaptation curve of {saved.name} ({trials}), as "
-                    "rlsuite eval saved it",
-                    file=sys.stderr,
-                )
-                summary = {**summary, "adaptation": evaluated["adaptation"]}
-                break
-        if "adaptation" not in summary:
+        found = _newest(pathlib.Path(run), "adaptation")
+        if found is None:
             raise UsageError(
-                f"{run} has no adaptation curve: its environment ({summary.get('env')}) is not a "
-                "task family whose trials count episodes (meta/..., trained with rl2)"
+                f"{run} has no adaptation curve: its environment "
+                f"({json.loads(final.read_text()).get('env')}) is not a task family whose "
+                "trials count episodes (meta/..., trained with rl2)"
             )
-        curves.append((pathlib.Path(run).name, summary["adaptation"]))
+        summary, source = found
+        if source != final.name:
+            trials = f"{summary['episodes']} trials per seed, {summary['actions']}"
+            print(
+                f"rlsuite plot: {run}: the adaptation curve of {source} ({trials}), as "
+                "rlsuite eval saved it",
+                file=sys.stderr,
+            )
+        curves.append((f"{pathlib.Path(run).name}, {source}", summary["adaptation"]))
     plot_adaptation(curves, out)
     print(f"wrote {out}")
     return {"out": str(out)}
+
+
+def held_out_panels(run: pathlib.Path, levels) -> tuple[list, list[str], str | None]:
+    """`(images, titles, caption)` of the named held-out levels of `levels` (a `Levels`), each
+    titled with its solve rates (the share of attempts with a return above 0, over the seeds)
+    with greedy and with sampled actions, from the newest result of `run` that holds them
+    (`_newest`), which `caption` names; no panels where none does."""
+    from rlsuite.environment.evaluations import held_out_returns
+
+    found = _newest(run, "held_out")
+    if found is None or levels.held_out is None:
+        return [], [], None
+    summary, source = found
+    by_mode = held_out_returns(summary["held_out"])
+    rates = {mode: (np.asarray(r) > 0).mean(axis=(0, 2)) for mode, r in by_mode.items()}
+    names, held_out = levels.held_out()
+    images, titles = [], []
+    for i, name in enumerate(names):
+        images.append(levels.render(jax.tree.map(lambda x, i=i: np.asarray(x[i]), held_out)))
+        solved = "\n".join(f"{rate[i]:.2f} {mode}" for mode, rate in rates.items())
+        titles.append(f"{name}\nsolved {solved}")
+    seeds, _, attempts = np.shape(summary["held_out"]["returns"])
+    caption = (
+        f"held-out levels: solve rates of {source} ({attempts} attempts per level and seed, "
+        f"{seeds} seed{'' if seeds == 1 else 's'})"
+    )
+    if source != "final.json":
+        print(f"rlsuite plot: {run}: {caption}, as rlsuite eval saved it", file=sys.stderr)
+    return images, titles, caption
 
 
 def _plot_levels(run_dirs: list[str], out: pathlib.Path) -> dict:
@@ -144,15 +188,7 @@ def _plot_levels(run_dirs: list[str], out: pathlib.Path) -> dict:
     levels = levels_of(built.agent.env)
     if levels is None or levels.render is None:
         raise UsageError(f"{run}: its environment ({record.env}) has no levels to draw")
-    images, titles = [], []
-    final = run / "final.json"
-    summary = json.loads(final.read_text()) if final.exists() else {}
-    if "held_out" in summary and levels.held_out is not None:
-        names, held_out = levels.held_out()
-        solved = (np.asarray(summary["held_out"]["returns"]) > 0).mean(axis=(0, 2))
-        for i, (name, rate) in enumerate(zip(names, solved, strict=True)):
-            images.append(levels.render(jax.tree.map(lambda x, i=i: np.asarray(x[i]), held_out)))
-            titles.append(f"{name}\nsolved {rate:.2f}")
+    images, titles, caption = held_out_panels(run, levels)
     states, _ = runs.restore(run, record, built)
     buffer = getattr(states, "buffer", None)
     if isinstance(buffer, level_buffer.LevelBufferState):
@@ -169,7 +205,9 @@ def _plot_levels(run_dirs: list[str], out: pathlib.Path) -> dict:
             images.append(levels.render(jax.tree.map(lambda x, i=i: x[i], last)))
             titles.append(f"built last #{i + 1}\n(seed 0)")
     if not images:
-        raise UsageError(f"{run} has no held-out results in final.json and no levels to draw")
-    plot_levels(images, titles, out)
+        raise UsageError(
+            f"{run} has no held-out results (final.json, rlsuite eval's) and no levels to draw"
+        )
+    plot_levels(images, titles, out, title=caption)
     print(f"wrote {out}")
     return {"out": str(out), "panels": len(images)}

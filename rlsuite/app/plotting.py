@@ -112,13 +112,23 @@ def diverged_at(rows: list[dict]) -> dict[int, int]:
     return found
 
 
-def label_of(name: str, rows: list[dict]) -> str:
-    """A run's legend label: its name, and the seeds that diverged and where."""
-    gone = diverged_at(rows)
-    if not gone:
-        return name
-    which = ", ".join(f"seed {s} at {steps:,} steps" for s, steps in sorted(gone.items()))
-    return f"{name} (diverged: {which})"
+def diverged_words(rows: list[dict], at_update: Sequence | None = None) -> list[str]:
+    """Per seed that diverged, where: `seed 1 at update 3, env step 192`, the update from
+    `at_update` (`final.json`'s `diverged_at_update`, by seed) where it is known, else `seed 1
+    at env step 192` (its first row that says so)."""
+    words = []
+    for seed, steps in sorted(diverged_at(rows).items()):
+        update = at_update[seed] if at_update and 0 <= seed < len(at_update) else None
+        where = f"env step {steps:,}" if update is None else f"update {update}, env step {steps:,}"
+        words.append(f"seed {seed} at {where}")
+    return words
+
+
+def label_of(name: str, rows: list[dict], at_update: Sequence | None = None) -> str:
+    """A run's legend label: its name, and the seeds that diverged and where
+    (`diverged_words`)."""
+    words = diverged_words(rows, at_update)
+    return f"{name} (diverged: {'; '.join(words)})" if words else name
 
 
 def _number(value) -> bool:
@@ -136,15 +146,35 @@ def plot_runs(
     out: str | pathlib.Path,
     metric: str = "charts/episodic_return",
     bin_steps: int | None = None,
+    diverged_at_update: Sequence[Sequence | None] | None = None,
 ) -> pathlib.Path:
     """Draw `(label, rows)` runs binned on one grid (`bin_steps`, default `default_bin_steps`)
-    to `out`; the legend says how."""
+    to `out`; the legend says how. A seed that diverged (`rlsuite.loop.divergence`) is marked by
+    a dashed line where its curve ends and named in the legend with its update where
+    `diverged_at_update` gives it (per run, `final.json`'s `diverged_at_update`, None where
+    unknown); a run with no value left to draw is said to be so on the axes."""
     if bin_steps is None:
         bin_steps = default_bin_steps([rows for _, rows in runs], metric)
+    updates = list(diverged_at_update or [None] * len(runs))
     curves = [
-        (label_of(label, rows), *binned_curve(rows, metric, bin_steps)) for label, rows in runs
+        (label_of(label, rows, at), *binned_curve(rows, metric, bin_steps))
+        for (label, rows), at in zip(runs, updates, strict=True)
     ]
-    return plot_curves(curves, out, metric, legend_title=describe_bins(metric, bin_steps))
+    fig, ax = _curves_figure(curves, metric, legend_title=describe_bins(metric, bin_steps))
+    empty = []
+    for (label, rows), at, line, (_, _, values) in zip(
+        runs, updates, ax.get_lines(), curves, strict=True
+    ):
+        for steps in diverged_at(rows).values():
+            ax.axvline(steps, color=line.get_color(), linestyle="--", linewidth=1)
+        if diverged_at(rows) and not np.isfinite(values).any():
+            words = "; ".join(diverged_words(rows, at))
+            empty.append(f"{label}: no finite value of {metric} to draw\ndiverged: {words}")
+    if empty:  # no point of theirs: the axes say why, over the steps they ran
+        last = max(r["env_steps"] for _, rows in runs for r in rows)
+        ax.set_xlim(0, last * 1.05)
+        ax.text(0.5, 0.5, "\n".join(empty), transform=ax.transAxes, ha="center", va="center")
+    return _save(fig, out)
 
 
 def image_path(out: str | pathlib.Path) -> pathlib.Path:
@@ -179,6 +209,19 @@ def plot_curves(
     environment steps, or e.g. the episode index of a trial, with `whole_x` ticks at whole
     numbers only). Points are marked, so that one between two missing ones (NaN) still
     shows."""
+    fig, _ = _curves_figure(curves, metric, title, legend_title, xlabel, whole_x)
+    return _save(fig, out)
+
+
+def _curves_figure(
+    curves: Sequence[tuple[str, np.ndarray, np.ndarray]],
+    metric: str,
+    title: str | None = None,
+    legend_title: str | None = None,
+    xlabel: str = "environment steps",
+    whole_x: bool = False,
+):
+    """`(figure, axes)` of `plot_curves`, not yet saved: a line per curve, in order."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -209,6 +252,13 @@ def plot_curves(
         frameon=False,
     )
     ax.grid(alpha=0.3)
+    return fig, ax
+
+
+def _save(fig, out: str | pathlib.Path) -> pathlib.Path:
+    """Write `fig` to `out` (`image_path`) and close it."""
+    import matplotlib.pyplot as plt
+
     fig.tight_layout()
     out = image_path(out)
     fig.savefig(out, dpi=120)
@@ -252,10 +302,11 @@ def plot_levels(
     ncols: int = 4,
     panel_inches: float = 2.0,
     dpi: int = 100,
+    title: str | None = None,
 ) -> pathlib.Path:
     """Draw `images` (each RGB `[H, W, 3]`, uint8 or floats in [0, 1], e.g. a maze level's
     `rlsuite.envs.maze.render`) in a grid of `ncols` columns, each under its title (e.g.
-    `"SixteenRooms\\nsolved 0.75"`), to `out`.
+    `"SixteenRooms\\nsolved 0.75"`), to `out`, with `title` above them all where given.
 
     Each panel is `panel_inches` wide and 1.25 times that high (the title above the picture),
     so a PNG is `ncols * panel_inches * dpi` pixels wide and `rows * 1.25 * panel_inches * dpi`
@@ -283,9 +334,11 @@ def plot_levels(
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax in axes.flat:
         ax.set_axis_off()
-    for ax, image, title in zip(axes.flat, images, titles, strict=False):
+    for ax, image, panel_title in zip(axes.flat, images, titles, strict=False):
         ax.imshow(np.asarray(image), interpolation="nearest")
-        ax.set_title(title, fontsize="small")
+        ax.set_title(panel_title, fontsize="small")
+    if title is not None:
+        fig.suptitle(title, fontsize="small")
     fig.tight_layout()
     fig.savefig(out, dpi=dpi)
     return out

@@ -62,7 +62,8 @@ def write_report(
     final_path = run / "final.json"
     final = _read_json(final_path, "") if final_path.is_file() else None
 
-    plot_runs([(run.name, rows)], figure, metric, None)
+    at_update = None if final is None else final.get("diverged_at_update")
+    plot_runs([(run.name, rows)], figure, metric, None, [at_update])
     why_not = first_frame(record, frame)
     text = render(record, final, figure.name, metric, frame.name, why_not, described(record, final))
     write_text(page, text)
@@ -147,14 +148,34 @@ def render(
         lines += ["The run has not finished: it has no final.json yet.", ""]
     else:
         lines += [_evaluation(final), ""]
-        if added is not None:  # an adaptation curve's lines, or a markdown table of levels
-            lines += [added if added.startswith("|") else f"```text\n{added}\n```", ""]
+        if added is not None:  # tables of levels or achievements, an adaptation curve's lines
+            lines += [_markdown(added), ""]
         lines += ["## Speed", "", _speed(final), ""]
     if frame is not None:
         lines += ["## First frame", "", _frame(frame, env, why_not), ""]
     lines += ["## Configuration", "", _fields(record.get("config", {})), ""]
     lines += ["## Hyperparameters", "", _fields(record.get("hparams", {})), ""]
     return "\n".join(line for line in lines if line is not None).rstrip() + "\n"
+
+
+def _markdown(text: str) -> str:
+    """What an environment's evaluation says (`Evaluation.describe`) as markdown: its tables
+    (lines that start with `|`) as tables, the line before each (its caption) and any other line
+    alone as a paragraph, and lines aligned in columns (an adaptation curve's) in a text fence."""
+    blocks: list[tuple[bool, list[str]]] = []  # (a table, its lines)
+    for line in text.splitlines():
+        table = line.startswith("|")
+        if blocks and blocks[-1][0] == table:
+            blocks[-1][1].append(line)
+            continue
+        if table and blocks and len(blocks[-1][1]) > 1:  # the caption, a paragraph of its own
+            blocks.append((False, [blocks[-1][1].pop()]))
+        blocks.append((table, [line]))
+    parts = []
+    for table, block in blocks:
+        body = "\n".join(block)
+        parts.append(body if table or len(block) == 1 else f"```text\n{body}\n```")
+    return "\n\n".join(parts)
 
 
 def _frame(frame: str, env: str, why_not: str | None) -> str:

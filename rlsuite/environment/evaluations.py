@@ -239,14 +239,9 @@ class HeldOutLevels(Evaluation):
         lines = [self.base.describe(entries)]
         if "held_out" in entries:
             held_out = entries["held_out"]
-            asked = held_out.get("actions")
-            for mode in ("greedy", "sampled"):
-                returns = held_out["returns"] if mode == asked else held_out.get(f"returns_{mode}")
-                if asked is None and mode == "greedy":  # written before both were kept
-                    returns = held_out["returns"]
-                if returns is not None:
-                    lines.append(f"held-out levels, {mode} actions:")
-                    lines.append(solve_rate_table(held_out["names"], returns))
+            for mode, returns in held_out_returns(held_out).items():
+                lines.append(f"held-out levels, {mode} actions:")
+                lines.append(solve_rate_table(held_out["names"], returns))
         lines = [line for line in lines if line is not None]
         return "\n".join(lines) if lines else None
 
@@ -296,6 +291,19 @@ class HeldOutTasks(HeldOutLevels):
             lines.append(table.replace("adaptation:", "adaptation on the held-out tasks:", 1))
         lines = [line for line in lines if line is not None]
         return "\n".join(lines) if lines else None
+
+
+def held_out_returns(held_out: dict) -> dict[str, Any]:
+    """The returns of an evaluation's `held_out` entry by the actions that earned them, greedy
+    then sampled, where it holds them (`[num_runs, num_levels, attempts]` each; an entry written
+    before both were kept holds the greedy ones only)."""
+    asked = held_out.get("actions", "greedy")
+    found = {}
+    for mode in ("greedy", "sampled"):
+        returns = held_out["returns"] if mode == asked else held_out.get(f"returns_{mode}")
+        if returns is not None:
+            found[mode] = returns
+    return found
 
 
 def with_held_out(levels: Any, base: Evaluation | None = None) -> Evaluation:

@@ -190,3 +190,83 @@ def test_the_adaptation_curve_ticks_whole_episodes_only(tmp_path, monkeypatch):
     ticks = figures[0].axes[0].get_xticks()
     # Left to itself matplotlib ticks 1.0, 1.2, ..., 2.0 between the two episodes.
     assert len(ticks) >= 2 and np.all(ticks == np.round(ticks)), ticks
+
+
+def _held_out(greedy, sampled) -> dict:
+    """A `held_out` entry of one seed on the maze's eight held-out levels, two attempts each,
+    level 0 solved `greedy` and `sampled` times of 2 (returns 0.9 where solved, else 0)."""
+    returns = {mode: np.zeros((1, 8, 2)) for mode in ("greedy", "sampled")}
+    returns["greedy"][0, 0, :greedy] = returns["sampled"][0, 0, :sampled] = 0.9
+    names = ["level"] * 8
+    return {
+        "names": names,
+        "actions": "greedy",
+        "returns": returns["greedy"].tolist(),
+        "returns_sampled": returns["sampled"].tolist(),
+    }
+
+
+def test_the_held_out_levels_are_drawn_from_the_latest_evaluation_with_both_solve_rates(
+    tmp_path, capsys
+):
+    import os
+
+    from rlsuite import envs
+    from rlsuite.app.plot import held_out_panels
+
+    levels = envs.make("maze")[0].levels()
+    run = tmp_path / "run"
+    run.mkdir()
+    # final.json: nothing solved; then two evaluations, the newer one saved last.
+    (run / "final.json").write_text(json.dumps({"eval_episodes": 2, "held_out": _held_out(0, 0)}))
+    older, newer = run / "eval_sampled_2_seed0.json", run / "eval_greedy_2_seed3.json"
+    older.write_text(json.dumps({"episodes": 2, "held_out": _held_out(2, 2)}))
+    newer.write_text(json.dumps({"episodes": 2, "held_out": _held_out(1, 2)}))
+    os.utime(older, (1_000, 1_000))
+    (run / "eval_greedy_9_seed0.json").write_text(json.dumps({"episodes": 9}))  # none: skipped
+    os.utime(run / "eval_greedy_9_seed0.json", (500, 500))
+    images, titles, caption = held_out_panels(run, levels)
+    assert len(images) == len(titles) == 8 and images[0].shape[-1] == 3
+    # Level 0: what rlsuite eval printed last, greedy and sampled, and the file named.
+    assert titles[0] == "SixteenRooms\nsolved 0.50 greedy\n1.00 sampled"
+    assert titles[1] == "SixteenRooms2\nsolved 0.00 greedy\n0.00 sampled"
+    assert caption.startswith(f"held-out levels: solve rates of {newer.name} (2 attempts")
+    assert newer.name in capsys.readouterr().err
+    # Without an evaluation that holds them, final.json's, said so; an entry of before the
+    # sampled returns were kept has the greedy ones only.
+    for path in (older, newer):
+        path.unlink()
+    _, titles, caption = held_out_panels(run, levels)
+    assert titles[0] == "SixteenRooms\nsolved 0.00 greedy\n0.00 sampled"
+    assert "solve rates of final.json" in caption
+    old = {"held_out": {"names": ["level"] * 8, "returns": _held_out(2, 0)["returns"]}}
+    (run / "final.json").write_text(json.dumps(old))
+    assert held_out_panels(run, levels)[1][0] == "SixteenRooms\nsolved 1.00 greedy"
+    (run / "final.json").unlink()
+    assert held_out_panels(run, levels) == ([], [], None)
+
+
+def test_a_seed_that_diverged_is_marked_where_its_curve_ends(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from rlsuite.app.plotting import plot_runs
+
+    rows = [{"env_steps": 100 * t, "seed": 0, "charts/episodic_return": float(t)} for t in (1, 2)]
+    rows += [
+        {"env_steps": 100, "seed": 1, "charts/episodic_return": 5.0, "charts/diverged": 0.0},
+        {"env_steps": 200, "seed": 1, "charts/episodic_return": None, "charts/diverged": 1.0},
+    ]
+    figures = []
+    monkeypatch.setattr(plt, "close", figures.append)
+    plot_runs([("a", rows), ("b", rows)], tmp_path / "c.png", bin_steps=100,
+              diverged_at_update=[None, [None, 2]])  # fmt: skip
+    ax = figures[0].axes[0]
+    curves = [line for line in ax.get_lines() if line.get_linestyle() != "--"]
+    np.testing.assert_array_equal(curves[0].get_ydata(), [3.0, 2.0])  # drawn: both seeds, then 0
+    dashed = [line.get_xdata()[0] for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert dashed == [200, 200] and not ax.texts  # something to draw: no note on the axes
+    legend = [t.get_text() for t in ax.get_legend().texts]
+    assert legend == [
+        "a (diverged: seed 1 at env step 200) (2 seeds)",  # the update unknown: its env step
+        "b (diverged: seed 1 at update 2, env step 200) (2 seeds)",
+    ]

@@ -366,3 +366,26 @@ def test_meta_names_build_rl2_trials():
         envs.make("meta/maze", max_episode_steps=10)
     with pytest.raises(ValueError, match="built-in"):
         envs.register("meta/bandit", bandits.BernoulliBandit)
+
+
+def test_held_out_bandits_of_another_number_of_arms_are_refused_by_name(tmp_path, capsys):
+    from rlsuite.app import cli
+
+    # The five held-out bandits have 5 arms: asked for with 3, refused rather than skipped.
+    message = (
+        "invalid held_out=True with num_arms=3: the held-out bandits (one_good_arm, spread, "
+        "two_close, all_low, all_high) have 5 arms; allowed: held_out=True with num_arms=5, or "
+        "held_out=False"
+    )
+    with pytest.raises(ValueError) as refused:
+        envs.make("meta/bandit", held_out=True, num_arms=3)
+    assert str(refused.value) == message
+    assert envs.make("meta/bandit", held_out=False, num_arms=3)[0].levels().held_out is None
+    assert envs.make("meta/bandit", held_out=True)[0].levels().held_out is not None
+    # From the command line: one line, before anything is compiled or written.
+    out = tmp_path / "run"
+    argv = ["train", "rl2", "--env", "meta/bandit", "--env-option", "held_out=true", "num_arms=3"]
+    assert cli.main([*argv, "--out", str(out), "--no-progress"]) == 2
+    printed = capsys.readouterr()
+    assert printed.err == f"rlsuite train: error: {message}\n" and not printed.out
+    assert not out.exists()

@@ -269,10 +269,12 @@ def test_ued_on_the_maze_tasks_reports_held_out_tasks_and_their_adaptation(plr_r
     printed = capsys.readouterr().out
     assert "held-out tasks (trial returns), greedy actions:" in printed
     assert "adaptation on the held-out tasks" in printed
-    # The held-out layouts and the buffer's top tasks, drawn.
+    # The held-out layouts and the buffer's top tasks, drawn; the layouts' solve rates are
+    # those the evaluation just printed, not final.json's.
     out = plr_run.parent / "levels.png"
     assert cli.main(["plot", str(plr_run), "--levels", "--out", str(out)]) == 0
     assert out.stat().st_size > 0
+    assert "solve rates of eval_greedy_4_seed0.json (4 attempts" in capsys.readouterr().err
 
 
 def test_ued_on_the_maze_tasks_resumes_exactly(plr_run, tmp_path):
