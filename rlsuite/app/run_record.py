@@ -46,6 +46,14 @@ class Devices:
     deterministic: bool = False  # XLA's deterministic GPU operations (`--deterministic`)
     matmul_precision: str = "default"  # of float32 matrix products (`--matmul-precision`)
 
+    def to_dict(self) -> dict:
+        """`config.json`'s entry: the platform and count, and the numerics where not XLA's
+        defaults (a record from before they existed reads and writes the same)."""
+        record = {"platform": self.platform, "count": self.count}
+        if self.numerics != (False, "default"):
+            record.update(deterministic=self.deterministic, matmul_precision=self.matmul_precision)
+        return record
+
     @property
     def numerics(self) -> tuple[bool, str]:
         """`rlsuite.loop.platform.use_numerics`'s arguments: what a resume asks for again."""
@@ -131,7 +139,7 @@ class RunRecord:
             "logging": dataclasses.asdict(self.logging),
             "config": config_dict(self.config),
             "hparams": dataclasses.asdict(self.hparams),
-            "devices": None if self.devices is None else dataclasses.asdict(self.devices),
+            "devices": None if self.devices is None else self.devices.to_dict(),
             "mesh": self.mesh,
         }
         if self.env_options:
