@@ -56,6 +56,10 @@ fresh world in both.
   `discount`, which is 0 at a time limit as at a death) is not passed on: the first two are these
   arrays read at episode ends, the last the time limit folded into the ends.
 
+Pictures: `render(state, params, width, height)` draws a state with Craftax's pixel renderer
+(the map around the player above the inventory, blocks of 16 pixels), symbolic environments too
+(`rlsuite.envs.suite_pictures.craftax_picture`).
+
 Names: `craftax_names()`. Craftax's `...-AutoReset-v1` aliases are the same games behind Craftax's
 own auto-reset and are refused saying so (`refused()`). Nothing is downloaded: Craftax's textures
 ship in its wheel; a pixels environment builds them at first use (about a minute, once) and
@@ -256,6 +260,13 @@ class CraftaxEnv(Environment):
     def action_space(self, params: Any) -> Discrete:
         return Discrete(self.num_actions)
 
+    def render(self, state: Any, params: Any, width: int, height: int):
+        """uint8 RGB `[height, width, 3]` of one state, drawn by Craftax's pixel renderer
+        (jitted once, the image fitted on the host; `rlsuite.envs.suite_pictures`)."""
+        from rlsuite.envs.suite_pictures import craftax_picture
+
+        return craftax_picture(self, self.env_name, state, width, height)
+
     def __repr__(self) -> str:
         return f"CraftaxEnv({self.env_name!r})"
 
@@ -269,6 +280,7 @@ SUITE = Suite(
     installed=installed,
     extra="craftax",
     limit="max_timesteps",
+    renders="every Craftax environment, through Craftax's pixel renderer",
 )
 """Craftax's environments: every option is `CraftaxEnv`'s (a field of Craftax's `EnvParams`
 for the default params), the time limit among them (`max_timesteps`, which Craftax counts

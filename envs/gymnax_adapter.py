@@ -19,6 +19,10 @@ that override gymnax's `step` are the exception: DeepSea-bsuite's carries its bs
   bound cannot be a static value and is reported as infinite; shape and dtype are exact.
 * `info` is a new dict: gymnax's `step_env` info (e.g. `discount`) plus `final_observation`.
 
+Pictures: the MinAtar games (`*-MinAtar`) have `render(state, params, width, height)`, gymnax's
+MinAtar visualisation drawn on the host (`rlsuite.envs.suite_pictures.minatar_picture`); gymnax
+draws its other environments with pyplot animations only, and here they have no renderer.
+
 gymnax is imported lazily, inside the functions that need it, so `from rlsuite import envs`
 stays light.
 """
@@ -38,6 +42,9 @@ from rlsuite.environment.spaces import Box, Discrete, Space
 
 # gymnax builds these from data it downloads; nothing is downloaded at run time here.
 NEEDS_DOWNLOAD = ("MNISTBandit-bsuite",)
+
+MINATAR = "-MinAtar"
+"""The names' ending of the MinAtar games, the gymnax environments that draw."""
 
 
 def installed() -> bool:
@@ -101,6 +108,22 @@ class GymnaxEnv(Environment):
     def action_space(self, params: Any) -> Space:
         return convert_space(self.gymnax_env.action_space(params), f"{self.name} action")
 
+    @property
+    def render(self):
+        """`render(state, params, width, height)`: uint8 RGB `[height, width, 3]` of a MinAtar
+        game's state (gymnax's MinAtar visualisation, on the host). `AttributeError` for the
+        other environments, which have no renderer (`rendering.renderable` is False)."""
+        if not self.env_name.endswith(MINATAR):
+            raise AttributeError(
+                f"gymnax environment {self.env_name!r} has no renderer; of gymnax's environments "
+                f"the MinAtar games (*{MINATAR}) draw"
+            )
+        from rlsuite.envs.suite_pictures import minatar_picture
+
+        return lambda state, params, width, height: minatar_picture(
+            self.gymnax_env, state, params, width, height
+        )
+
     def __repr__(self) -> str:
         return f"GymnaxEnv({self.env_name!r})"
 
@@ -140,6 +163,7 @@ SUITE = Suite(
     extra="gymnax",
     limit="max_steps_in_episode",
     split=params_options,
+    renders="the MinAtar games, *-MinAtar, through gymnax's MinAtar visualisation",
 )
 """gymnax's environments: every option is a field of gymnax's params (the constructor takes
 none), the time limit among them (`max_steps_in_episode`, which gymnax counts itself)."""

@@ -51,6 +51,9 @@
   task's plain constructor arguments (`option_defaults(task)`: `time_limit`, Snake's
   `num_rows`, BinPack's `obs_num_ems`, ...).
 
+* **Pictures**: `render(state, params, width, height)` draws a state with the task's own
+  matplotlib viewer, on the host (`rlsuite.envs.suite_pictures.jumanji_picture`).
+
 Refused (`refused()`): the multi-agent tasks (a reward and an action per agent; our agents
 take one of each), Sokoban (Jumanji downloads its levels at construction; nothing is
 downloaded at run time here), and the single-agent tasks not adapted yet, each saying why.
@@ -342,6 +345,13 @@ class JumanjiEnv(Environment):
     def action_space(self, params: JumanjiParams) -> Discrete:
         return Discrete(int(np.prod(self.action_dims)))
 
+    def render(self, state: JumanjiState, params: JumanjiParams, width: int, height: int):
+        """uint8 RGB `[height, width, 3]` of one state, drawn by the task's matplotlib viewer on
+        the host (not jittable; `rlsuite.envs.suite_pictures`)."""
+        from rlsuite.envs.suite_pictures import jumanji_picture
+
+        return jumanji_picture(self, self.jumanji_env, state.jumanji, width, height)
+
     def __repr__(self) -> str:
         options = "".join(f", {k}={v!r}" for k, v in self.options.items())
         return f"JumanjiEnv({self.task!r}{options})"
@@ -357,6 +367,7 @@ SUITE = Suite(
     extra="jumanji",
     limit="time_limit",
     option_defaults=option_defaults,
+    renders="every adapted Jumanji task, through the task's matplotlib viewer",
 )
 """Jumanji's single-agent tasks: every option is `JumanjiEnv`'s (the task's constructor
 arguments), the time limit among them (`time_limit`, which Jumanji counts itself)."""

@@ -55,6 +55,10 @@ XLand-MiniGrid wrapper; the one auto-reset is `Environment.step`'s.
   from one key; given the same reset keys they step alike (the parity test feeds ours the
   wrapper's).
 
+Pictures: `render(state, params, width, height)` draws the whole grid with XLand-MiniGrid's
+`env.render` (its `rgb_array` mode: tiles of 32 pixels, the agent's view highlighted), on the
+host in NumPy (`rlsuite.envs.suite_pictures.minigrid_picture`).
+
 The `XLand-MiniGrid-R*` tasks are refused (`refused()`): their tasks are rulesets (a goal, rules
 and objects) sampled from XLand-MiniGrid's benchmarks, which `xminigrid.load_benchmark`
 downloads from Hugging Face, and nothing is downloaded at run time here. Without a benchmark
@@ -233,6 +237,13 @@ class MiniGridEnv(Environment):
     def action_space(self, params: Any) -> Discrete:
         return Discrete(self.xminigrid_env.num_actions(params))
 
+    def render(self, state: Any, params: Any, width: int, height: int):
+        """uint8 RGB `[height, width, 3]` of one state, drawn by XLand-MiniGrid's `render` on
+        the host (not jittable; `rlsuite.envs.suite_pictures`)."""
+        from rlsuite.envs.suite_pictures import minigrid_picture
+
+        return minigrid_picture(self.xminigrid_env, state, params, width, height)
+
     def __repr__(self) -> str:
         options = "".join(f", {k}={v!r}" for k, v in self.options.items())
         return f"MiniGridEnv({self.task!r}{options})"
@@ -272,6 +283,7 @@ SUITE = Suite(
     installed=installed,
     extra="minigrid",
     limit="max_steps",
+    renders="every MiniGrid task, through XLand-MiniGrid's rgb_array renderer",
 )
 """XLand-MiniGrid's MiniGrid tasks: every option is `MiniGridEnv`'s (a field of the task's
 params), the time limit among them (`max_steps`, which XLand-MiniGrid counts itself)."""

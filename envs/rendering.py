@@ -8,7 +8,9 @@ drawn here with `Canvas`; the UED maze (walls, goal and agent, `rlsuite.envs.maz
 every Brax environment, the MJX task families built on one included
 (`rlsuite.envs.brax_adapter.BraxEnv.render`), and every Playground task
 (`rlsuite.envs.playground_adapter.PlaygroundEnv.render`), both with MuJoCo's renderer
-(`mujoco_image`). `render_state` takes the state
+(`mujoco_image`); Jumanji's tasks, Craftax, XLand-MiniGrid's MiniGrid tasks and gymnax's MinAtar
+games with their suites' own drawing (`rlsuite.envs.suite_pictures`, fitted to the size asked
+for with `fit`). `render_state` takes the state
 as the wrapped environment keeps it and finds the inner state: every wrapper that keeps a state of
 its own (`TimeLimit`, `EpisodeStatistics`, `RL2`) holds the wrapped one as `env_state`. `RL2`
 runs its inner environment on the trial's task, which its state keeps as `task`: below it, that
@@ -109,6 +111,30 @@ def render_state(
             f"[{height}, {width}, 3] image was asked for"
         )
     return image
+
+
+def fit(
+    image: Any, width: int, height: int, background: tuple[int, int, int] = (0, 0, 0)
+) -> np.ndarray:
+    """uint8 RGB `[height, width, 3]` of an RGB or RGBA `image` (uint8, or floats in [0, 255])
+    scaled by nearest neighbour to the largest size that fits without changing its aspect ratio,
+    centred, the rest filled with `background`. The suites that draw
+    pictures of their own size (Jumanji, Craftax, MiniGrid, MinAtar) are fitted with it."""
+    image = np.asarray(image)[..., :3]
+    if image.dtype != np.uint8:
+        image = np.clip(np.rint(image), 0, 255).astype(np.uint8)
+    rows, columns = image.shape[:2]
+    scale = min(width / columns, height / rows)
+    inner_w = max(1, min(width, round(columns * scale)))
+    inner_h = max(1, min(height, round(rows * scale)))
+    picked_rows = np.minimum((np.arange(inner_h) + 0.5) * rows / inner_h, rows - 1).astype(int)
+    picked_cols = np.minimum((np.arange(inner_w) + 0.5) * columns / inner_w, columns - 1)
+    scaled = image[picked_rows][:, picked_cols.astype(int)]
+    out = np.empty((height, width, 3), np.uint8)
+    out[:] = background
+    top, left = (height - inner_h) // 2, (width - inner_w) // 2
+    out[top : top + inner_h, left : left + inner_w] = scaled
+    return out
 
 
 def mujoco_image(
