@@ -88,6 +88,13 @@ def main(argv: list[str]) -> dict:
     collect.check(agent, args.quality, args.size, args.num_envs)
     key_behaviour, key_data = jax.random.split(jax.random.key(args.seed))
     hparams, medium = algo.hparams_cls(**defaults["hparams"]), collect.needs_medium(args.quality)
+    said = "and the medium run " if medium else ""
+    why = " (the expert's return is the dataset's reference)" if args.quality == "random" else ""
+    print(
+        f"rlsuite dataset collect: training the {algo.name} expert {said}on {args.env} first, "
+        f"{config.total_timesteps:,} env steps{why}",
+        file=sys.stderr,
+    )
     runs = collect.train_behaviour(
         agent, hparams, key_behaviour, args.env, medium, args.eval_episodes, seed=args.seed
     )

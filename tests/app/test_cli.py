@@ -322,6 +322,9 @@ def test_dataset_collect_then_offline_train_eval_and_guards(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "random dataset of 400 transitions on pendulum" in proc.stdout
+    # A random dataset still trains the expert, for its reference return: said before it does.
+    said = "training the sac expert on pendulum first, 300 env steps (the expert's return is"
+    assert said in proc.stderr, proc.stderr
     before = data.read_bytes()
     proc = rlsuite(
         "dataset",
