@@ -65,6 +65,7 @@ from rlsuite.loop.checkpoint_dirs import (
     _STATE,
     CheckpointError,
     _brief,
+    _closed_loop_reports_dropped,
     _delete_step,
     _find_step,
     _ocp,
@@ -165,7 +166,7 @@ def save(
             directory.mkdir(parents=True, exist_ok=True)
             _remove_leftovers(directory)
         barrier(f"rlsuite checkpoint {step}: directory ready")
-        with _holding_orbax_logs(held):
+        with _holding_orbax_logs(held), _closed_loop_reports_dropped():
             _write_items(staged, leaves, metadata, manifest)
         if main:
             _sync_file(staged / _COMPLETE, f"step {step}\n")

@@ -5,9 +5,14 @@ what a cut-short save or delete left removed. ``CheckpointError`` is every refus
 checkpoint modules; ``checkpoint`` re-exports it and the public names here.
 """
 
+import contextlib
+import io
 import os
 import pathlib
+import re
 import shutil
+import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -16,6 +21,45 @@ _STATE, _METADATA, _MANIFEST = "state", "metadata", "manifest"
 
 class CheckpointError(ValueError):
     """A checkpoint directory that cannot be used as asked (missing, corrupt, foreign)."""
+
+
+# What orbax's reads or writes still running when another failed print once orbax has closed its
+# event loop: tensorstore's threads post their results to the closed loop (asyncio's
+# `call_soon_threadsafe`), a traceback each, ending `RuntimeError: Event loop is closed`.
+_CLOSED_LOOP = re.compile(
+    r"Traceback \(most recent call last\):"
+    r"|File \"[^\"]*asyncio[/\\]base_events\.py\", line \d+, in "
+    r"(call_soon_threadsafe|_check_closed)"
+    r"|self\._check_closed\(\)"
+    r"|raise RuntimeError\('Event loop is closed'\)"
+    r"|RuntimeError: Event loop is closed"
+)
+
+
+@contextlib.contextmanager
+def _closed_loop_reports_dropped(settle: float = 0.2, limit: float = 2.0):
+    """Hold what is printed to `sys.stderr` while an orbax call runs and pass it on after;
+    where the call failed, first wait until its stragglers stop printing (`settle` seconds of
+    quiet, `limit` at most) and drop their closed-loop tracebacks (`_CLOSED_LOOP`), so that a
+    corrupt checkpoint or a full disk is said in its one line."""
+    held, failed = io.StringIO(), False
+    try:
+        with contextlib.redirect_stderr(held):
+            try:
+                yield
+            except BaseException:
+                failed = True
+                start, size = time.monotonic(), -1
+                while held.tell() != size and time.monotonic() - start < limit:
+                    size = held.tell()
+                    time.sleep(settle)
+                raise
+    finally:
+        text = held.getvalue()
+        if failed:
+            text = _CLOSED_LOOP.sub("", text)
+            text = text if text.strip() else ""
+        sys.stderr.write(text)
 
 
 def _brief(error: Exception, limit: int = 300) -> str:

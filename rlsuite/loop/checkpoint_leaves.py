@@ -11,7 +11,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlsuite.loop.checkpoint_dirs import _STATE, CheckpointError, _brief, _ocp
+from rlsuite.loop.checkpoint_dirs import (
+    _STATE,
+    CheckpointError,
+    _brief,
+    _closed_loop_reports_dropped,
+    _ocp,
+)
 from rlsuite.loop.distributed import place, to_host
 
 _FORMAT = 1
@@ -149,7 +155,7 @@ def _read_leaves(step_dir: pathlib.Path, records: list[dict]) -> list[np.ndarray
     if restore_args:
         try:
             handler = ocp.CompositeCheckpointHandler()
-            with ocp.Checkpointer(handler) as checkpointer:
+            with _closed_loop_reports_dropped(), ocp.Checkpointer(handler) as checkpointer:
                 restored = checkpointer.restore(
                     step_dir,
                     args=ocp.args.Composite(

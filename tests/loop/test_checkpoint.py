@@ -5,6 +5,9 @@ import hashlib
 import os
 import pathlib
 import shutil
+import sys
+import threading
+import time
 from typing import NamedTuple
 
 import jax
@@ -435,3 +438,39 @@ def test_sigkill_at_any_point_of_saving_leaves_only_complete_steps(tmp_path):
     last = seen_steps[-1] + 1
     checkpoint.save(directory, last, expected(last), {"algo": "x", "env": "y", "step": last})
     assert checkpoint.all_steps(directory) == [last - 2, last - 1, last]  # pruned to three
+
+
+def test_the_closed_loop_tracebacks_of_a_failed_orbax_call_are_dropped_and_nothing_else(capsys):
+    # After one of orbax's reads fails, those still running post to its closed event loop from
+    # tensorstore's threads, a traceback each (a corrupt checkpoint gave 1 to 40 of them around
+    # its one line). Here a thread prints two such, interleaved as they came, and a line of its
+    # own, while the call fails.
+    from rlsuite.loop.checkpoint_dirs import _closed_loop_reports_dropped
+
+    report = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/lib/python3.11/asyncio/base_events.py", line 806, in call_soon_threadsafe\n'
+    )
+    report += "    self._check_closed()"
+    report += '  File "/usr/lib/python3.11/asyncio/base_events.py", line 519, in _check_closed\n'
+    report += "    raise RuntimeError('Event loop is closed')\nRuntimeError: Event loop is closed\n"
+
+    def stragglers(extra: str):
+        time.sleep(0.05)
+        cut = report.index("\n") + 1  # as two threads' writes interleave: a line each
+        sys.stderr.write(report[:cut] + report + report[cut:] + extra)
+
+    with pytest.raises(OSError, match="disk full"):
+        with _closed_loop_reports_dropped(settle=0.1):
+            threading.Thread(target=stragglers, args=("orbax: a warning\n",)).start()
+            raise OSError("disk full")
+    assert capsys.readouterr().err.split() == ["orbax:", "a", "warning"]
+    with pytest.raises(OSError):
+        with _closed_loop_reports_dropped(settle=0.1):
+            threading.Thread(target=stragglers, args=("",)).start()
+            raise OSError("disk full")
+    assert capsys.readouterr().err == ""
+    # A call that succeeds passes on what was printed, untouched.
+    with _closed_loop_reports_dropped():
+        sys.stderr.write(report)
+    assert capsys.readouterr().err == report
