@@ -152,12 +152,7 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
         or f"runs/{prefix}{algo.name}_{_file_word(env_name)}_{time.strftime('%Y%m%d-%H%M%S')}"
     )
     runs.check_out(out)
-    if env.has_action_mask and not algo.reads_action_mask:
-        raise UsageError(
-            f"{env_name} has action masks and {algo.name} does not read them (it would take "
-            f"masked actions); the algorithms that do: {', '.join(registry.mask_readers())}"
-        )
-    agent = algo.make(args.config, env, env_params)  # (its hparams: checked once, by runner.fit)
+    agent = _made(algo, args.config, env, env_params, env_name)
     if check is not None:
         check(algo, agent, args)
     mesh = None if args.mesh is None else runs.mesh_sizes(args.mesh, args.num_seeds, agent)
@@ -194,6 +189,26 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
         dataset = str(pathlib.Path(args.dataset).resolve())
         record = dataclasses.replace(record, dataset=dataset, dataset_sha256=sha)
     return runs.NewRun(args, agent, record, out, data)
+
+
+def _made(algo: registry.Algorithm, config, env, env_params, env_name: str):
+    """The run's agent (its hparams are checked once, by `runner.fit`). The family's own
+    refusals come first (an action space it does not handle), then an environment with action
+    masks for a family that does not read them, naming the families that do."""
+    from rlsuite.environment.masks import MasksNotRead
+
+    unread = env.has_action_mask and not algo.reads_action_mask
+    try:
+        agent = algo.make(config, env, env_params)
+    except MasksNotRead:
+        if not unread:
+            raise
+    if unread:
+        raise UsageError(
+            f"{env_name} has action masks and {algo.name} does not read them (it would take "
+            f"masked actions); the algorithms that do: {', '.join(registry.mask_readers())}"
+        )
+    return agent
 
 
 def _file_word(env_name: str) -> str:

@@ -196,6 +196,8 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
         (["train", "ppo", "--bogus", "1"], "Unrecognized options"),
         (["train", "ppo", "--env", "point_mass", "--num-seeds", "0"], "must be >= 1"),
         (["train", "sac", "--env", "cartpole"], "sac handles bounded 1-D Box"),
+        # The action space is refused before the masks (discrete actions with masks, to TD3).
+        (["train", "td3", "--env", "probe/masked_action"], "td3 handles bounded 1-D Box"),
         (["train", "crl", "--env", "pendulum"], "crl trains on a goal environment ("),
         (["train", "sac_her", "--env", "pendulum"], "); Pendulum is not"),
         (
