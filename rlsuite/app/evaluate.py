@@ -91,6 +91,7 @@ def table(summary: dict, runs_word: str = "seeds") -> str:
     markdown table with a row per seed of every `*_per_seed` result and a row of their means
     with 95% percentile bootstrap intervals across seeds (a point, and said so, for one)."""
     from rlsuite.ops.bootstrap import bootstrap_ci
+    from rlsuite.ops.validators import counted
 
     results = {
         k.removesuffix("_per_seed"): np.asarray([np.nan if x is None else x for x in v], float)
@@ -104,7 +105,7 @@ def table(summary: dict, runs_word: str = "seeds") -> str:
     word = runs_word.removesuffix("s")
     lines = [
         f"evaluation of {summary['run']} at {summary['env_steps']:,} env steps: {count} "
-        f"{runs_word}, {summary['episodes']} episodes each, actions {how}",
+        f"{runs_word}, {counted(summary['episodes'], 'episode')} each, actions {how}",
         "",
         f"| {word} | " + " | ".join(results) + " |",
         "|---|" + "---:|" * len(results),

@@ -21,6 +21,7 @@ from rlsuite.app import runs
 from rlsuite.app.errors import UsageError
 from rlsuite.loop.divergence import DIVERGED
 from rlsuite.loop.loggers import JSONL
+from rlsuite.ops.validators import counted
 
 TOP_LEVELS = 8  # buffer levels drawn by `rlsuite plot --levels`
 
@@ -112,7 +113,8 @@ def _plot_adaptation(run_dirs: list[str], out: pathlib.Path) -> dict:
         for saved in reversed(runs.saved_evaluations(pathlib.Path(run))):
             evaluated = json.loads(saved.read_text())
             if "adaptation" in evaluated:
-                trials = f"{evaluated['episodes']} trials per seed, {evaluated['actions']}"
+                trials = counted(evaluated["episodes"], "trial")
+                trials = f"{trials} per seed, {evaluated['actions']}"
                 print(
                     f"rlsuite plot: {run}: the adaptation curve of {saved.name} ({trials}), as "
                     "rlsuite eval saved it",

@@ -35,6 +35,7 @@ import tyro
 
 from rlsuite.environment.wrappers import TimeLimit, Wrapper
 from rlsuite.loop.files import derived
+from rlsuite.ops.validators import counted
 
 SUFFIXES = (".mp4", ".gif")
 FIRST_FRAME = "first-frame"  # the video's first frame: NAME.first-frame.png
@@ -98,8 +99,8 @@ def main(argv: list[str]) -> dict:
         "env_steps": env_steps,
     }
     print(
-        f"wrote {video} ({len(images)} frames: {args.episodes} episodes of seed "
-        f"{args.seed_index}, lengths {summary['lengths']}, returns "
+        f"wrote {video} ({counted(len(images), 'frame')}: {counted(args.episodes, 'episode')} "
+        f"of seed {args.seed_index}, lengths {summary['lengths']}, returns "
         f"{[round(r, 3) for r in summary['returns']]}) and {picture}"
     )
     return summary

@@ -46,6 +46,7 @@ from rlsuite.loop.mesh import check_mesh, context_mesh
 from rlsuite.loop.policy_evaluation import eval_summary, evaluate_policies
 from rlsuite.ops import footprint
 from rlsuite.ops.sharding import ENVS
+from rlsuite.ops.validators import counted
 
 
 def fit(
@@ -173,7 +174,7 @@ def _check_memory(agent, target, num_seeds: int, saves: bool) -> None:
     devices = [jax.devices()[0]] if mesh is None else list(mesh.devices.flat)
     devices = [d for d in devices if d.process_index == jax.process_index()]  # this process's
     need = footprint.tree_bytes(target)
-    what = f"{agent.name}: the learner state of {num_seeds} runs"
+    what = f"{agent.name}: the learner state of {counted(num_seeds, 'run')}"
     if saves and devices[0].platform == "cpu":
         # A checkpoint is saved from (and restored through) a host copy of the whole state: on
         # a CPU, in the same memory as the state.
@@ -248,7 +249,8 @@ def train_chunks(run: Prepared, callbacks: Callbacks) -> Trained:
     # next runs Python code, a weakref finaliser of XLA's included, which drops it (the run then
     # went on to its end). The run stops before its first chunk.
     with StopRequest() as stop:
-        _say(output, f"compiling the chunks ({len(chunk_lengths)} length(s) of updates)...")
+        lengths = counted(len(chunk_lengths), "length")
+        _say(output, f"compiling the chunks ({lengths} of updates)...")
         if chunk_lengths:  # (none left where a resume continues after the last checkpoint)
             states = steady_layout(
                 run.run, agent, states, hparams, min(chunk_lengths), hparams_axis, data
@@ -339,7 +341,7 @@ def _say(output: Output, text: str) -> None:
 def finish(run: Prepared, trained: Trained, final: Final) -> FitResult:
     """Evaluate every run's policy and write the summary (`final.json`, process 0)."""
     agent, schedule = run.agent, run.schedule
-    _say(run.output, f"evaluating {final.eval_episodes} episodes of each run...")
+    _say(run.output, f"evaluating {counted(final.eval_episodes, 'episode')} of each run...")
     eval_returns, trials = evaluate_policies(
         agent, trained.states, run.key_eval, final.eval_episodes, seeds=schedule.seeds_per_config
     )

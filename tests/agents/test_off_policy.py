@@ -353,7 +353,7 @@ def test_buffer_too_large_is_refused_before_allocation(tmp_path):
     # Small enough per run, too large for 2,000 runs: refused by fit before initialising. The
     # state is 7.6 TB; with checkpoints on a CPU, their host copy counts too: 15.2 TB.
     agent = td3.make(td3.TD3Config(buffer_size=10**8), env, params)
-    with pytest.raises(MemoryError, match=r"2000 runs with its checkpoint copy needs 15,2\d\d,"):
+    with pytest.raises(MemoryError, match=r"2,000 runs with its checkpoint copy needs 15,2\d\d,"):
         runner.fit(
             agent,
             jax.random.key(0),

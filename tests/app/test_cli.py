@@ -111,6 +111,14 @@ def test_eval_and_plot(run_dir, tmp_path):
     assert proc.returncode == 2 and "exists" in proc.stderr
 
 
+def test_an_evaluation_of_one_seed_and_one_episode_says_them_in_the_singular():
+    from rlsuite.app.evaluate import table
+
+    summary = {"run": "runs/a", "env_steps": 128, "episodes": 1, "actions": "greedy"}
+    text = table({**summary, "eval_return_per_seed": [9.0], "eval_return_mean": 9.0}, "seed")
+    assert text.startswith("evaluation of runs/a at 128 env steps: 1 seed, 1 episode each,")
+
+
 def test_a_finished_or_existing_run_is_left_alone(run_dir):
     before = (run_dir / "final.json").read_text()
     proc = rlsuite("train", "--resume", run_dir, "--no-progress")
@@ -480,7 +488,7 @@ def test_bad_input_is_refused_with_a_message_and_leaves_nothing_behind(tmp_path)
         "file": f"--out {tmp_path / 'afile' / 'x'}: {tmp_path / 'afile'} is a file",
         "env_twice": "--env is given 2 times (cartpole, pendulum); give it once",
         "wandb": "--wandb: MetricsLogger(wandb=True) needs the 'wandb' package",
-        "memory": "the learner state of 200000 runs with its checkpoint copy needs",
+        "memory": "the learner state of 200,000 runs with its checkpoint copy needs",
         "checkpoints": "checkpoints already holds checkpoints",
         "bad_json": f"{tmp_path / 'bad' / 'config.json'} is not valid JSON",
         "no_keys": "config.json lacks algo, env, num_seeds, config, hparams",
