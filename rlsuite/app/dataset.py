@@ -11,9 +11,9 @@ import sys
 import time
 
 import jax
-import tyro
 
 from rlsuite.agents import registry
+from rlsuite.app.argv import parse
 from rlsuite.app.errors import UsageError, choose
 from rlsuite.app.tuned import behaviour
 
@@ -58,7 +58,7 @@ def main(argv: list[str]) -> dict:
         raise SystemExit(0)
     if not argv or argv[0] != "collect":
         raise UsageError("dataset needs a subcommand: rlsuite dataset collect --help")
-    args = tyro.cli(CollectArgs, args=argv[1:], prog="rlsuite dataset collect")
+    args = parse(CollectArgs, argv[1:], "rlsuite dataset collect")
     choose("quality", args.quality, collect.QUALITIES)
     choose("behaviour algorithm", args.algo, ("sac", "td3"))
     out = check_new_file(args.out, overwrite=args.overwrite, hint=" or pass --overwrite")

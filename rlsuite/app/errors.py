@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import importlib.util
 import pathlib
+import re
 import sys
 import traceback
 
@@ -31,9 +32,40 @@ INPUT_ERRORS = (UsageError, ValueError, TypeError, FileExistsError, MemoryError)
 def choose(kind: str, name: str, allowed) -> None:
     """Refuse `name` unless it is one of `allowed`, naming the closest and every allowed value."""
     if name not in allowed:
-        close = difflib.get_close_matches(name, list(allowed), n=3)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        close = closest(name, allowed)
+        hint = f"; did you mean {close!r}?" if close else ""
         raise UsageError(f"unknown {kind} {name!r}{hint} (allowed: {', '.join(allowed)})")
+
+
+def closest(name: str, allowed) -> str | None:
+    """The allowed value that `name` most likely stands for, or None: one whose words' initials
+    it is (`--lr`: `--learning-rate`), else one whose words it begins, each in its place
+    (`--num-env`: `--num-envs`, `--learning`: `--learning-rate`), else the closest spelling
+    (difflib's, at least 0.6 alike); among several, the closest spelling. Words are parted by
+    `-`, `_`, `.` and `/`, and leading dashes are not compared."""
+    allowed, typed = list(allowed), _words(name)
+    joined = "".join(typed)
+
+    def initials(value: str) -> bool:
+        return "".join(w[0] for w in _words(value)) == joined
+
+    def begun(value: str) -> bool:
+        words = _words(value)
+        return len(words) >= len(typed) and all(
+            w.startswith(t) for w, t in zip(words, typed, strict=False)
+        )
+
+    for matches in (initials, begun):
+        found = [value for value in allowed if len(joined) > 1 and matches(value)]
+        if found:
+            return difflib.get_close_matches(name, found, n=1, cutoff=0.0)[0]
+    bare = {value.lstrip("-"): value for value in allowed}
+    close = difflib.get_close_matches(name.lstrip("-"), list(bare), n=1)
+    return bare[close[0]] if close else None
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in re.split(r"[-_./]+", name.lstrip("-").lower()) if w]
 
 
 def raised_here(error: BaseException, *files: str | pathlib.Path) -> bool:

@@ -26,6 +26,7 @@ import numpy as np
 import tyro
 
 from rlsuite.app import runs
+from rlsuite.app.argv import parse
 from rlsuite.app.errors import UsageError
 
 
@@ -47,7 +48,7 @@ def main(argv: list[str]) -> dict:
     from rlsuite.loop.files import check_new_file, write_json
     from rlsuite.loop.policy_evaluation import eval_summary, evaluate_policies
 
-    args = tyro.cli(EvalArgs, args=argv, prog="rlsuite eval")
+    args = parse(EvalArgs, argv, "rlsuite eval")
     if args.episodes < 1:
         raise UsageError("--episodes must be >= 1")
     out = pathlib.Path(args.run)

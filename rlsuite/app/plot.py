@@ -18,6 +18,7 @@ import numpy as np
 import tyro
 
 from rlsuite.app import runs
+from rlsuite.app.argv import parse
 from rlsuite.app.errors import UsageError
 from rlsuite.loop.divergence import DIVERGED
 from rlsuite.loop.loggers import JSONL
@@ -51,7 +52,7 @@ def main(argv: list[str]) -> dict:
     from rlsuite.loop.files import check_new_file
     from rlsuite.loop.loggers import read_metrics
 
-    args = tyro.cli(PlotArgs, args=argv, prog="rlsuite plot")
+    args = parse(PlotArgs, argv, "rlsuite plot")
     if args.bin_steps is not None and args.bin_steps < 1:
         raise UsageError(f"--bin-steps must be >= 1, got {args.bin_steps}")
     out = image_path(args.out)  # "curves" is "curves.png", as matplotlib would write it

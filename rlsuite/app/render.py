@@ -33,6 +33,7 @@ import jax
 import numpy as np
 import tyro
 
+from rlsuite.app.argv import parse
 from rlsuite.environment.wrappers import TimeLimit, Wrapper
 from rlsuite.loop.files import derived
 from rlsuite.ops.validators import counted
@@ -77,7 +78,7 @@ class Episodes(NamedTuple):
 def main(argv: list[str]) -> dict:
     from rlsuite.envs import rendering
 
-    args = tyro.cli(RenderArgs, args=argv, prog="rlsuite render")
+    args = parse(RenderArgs, argv, "rlsuite render")
     run = pathlib.Path(args.run)
     video = _check_args(args, run)
     picture = derived(video, FIRST_FRAME)

@@ -22,6 +22,7 @@ from typing import Any
 
 import tyro
 
+from rlsuite.app.argv import parse
 from rlsuite.app.plotting import curve, plot_runs
 from rlsuite.app.runs import env_label, read_json
 from rlsuite.loop.divergence import diverged_runs
@@ -249,7 +250,7 @@ class ReportArgs:
 
 def main(argv: list[str]) -> dict:
     """`rlsuite report RUN [--out PAGE.md] [--metric M]`."""
-    args = tyro.cli(ReportArgs, args=argv, prog="rlsuite report")
+    args = parse(ReportArgs, argv, "rlsuite report")
     written = write_report(args.run, args.out, args.metric)
     frame = f" and {written['frame']}" if written.get("frame") else ""
     print(f"wrote {written['page']}, {written['figure']}{frame}")

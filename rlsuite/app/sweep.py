@@ -30,7 +30,6 @@ configuration, read back by `rlsuite train --config`).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import itertools
 import math
 import pathlib
@@ -40,6 +39,7 @@ import numpy as np
 from rlsuite.app import runs, train
 from rlsuite.app.argv import CommandLine
 from rlsuite.app.batches import Sweep
+from rlsuite.app.errors import closest
 from rlsuite.loop.files import float32_value, write_json, write_text
 from rlsuite.ops.bootstrap import bootstrap_ci
 from rlsuite.ops.validators import counted
@@ -117,8 +117,8 @@ def check_fields(specs: list[Spec], algo) -> None:
                 "shapes the compiled program, so one vmapped call cannot vary it; sweep it with "
                 f"separate runs); a sweep varies {allowed}"
             )
-        close = difflib.get_close_matches(spec.field, hparams, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        close = closest(spec.field, hparams)
+        hint = f"; did you mean {close!r}?" if close else ""
         raise ValueError(f"--grid {spec.field} is not a hyperparameter{hint} ({allowed})")
 
 

@@ -20,7 +20,7 @@ import tyro
 
 from rlsuite.agents import registry
 from rlsuite.app import runs
-from rlsuite.app.argv import CommandLine, env_options, without_flags
+from rlsuite.app.argv import CommandLine, env_options, parse, without_flags
 from rlsuite.app.errors import UsageError, choose
 from rlsuite.app.startup import PROCESS_FLAGS
 from rlsuite.app.tuned import TUNED, tuned
@@ -265,7 +265,7 @@ def _parse(line: CommandLine, command: str):
         run = {k: given[k] for k in CONFIG_FILE_RUN_KEYS if k in given}
     hparams = algo.hparams_cls(**hparams)
     default = TrainArgs(config=config, hparams=hparams, env=env_name, dataset=dataset, **run)
-    args = tyro.cli(TrainArgs, args=argv, default=default, prog=f"rlsuite {command} {name}")
+    args = parse(TrainArgs, argv, f"rlsuite {command} {name}", default)
     return algo, args, env_name, options, made
 
 

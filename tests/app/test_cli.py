@@ -201,7 +201,12 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
             "hparams.learning_rate=-1.0; allowed: a value > 0",
         ),
         (["train", "ppo", "--num-minibatches", "3"], "must divide"),
-        (["train", "ppo", "--bogus", "1"], "Unrecognized options"),
+        (["train", "ppo", "--bogus", "1"], "unrecognized option --bogus (rlsuite train ppo --help"),
+        (
+            ["train", "pqn", "--lr", "0.1"],
+            "unrecognized option --lr; did you mean --learning-rate?",
+        ),
+        (["eval", "runs/a", "--episode", "3"], "option --episode; did you mean --episodes?"),
         (["train", "ppo", "--env", "point_mass", "--num-seeds", "0"], "must be >= 1"),
         (["train", "sac", "--env", "cartpole"], "sac handles bounded 1-D Box"),
         # The action space is refused before the masks (discrete actions with masks, to TD3).
@@ -241,6 +246,19 @@ def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path, monkeyp
     assert not (tmp_path / "runs").exists()  # nothing was written
 
 
+def test_a_suggestion_is_the_value_most_likely_meant():
+    from rlsuite.app.errors import closest
+
+    flags = ["--anneal-lr", "--learning-rate", "--num-envs", "--ent-coef", "--no-anneal-lr"]
+    assert closest("--lr", flags) == "--learning-rate"  # its words' initials
+    assert closest("--learning", flags) == "--learning-rate"  # a beginning
+    assert closest("--num-env", flags) == "--num-envs"  # each word's beginning
+    assert closest("--ent", flags) == "--ent-coef"
+    assert closest("--anneal-rl", flags) == "--anneal-lr"  # the closest spelling
+    assert closest("--zzz", flags) is None
+    assert closest("ppx", ["ppo", "sac"]) == "ppo" and closest("cartpol", ["cartpole"])
+
+
 def test_a_reader_that_stops_early_ends_the_command_quietly():
     """`rlsuite list algos | head -1`: the pipe closed before the command writes."""
     cmd = [sys.executable, "-m", "rlsuite.app.cli", "list", "algos"]
@@ -254,7 +272,7 @@ def test_bad_input_exits_2_from_the_command_line_too(tmp_path):
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert "did you mean 'cartpole'" in proc.stderr
     proc = rlsuite("train", "ppo", "--bogus", "1", cwd=tmp_path, timeout=120)
-    assert proc.returncode == 2 and "Unrecognized options" in proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "unrecognized option --bogus" in proc.stderr
     assert not (tmp_path / "runs").exists()
 
 
