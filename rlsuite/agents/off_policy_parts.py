@@ -107,6 +107,13 @@ class OffPolicyConfig(ReplayConfig):
     def __post_init__(self):
         super().__post_init__()
         check_positive_ints(self, ("n_step",))
+        steps = self.num_updates * self.collections_per_update  # of each environment
+        if self.n_step > steps:
+            raise ValueError(
+                f"{type(self).__name__}.n_step={self.n_step}: an item is stored once its "
+                f"environment has taken n_step steps, and the run takes {steps:,} of each "
+                f"(total_timesteps / num_envs); allowed: 1 to {steps:,}"
+            )
 
 
 class Actions(NamedTuple):

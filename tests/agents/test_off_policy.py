@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rlsuite import envs
-from rlsuite.agents import sac, td3
+from rlsuite.agents import dqn, sac, td3
 from rlsuite.agents.learner import Learner, gradient_steps
 from rlsuite.app.tuned import tuned
 from rlsuite.environment.wrappers import TimeLimit
@@ -361,6 +361,18 @@ def test_buffer_too_large_is_refused_before_allocation(tmp_path):
             output=runner.Output(out_dir=tmp_path, progress=False),
         )
     assert not any(tmp_path.iterdir())
+
+
+def test_an_n_step_the_run_cannot_use_is_refused_with_its_range():
+    """Beyond the steps each environment takes in the run no item is ever stored; beyond the
+    environment's time limit every item's return ends with its episode before n steps."""
+    with pytest.raises(ValueError, match=r"DQNConfig.n_step=300: .* allowed: 1 to 200$"):
+        dqn.DQNConfig(n_step=300, num_envs=10, total_timesteps=2_000)
+    dqn.DQNConfig(n_step=200, num_envs=10, total_timesteps=2_000)
+    with pytest.raises(ValueError, match=r"dqn: n_step=1000 .*CartPole.* allowed: 1 to 500$"):
+        dqn.make(dqn.DQNConfig(n_step=1000), *envs.make("cartpole"))
+    with pytest.raises(ValueError, match=r"sac: n_step=201 .* allowed: 1 to 200$"):
+        sac.make(sac.SACConfig(n_step=201), *envs.make("pendulum"))
 
 
 @pytest.mark.parametrize("algo", ["sac", "td3"])

@@ -218,6 +218,7 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
             "a replay buffer of 1,000,000,000,000 transitions needs 38,000,000,000,008 bytes",
         ),
         (["train", "td3", "--env", "pendulum", "--tau", "2"], "hparams.tau=2.0"),
+        (["train", "dqn", "--n-step", "1000"], "dqn: n_step=1000 is longer than CartPole's"),
         (["train", "ppo", "--cpu-devices", "0"], "--cpu-devices must be an integer >= 1"),
         (["train", "ppo", "--log-interval", "2.5"], "Error parsing --log-interval"),
         (["train", "ppo", "--seed", "99999999999999999999"], "--seed must be an integer from"),
