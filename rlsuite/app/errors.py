@@ -13,12 +13,14 @@ keeps its traceback (`raised_here`).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib.util
 import pathlib
 import re
 import sys
 import traceback
+import warnings
 
 
 class UsageError(ValueError):
@@ -68,6 +70,26 @@ def _words(name: str) -> list[str]:
     return [w for w in re.split(r"[-_./]+", name.lstrip("-").lower()) if w]
 
 
+@contextlib.contextmanager
+def said_warnings(prefix: str):
+    """Within it, a config's warning (`rlsuite.ops.validators.ConfigWarning`) is printed as one
+    line, `<prefix>: warning: ...` (`rlsuite train`, a script's name); any other as Python
+    prints it."""
+    from rlsuite.ops.validators import ConfigWarning
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, ConfigWarning):
+                print(f"{prefix}: warning: {message}", file=sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
+
+
 def raised_here(error: BaseException, *files: str | pathlib.Path) -> bool:
     """Whether `error` was raised in the suite's own code (`rlsuite`, `envs`) or in one of
     `files` (a script's): one of its checks refusing the input, reported in one line. One raised
@@ -113,7 +135,8 @@ def run_script(main, *args):
     as `rlsuite` does: an error that a check of the suite, or of the script itself, raised is
     printed as `<script>: error: <message>` and exits with status 2; Ctrl-C and a failed write
     (a full disk) are one line each too (exit status 130 and 1); any other keeps its traceback.
-    The compilation cache is on first (`rlsuite.loop.compile_cache`).
+    A config's warning is one line (`said_warnings`). The compilation cache is on first
+    (`rlsuite.loop.compile_cache`).
 
         if __name__ == "__main__":
             run_script(main, sys.argv[1:])
@@ -124,7 +147,8 @@ def run_script(main, *args):
     script = pathlib.Path(main.__code__.co_filename)
     use_compilation_cache()  # (RLSUITE_COMPILATION_CACHE=off: none)
     try:
-        return main(*args)
+        with said_warnings(script.name):
+            return main(*args)
     except INPUT_ERRORS as error:
         if not raised_here(error, script):
             raise

@@ -1,6 +1,7 @@
 """Validators: each raises a clear error naming the field and the values it allows, on concrete
 values, before anything is compiled (environment params, agents' configs and hyperparameters);
-and `counted`, a count said with its noun, for those messages and the lines the suite prints."""
+`ConfigWarning`, what a config warns of where a value is allowed but likely not meant; and
+`counted`, a count said with its noun, for those messages and the lines the suite prints."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from typing import Any
 
 import jax
 import numpy as np
+
+
+class ConfigWarning(UserWarning):
+    """A value a config allows that likely does not do what was meant (a run that ends before
+    it learns); `rlsuite` prints it as one line, `rlsuite TRAIN: warning: ...`."""
 
 
 def check_field(

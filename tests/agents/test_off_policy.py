@@ -2,6 +2,7 @@
 learning on Pendulum, seeds, resume with the buffer, memory refusal, bad input."""
 
 import dataclasses
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -15,6 +16,7 @@ from rlsuite.app.tuned import tuned
 from rlsuite.environment.wrappers import TimeLimit
 from rlsuite.loop import checkpoint, driver, runner
 from rlsuite.networks import QEnsemble
+from rlsuite.ops.validators import ConfigWarning
 from tests import fitting
 from tests.counter_env import Counter, CounterParams
 from tests.tiers import slow_but
@@ -373,6 +375,18 @@ def test_an_n_step_the_run_cannot_use_is_refused_with_its_range():
         dqn.make(dqn.DQNConfig(n_step=1000), *envs.make("cartpole"))
     with pytest.raises(ValueError, match=r"sac: n_step=201 .* allowed: 1 to 200$"):
         sac.make(sac.SACConfig(n_step=201), *envs.make("pendulum"))
+
+
+def test_a_run_that_ends_before_learning_starts_is_warned_of():
+    """Allowed (a run may only fill its buffer), but said: no gradient step will be taken."""
+    message = r"DQNConfig: the run takes 5,000 env steps, fewer than learning_starts=10,000: "
+    with pytest.warns(ConfigWarning, match=message + "it fills the replay buffer and takes no"):
+        dqn.DQNConfig(total_timesteps=5_000)
+    with pytest.warns(ConfigWarning, match="TD3Config: the run takes 996 env steps, fewer"):
+        td3.TD3Config(total_timesteps=999, num_envs=2, learning_starts=999)  # updates of 2 x 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dqn.DQNConfig(total_timesteps=10_000)  # learns on its last update
 
 
 @pytest.mark.parametrize("algo", ["sac", "td3"])

@@ -247,6 +247,17 @@ def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path, monkeyp
     assert not (tmp_path / "runs").exists()  # nothing was written
 
 
+def test_a_run_that_ends_before_learning_starts_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    """Said before anything is compiled (here --num-seeds 0 stops the run after the line)."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["train", "dqn", "--total-timesteps", "5000", "--num-seeds", "0"]
+    assert cli.main(argv) == 2
+    said = capsys.readouterr().err.splitlines()
+    assert said[0].startswith("rlsuite train: warning: DQNConfig: the run takes 5,000 env steps,")
+    assert said[0].endswith("(lower learning_starts or raise total_timesteps to learn)")
+    assert said[1].startswith("rlsuite train: error: --num-seeds") and len(said) == 2
+
+
 def test_a_suggestion_is_the_value_most_likely_meant():
     from rlsuite.app.errors import closest
 
