@@ -46,7 +46,7 @@ def main(argv: list[str]) -> dict:
     from rlsuite.environment.evaluations import reference_table
     from rlsuite.loop.divergence import Divergence
     from rlsuite.loop.files import check_new_file, write_json
-    from rlsuite.loop.policy_evaluation import eval_summary, evaluate_policies
+    from rlsuite.loop.policy_evaluation import check_evaluation, eval_summary, evaluate_policies
 
     args = parse(EvalArgs, argv, "rlsuite eval")
     if args.episodes < 1:
@@ -58,6 +58,7 @@ def main(argv: list[str]) -> dict:
     check_new_file(saved, overwrite=True)  # (the same settings compute the same result)
     built = runs.build(record)
     states, meta = runs.restore(out, record, built)
+    check_evaluation(built.agent, record.num_seeds, args.episodes)  # (the states: in memory)
     seeds = None if record.batch is None else record.batch.seeds_per_config
     returns, trials = evaluate_policies(
         built.agent, states, jax.random.key(args.seed), args.episodes, not args.stochastic, seeds

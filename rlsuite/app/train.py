@@ -157,6 +157,8 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
         check(algo, agent, args)
     mesh = None if args.mesh is None else runs.mesh_sizes(args.mesh, args.num_seeds, agent)
     steps = agent.config.num_updates * agent.env_steps_per_update
+    asked = getattr(args.config, "total_timesteps", None)
+    _check_rounding(algo.name, agent.env_steps_per_update, steps, asked)
     label, budget = runs.env_label(env_name, env_opts), f"{steps:,} env steps per seed"
     if line.value("--config") is None and not algo.offline:
         if (algo.name, env_name) in TUNED:  # what the run is: with the other lines it prints
@@ -169,7 +171,6 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
                 "tuned)",
                 file=sys.stderr,
             )
-    asked = getattr(args.config, "total_timesteps", None)
     if line.value("--total-timesteps") is not None and steps != asked:
         print(
             f"rlsuite {command}: note: the run takes {steps:,} env steps per seed, whole updates "
@@ -189,6 +190,18 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
         dataset = str(pathlib.Path(args.dataset).resolve())
         record = dataclasses.replace(record, dataset=dataset, dataset_sha256=sha)
     return runs.NewRun(args, agent, record, out, data)
+
+
+def _check_rounding(name: str, per_update: int, steps: int, asked: int | None) -> None:
+    """Refuse a run of whole updates that takes more than twice the steps asked for (a budget
+    below half an update, rounded up to one): the smallest budget is one update."""
+    if asked is not None and steps > 2 * asked:
+        raise UsageError(
+            f"--total-timesteps {asked:,} would be rounded up to {steps:,} env steps, more than "
+            f"twice as many: one update of {name} takes {per_update:,} (all environments "
+            f"together), the smallest budget; allowed: --total-timesteps >= "
+            f"{-(-per_update // 2):,}, or fewer environments or steps per update"
+        )
 
 
 def _made(algo: registry.Algorithm, config, env, env_params, env_name: str):

@@ -119,6 +119,17 @@ def test_an_evaluation_of_one_seed_and_one_episode_says_them_in_the_singular():
     assert text.startswith("evaluation of runs/a at 128 env steps: 1 seed, 1 episode each,")
 
 
+def test_an_evaluation_too_large_is_refused_before_it_compiles(run_dir, capsys):
+    """`rlsuite eval RUN --episodes N`: the batch of episodes is checked against the memory
+    once the run's states are read, and nothing is saved."""
+    before = sorted(run_dir.iterdir())
+    assert cli.main(["eval", str(run_dir), "--episodes", "1e11"]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("rlsuite eval: error: ppo: an evaluation of 100,000,000,000 episodes ")
+    assert "side by side in each of 2 runs needs 17,6" in said and "evaluate fewer" in said
+    assert sorted(run_dir.iterdir()) == before
+
+
 def test_a_finished_or_existing_run_is_left_alone(run_dir):
     before = (run_dir / "final.json").read_text()
     proc = rlsuite("train", "--resume", run_dir, "--no-progress")
@@ -230,6 +241,19 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
         (
             ["train", "pqn", "--total-timesteps", "3000000000", "--no-progress"],
             "pqn would take 3,000,000,000 steps per seed; a run counts its steps in 32-bit",
+        ),
+        # Sizes made large by the rollout: a budget below half an update, a rollout too large.
+        (
+            ["train", "pqn", "--num-envs", "100000000", "--total-timesteps", "2048"],
+            "--total-timesteps 2,048 would be rounded up to 6,400,000,000 env steps, more than "
+            "twice as many: one update of pqn takes 6,400,000,000 (all environments together), "
+            "the smallest budget; allowed: --total-timesteps >= 3,200,000,000,",
+        ),
+        (
+            ["train", "pqn", "--env", "gymnax/Breakout-MinAtar", "--num-envs", "100000"]
+            + ["--num-steps", "20000", "--total-timesteps", "2e9"],
+            "pqn: 1 run with each update's rollout of 2,000,000,000 env steps (observations "
+            "included) beside the learner state needs 6,4",
         ),
     ],
 )
