@@ -21,8 +21,9 @@ observation is a dict (`vision=True`: pixels from MJX's renderer) is refused by 
 take one array.
 
 `impl`: MJX's implementation, `"jax"` (XLA; the default, and the one that runs on a CPU) or
-`"warp"` (NVIDIA Warp kernels, for a GPU with `mujoco_warp` installed). Playground's own default,
-`warp`, compiles Warp kernels on a CPU; rlsuite asks for `jax` unless told otherwise.
+`"warp"` (NVIDIA Warp kernels, for a CUDA GPU with Warp installed; refused by name elsewhere,
+`usable_impls()`). Playground's own default, `warp`, compiles Warp kernels on a CPU; rlsuite asks
+for `jax` unless told otherwise.
 
 Physics as params: `PlaygroundParams` holds the model fields a researcher randomises, read from
 the task's model (`body_mass [nbody]`, `geom_friction [ngeom, 3]`, `dof_damping [nv]`,
@@ -75,7 +76,17 @@ from rlsuite.environment.spaces import Box
 from rlsuite.ops.validators import check_field
 
 IMPLS = ("jax", "warp")
-"""MJX implementations `PlaygroundEnv` accepts."""
+"""MJX implementations `PlaygroundEnv` accepts (those this platform runs: `usable_impls()`)."""
+
+
+def usable_impls() -> tuple[str, ...]:
+    """The `IMPLS` this platform runs: `warp` only on a CUDA GPU with NVIDIA Warp installed
+    (MJX's Warp kernels are CUDA's; on a CPU they fail inside the trace and the run hangs)."""
+    import importlib.util
+
+    warp = jax.default_backend() == "gpu" and importlib.util.find_spec("warp") is not None
+    return IMPLS if warp else ("jax",)
+
 
 _MENAGERIE = (
     "it loads its robot from MuJoCo Menagerie, which Playground downloads (git clone from "
@@ -189,6 +200,12 @@ class PlaygroundEnv(Environment):
             raise ValueError(f"unknown Playground task {task!r}; allowed: {', '.join(names)}")
         if impl not in IMPLS:
             raise ValueError(f"PlaygroundEnv: impl={impl!r}; allowed: {', '.join(IMPLS)}")
+        if impl not in usable_impls():
+            raise ValueError(
+                f"PlaygroundEnv: impl={impl!r} needs a CUDA GPU with NVIDIA Warp installed, and "
+                f"this platform is {jax.default_backend()}; allowed here: "
+                f"{', '.join(usable_impls())}"
+            )
         if not isinstance(randomize, bool):
             raise ValueError(f"PlaygroundEnv: randomize={randomize!r}; allowed: true or false")
         defaults = _flatten(suite.get_default_config(task).to_dict())

@@ -135,6 +135,13 @@ def make_agent(
             f"learn_period ({config.learn_period})"
         )
     items = td_items(config) if plugins.items is None else plugins.items
+    horizon = getattr(env, "max_episode_steps", None)
+    if horizon is not None and items.n_step > horizon:
+        raise ValueError(
+            f"{name}: n_step={items.n_step} is longer than {env.name}'s episodes (at most "
+            f"{horizon} steps), and an item's return ends with its episode; allowed: 1 to "
+            f"{horizon}"
+        )
     setup = Setup(
         config, env, env_params, learner, buffer, plugins.relabel, obs_shape, actions, items,
         num_masked,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -22,7 +23,7 @@ from rlsuite.environment.spaces import Discrete
 from rlsuite.environment.wrappers import RescaleAction
 from rlsuite.networks import TORSOS, activation_fn
 from rlsuite.ops import footprint
-from rlsuite.ops.validators import check_hidden_sizes, check_positive_ints
+from rlsuite.ops.validators import ConfigWarning, check_hidden_sizes, check_positive_ints
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +77,15 @@ class ReplayConfig:
             )
         check_hidden_sizes(self)
         activation_fn(self.activation)
+        steps = self.num_updates * self.num_envs * self.collections_per_update
+        if steps < self.learning_starts:  # allowed: a run may only fill its buffer
+            warnings.warn(
+                f"{name}: the run takes {steps:,} env steps, fewer than learning_starts="
+                f"{self.learning_starts:,}: it fills the replay buffer and takes no gradient "
+                "step (lower learning_starts or raise total_timesteps to learn)",
+                ConfigWarning,
+                stacklevel=3,
+            )
 
     @property
     def learn_period(self) -> int:
@@ -107,6 +117,13 @@ class OffPolicyConfig(ReplayConfig):
     def __post_init__(self):
         super().__post_init__()
         check_positive_ints(self, ("n_step",))
+        steps = self.num_updates * self.collections_per_update  # of each environment
+        if self.n_step > steps:
+            raise ValueError(
+                f"{type(self).__name__}.n_step={self.n_step}: an item is stored once its "
+                f"environment has taken n_step steps, and the run takes {steps:,} of each "
+                f"(total_timesteps / num_envs); allowed: 1 to {steps:,}"
+            )
 
 
 class Actions(NamedTuple):

@@ -1,4 +1,4 @@
-"""The command line's words read ahead of the parser (tyro reads the rest).
+"""The command line's words read ahead of the parser (tyro reads the rest), and the parser.
 
 A run command's words (`rlsuite train|sweep|pbt ...`) are read once, by `read`, into one
 `CommandLine`: the values of the flags in `AHEAD` and the `--env-option` words. `startup` takes
@@ -9,14 +9,20 @@ its options and its files before it builds the parser; neither reads the words a
     line.value("--env")          # "pendulum"; None where the flag is not given
     line.given("--help", "-h")   # a switch, in either form (--flag or --flag=...)
     line.parser_words()          # what tyro parses: the words, the options gathered at the end
+
+Every command parses its flags with `parse`: tyro, with integers read by `integer` (`1e5` is
+100000) and an unknown flag refused in one line with the flag most likely meant (`closest`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import decimal
+import functools
+import typing
 from collections.abc import Mapping
 
-from rlsuite.app.errors import UsageError
+from rlsuite.app.errors import UsageError, closest
 
 # The flags whose values are read ahead of the parser: the run's (`rlsuite.app.train`) and the
 # processes' and devices' (`rlsuite.app.startup`).
@@ -140,3 +146,88 @@ def without_flags(argv: list[str], flags: tuple[str, ...]) -> list[str]:
         elif arg.split("=")[0] not in flags:
             kept.append(arg)
     return kept
+
+
+def integer(text: str) -> int:
+    """An integer flag's value: an integer, or a number in scientific notation that is one
+    exactly (`1e5`, `1.5e6`); a `ValueError` for anything else (`1.5e-3`, `2.5`)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = decimal.Decimal(text.strip())
+    except decimal.InvalidOperation:
+        number = None
+    if number is None or not number.is_finite() or number != number.to_integral_value():
+        raise ValueError(
+            f"{text} is not an integer; allowed: an integer, written out or in scientific "
+            "notation (100000, 1e5)"
+        )
+    if number.adjusted() >= 100:  # (its digits would take long to write out)
+        raise ValueError(f"{text} is too large; allowed: an integer below 1e100")
+    return int(number)
+
+
+@functools.cache
+def _registry():
+    """tyro's rules with `integer` for every `int` (in tuples and optional values too)."""
+    from tyro.constructors import ConstructorRegistry, PrimitiveConstructorSpec
+
+    registry = ConstructorRegistry()
+
+    @registry.primitive_rule
+    def integers(info):
+        if info.type is not int:
+            return None
+        return PrimitiveConstructorSpec(
+            nargs=1,
+            metavar="INT",
+            instance_from_str=lambda words: integer(words[0]),
+            is_instance=lambda x: isinstance(x, int) and not isinstance(x, bool),
+            str_from_instance=lambda value: [str(value)],
+        )
+
+    return registry
+
+
+def parse(cls, words: list[str], prog: str, default=None):
+    """`cls` (a dataclass of flags) from `words` by tyro (`default`: the values the flags
+    change), integers read by `integer`. A word that is no flag of `cls` is refused in one line
+    with the flag most likely meant (`closest`)."""
+    import tyro
+
+    given = {} if default is None else {"default": default}
+    args, unknown = tyro.cli(
+        cls, args=words, prog=prog, registry=_registry(), return_unknown_args=True, **given
+    )
+    if unknown:
+        flags = [word.split("=", 1)[0] for word in unknown if word.startswith("--")]
+        word = flags[0] if flags else unknown[0]
+        close = closest(word, flag_names(cls)) if flags else None
+        hint = f"; did you mean {close}?" if close else ""
+        kind = "option" if flags else "argument"
+        raise UsageError(f"unrecognized {kind} {word}{hint} ({prog} --help lists them)")
+    return args
+
+
+def flag_names(cls) -> list[str]:
+    """The flags of a dataclass of flags as tyro names them: `--field-name` for each field (and
+    `--no-field-name` for a switch), a nested dataclass's prefixed by its name
+    (`--config.num-envs`) unless it omits it (`tyro.conf.OmitArgPrefixes`); the positional ones
+    are not flags."""
+    import tyro
+
+    hints = typing.get_type_hints(cls, include_extras=True)
+    names = ["--help"]
+    for field in dataclasses.fields(cls):
+        hint = hints[field.name]
+        annotated = typing.get_origin(hint) is typing.Annotated
+        inner, *marks = typing.get_args(hint) if annotated else (hint,)
+        if dataclasses.is_dataclass(inner):
+            prefix = "" if tyro.conf.OmitArgPrefixes in marks else f"{field.name}."
+            names += [f"--{prefix}{name[2:]}" for name in flag_names(inner)[1:]]
+        elif tyro.conf.Positional not in marks:
+            flag = field.name.replace("_", "-")
+            names += [f"--{flag}", f"--no-{flag}"] if inner is bool else [f"--{flag}"]
+    return names

@@ -45,7 +45,14 @@ import sys
 from rlsuite.agents import registry
 from rlsuite.app import argv as argv_words
 from rlsuite.app import startup
-from rlsuite.app.errors import INPUT_ERRORS, INTERRUPTED, choose, raised_here, stopped
+from rlsuite.app.errors import (
+    INPUT_ERRORS,
+    INTERRUPTED,
+    choose,
+    raised_here,
+    said_warnings,
+    stopped,
+)
 from rlsuite.loop.files import WriteError
 
 # Each command's module, whose `main(argv)` runs it (a run command's `main(line)`, its
@@ -90,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
         if command not in startup.PLAIN_COMMANDS:
             startup.start(command, line)  # processes and devices, before JAX starts
         module = importlib.import_module(f"rlsuite.app.{COMMANDS[command]}")
-        result = module.main(rest if line is None else line)
+        with said_warnings(f"rlsuite {command}"):
+            result = module.main(rest if line is None else line)
     except INPUT_ERRORS as error:
         if not raised_here(error):
             raise

@@ -12,10 +12,9 @@ import sys
 import time
 
 import jax
-import tyro
 
 from rlsuite.agents import registry
-from rlsuite.app.argv import env_options, read
+from rlsuite.app.argv import env_options, parse, read
 from rlsuite.app.errors import UsageError, choose
 from rlsuite.app.run_record import env_label
 from rlsuite.app.tuned import behaviour
@@ -66,7 +65,7 @@ def main(argv: list[str]) -> dict:
     if not argv or argv[0] != "collect":
         raise UsageError("dataset needs a subcommand: rlsuite dataset collect --help")
     line = read(argv[1:])  # the --env-option words gathered, as rlsuite train reads them
-    args = tyro.cli(CollectArgs, args=line.parser_words(), prog="rlsuite dataset collect")
+    args = parse(CollectArgs, list(line.parser_words()), "rlsuite dataset collect")
     choose("quality", args.quality, collect.QUALITIES)
     choose("behaviour algorithm", args.algo, ("sac", "td3"))
     out = check_new_file(args.out, overwrite=args.overwrite, hint=" or pass --overwrite")

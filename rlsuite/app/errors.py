@@ -13,11 +13,14 @@ keeps its traceback (`raised_here`).
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib.util
 import pathlib
+import re
 import sys
 import traceback
+import warnings
 
 
 class UsageError(ValueError):
@@ -31,9 +34,60 @@ INPUT_ERRORS = (UsageError, ValueError, TypeError, FileExistsError, MemoryError)
 def choose(kind: str, name: str, allowed) -> None:
     """Refuse `name` unless it is one of `allowed`, naming the closest and every allowed value."""
     if name not in allowed:
-        close = difflib.get_close_matches(name, list(allowed), n=3)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        close = closest(name, allowed)
+        hint = f"; did you mean {close!r}?" if close else ""
         raise UsageError(f"unknown {kind} {name!r}{hint} (allowed: {', '.join(allowed)})")
+
+
+def closest(name: str, allowed) -> str | None:
+    """The allowed value that `name` most likely stands for, or None: one whose words' initials
+    it is (`--lr`: `--learning-rate`), else one whose words it begins, each in its place
+    (`--num-env`: `--num-envs`, `--learning`: `--learning-rate`), else the closest spelling
+    (difflib's, at least 0.6 alike); among several, the closest spelling. Words are parted by
+    `-`, `_`, `.` and `/`, and leading dashes are not compared."""
+    allowed, typed = list(allowed), _words(name)
+    joined = "".join(typed)
+
+    def initials(value: str) -> bool:
+        return "".join(w[0] for w in _words(value)) == joined
+
+    def begun(value: str) -> bool:
+        words = _words(value)
+        return len(words) >= len(typed) and all(
+            w.startswith(t) for w, t in zip(words, typed, strict=False)
+        )
+
+    for matches in (initials, begun):
+        found = [value for value in allowed if len(joined) > 1 and matches(value)]
+        if found:
+            return difflib.get_close_matches(name, found, n=1, cutoff=0.0)[0]
+    bare = {value.lstrip("-"): value for value in allowed}
+    close = difflib.get_close_matches(name.lstrip("-"), list(bare), n=1)
+    return bare[close[0]] if close else None
+
+
+def _words(name: str) -> list[str]:
+    return [w for w in re.split(r"[-_./]+", name.lstrip("-").lower()) if w]
+
+
+@contextlib.contextmanager
+def said_warnings(prefix: str):
+    """Within it, a config's warning (`rlsuite.ops.validators.ConfigWarning`) is printed as one
+    line, `<prefix>: warning: ...` (`rlsuite train`, a script's name); any other as Python
+    prints it."""
+    from rlsuite.ops.validators import ConfigWarning
+
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if issubclass(category, ConfigWarning):
+                print(f"{prefix}: warning: {message}", file=sys.stderr)
+            else:
+                shown(message, category, filename, lineno, file, line)
+
+        warnings.showwarning = show
+        yield
 
 
 def raised_here(error: BaseException, *files: str | pathlib.Path) -> bool:
@@ -81,7 +135,8 @@ def run_script(main, *args):
     as `rlsuite` does: an error that a check of the suite, or of the script itself, raised is
     printed as `<script>: error: <message>` and exits with status 2; Ctrl-C and a failed write
     (a full disk) are one line each too (exit status 130 and 1); any other keeps its traceback.
-    The compilation cache is on first (`rlsuite.loop.compile_cache`).
+    A config's warning is one line (`said_warnings`). The compilation cache is on first
+    (`rlsuite.loop.compile_cache`).
 
         if __name__ == "__main__":
             run_script(main, sys.argv[1:])
@@ -92,7 +147,8 @@ def run_script(main, *args):
     script = pathlib.Path(main.__code__.co_filename)
     use_compilation_cache()  # (RLSUITE_COMPILATION_CACHE=off: none)
     try:
-        return main(*args)
+        with said_warnings(script.name):
+            return main(*args)
     except INPUT_ERRORS as error:
         if not raised_here(error, script):
             raise

@@ -26,6 +26,7 @@ import numpy as np
 import tyro
 
 from rlsuite.app import runs
+from rlsuite.app.argv import parse
 from rlsuite.app.errors import UsageError
 
 
@@ -45,9 +46,9 @@ def main(argv: list[str]) -> dict:
     from rlsuite.environment.evaluations import reference_table
     from rlsuite.loop.divergence import Divergence
     from rlsuite.loop.files import check_new_file, write_json
-    from rlsuite.loop.policy_evaluation import eval_summary, evaluate_policies
+    from rlsuite.loop.policy_evaluation import check_evaluation, eval_summary, evaluate_policies
 
-    args = tyro.cli(EvalArgs, args=argv, prog="rlsuite eval")
+    args = parse(EvalArgs, argv, "rlsuite eval")
     if args.episodes < 1:
         raise UsageError("--episodes must be >= 1")
     out = pathlib.Path(args.run)
@@ -57,6 +58,7 @@ def main(argv: list[str]) -> dict:
     check_new_file(saved, overwrite=True)  # (the same settings compute the same result)
     built = runs.build(record)
     states, meta = runs.restore(out, record, built)
+    check_evaluation(built.agent, record.num_seeds, args.episodes)  # (the states: in memory)
     seeds = None if record.batch is None else record.batch.seeds_per_config
     returns, trials = evaluate_policies(
         built.agent, states, jax.random.key(args.seed), args.episodes, not args.stochastic, seeds
@@ -91,6 +93,7 @@ def table(summary: dict, runs_word: str = "seeds") -> str:
     markdown table with a row per seed of every `*_per_seed` result and a row of their means
     with 95% percentile bootstrap intervals across seeds (a point, and said so, for one)."""
     from rlsuite.ops.bootstrap import bootstrap_ci
+    from rlsuite.ops.validators import counted
 
     results = {
         k.removesuffix("_per_seed"): np.asarray([np.nan if x is None else x for x in v], float)
@@ -104,7 +107,7 @@ def table(summary: dict, runs_word: str = "seeds") -> str:
     word = runs_word.removesuffix("s")
     lines = [
         f"evaluation of {summary['run']} at {summary['env_steps']:,} env steps: {count} "
-        f"{runs_word}, {summary['episodes']} episodes each, actions {how}",
+        f"{runs_word}, {counted(summary['episodes'], 'episode')} each, actions {how}",
         "",
         f"| {word} | " + " | ".join(results) + " |",
         "|---|" + "---:|" * len(results),

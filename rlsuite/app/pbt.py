@@ -35,6 +35,7 @@ from rlsuite.app.argv import CommandLine
 from rlsuite.app.batches import LINEAGE, Population
 from rlsuite.loop.divergence import diverged_runs
 from rlsuite.loop.files import write_json, write_text
+from rlsuite.ops.validators import counted
 
 FILES = ("pbt.md", "pbt.json")
 
@@ -137,8 +138,8 @@ def main(line: CommandLine) -> dict:
     run.record = dataclasses.replace(run.record, num_seeds=pbt.members * pbt.populations, batch=pbt)
     run.agent = pbt.agent(run.agent)
     print(
-        f"pbt: {pbt.populations} populations x {pbt.members} members of "
-        f"{', '.join(pbt.fields)} = {run.record.num_seeds} runs, one batch"
+        f"pbt: {counted(pbt.populations, 'population')} x {counted(pbt.members, 'member')} of "
+        f"{', '.join(pbt.fields)} = {counted(run.record.num_seeds, 'run')}, one batch"
         + ("" if pbt.exploit else " (no exploit: a random search)"),
         flush=True,
     )

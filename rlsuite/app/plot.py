@@ -18,9 +18,11 @@ import numpy as np
 import tyro
 
 from rlsuite.app import runs
+from rlsuite.app.argv import parse
 from rlsuite.app.errors import UsageError
 from rlsuite.loop.divergence import DIVERGED
 from rlsuite.loop.loggers import JSONL
+from rlsuite.ops.validators import counted
 
 TOP_LEVELS = 8  # buffer levels drawn by `rlsuite plot --levels`
 
@@ -52,7 +54,7 @@ def main(argv: list[str]) -> dict:
     from rlsuite.loop.files import check_new_file
     from rlsuite.loop.loggers import read_metrics
 
-    args = tyro.cli(PlotArgs, args=argv, prog="rlsuite plot")
+    args = parse(PlotArgs, argv, "rlsuite plot")
     if args.bin_steps is not None and args.bin_steps < 1:
         raise UsageError(f"--bin-steps must be >= 1, got {args.bin_steps}")
     out = image_path(args.out)  # "curves" is "curves.png", as matplotlib would write it
@@ -134,7 +136,7 @@ def _plot_adaptation(run_dirs: list[str], out: pathlib.Path) -> dict:
             )
         summary, source = found
         if source != final.name:
-            trials = f"{summary['episodes']} trials per seed, {summary['actions']}"
+            trials = f"{counted(summary['episodes'], 'trial')} per seed, {summary['actions']}"
             print(
                 f"rlsuite plot: {run}: the adaptation curve of {source} ({trials}), as "
                 "rlsuite eval saved it",
@@ -168,7 +170,7 @@ def held_out_panels(run: pathlib.Path, levels) -> tuple[list, list[str], str | N
     seeds, _, attempts = np.shape(summary["held_out"]["returns"])
     caption = (
         f"held-out levels: solve rates of {source} ({attempts} attempts per level and seed, "
-        f"{seeds} seed{'' if seeds == 1 else 's'})"
+        f"{counted(seeds, 'seed')})"
     )
     if source != "final.json":
         print(f"rlsuite plot: {run}: {caption}, as rlsuite eval saved it", file=sys.stderr)

@@ -33,8 +33,10 @@ import jax
 import numpy as np
 import tyro
 
+from rlsuite.app.argv import parse
 from rlsuite.environment.wrappers import TimeLimit, Wrapper
 from rlsuite.loop.files import derived
+from rlsuite.ops.validators import counted
 
 SUFFIXES = (".mp4", ".gif")
 FIRST_FRAME = "first-frame"  # the video's first frame: NAME.first-frame.png
@@ -76,7 +78,7 @@ class Episodes(NamedTuple):
 def main(argv: list[str]) -> dict:
     from rlsuite.envs import rendering
 
-    args = tyro.cli(RenderArgs, args=argv, prog="rlsuite render")
+    args = parse(RenderArgs, argv, "rlsuite render")
     run = pathlib.Path(args.run)
     video = _check_args(args, run)
     picture = derived(video, FIRST_FRAME)
@@ -98,8 +100,8 @@ def main(argv: list[str]) -> dict:
         "env_steps": env_steps,
     }
     print(
-        f"wrote {video} ({len(images)} frames: {args.episodes} episodes of seed "
-        f"{args.seed_index}, lengths {summary['lengths']}, returns "
+        f"wrote {video} ({counted(len(images), 'frame')}: {counted(args.episodes, 'episode')} "
+        f"of seed {args.seed_index}, lengths {summary['lengths']}, returns "
         f"{[round(r, 3) for r in summary['returns']]}) and {picture}"
     )
     return summary

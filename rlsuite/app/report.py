@@ -22,11 +22,13 @@ from typing import Any
 
 import tyro
 
+from rlsuite.app.argv import parse
 from rlsuite.app.plotting import curve, plot_runs
 from rlsuite.app.runs import env_label, read_json
 from rlsuite.loop.divergence import diverged_runs
 from rlsuite.loop.files import check_new_file, derived, write_text
 from rlsuite.loop.loggers import JSONL, read_metrics
+from rlsuite.ops.validators import counted
 
 SPEED_KEYS = ("wall_seconds", "compile_seconds")
 
@@ -206,13 +208,13 @@ def _evaluation(final: dict) -> str:
     rows = [(s, *[cell(n, s) for n in names]) for s in range(seeds)]
     rows.append(("mean", *[_number(final.get(f"{n}_mean")) for n in names]))
     episodes = final.get("eval_episodes")
-    note = f"\n\n{episodes} evaluation episodes per seed." if episodes else ""
+    note = f"\n\n{counted(episodes, 'evaluation episode')} per seed." if episodes else ""
     if gone:
         means = "the means are over the others" if len(gone) < seeds else "there is no mean"
         note += (
-            f" {len(gone)} of {seeds} seeds diverged (their parameters stopped being finite "
-            f"numbers, and the learning curve ends there): {means}, and sweep, pbt and stats "
-            "rank them last."
+            f" {len(gone)} of {counted(seeds, 'seed')} diverged (their parameters stopped being "
+            f"finite numbers, and the learning curve ends there): {means}, and sweep, pbt and "
+            "stats rank them last."
         )
     return _table(("seed", *names), rows) + note
 
@@ -275,7 +277,7 @@ class ReportArgs:
 
 def main(argv: list[str]) -> dict:
     """`rlsuite report RUN [--out PAGE.md] [--metric M]`."""
-    args = tyro.cli(ReportArgs, args=argv, prog="rlsuite report")
+    args = parse(ReportArgs, argv, "rlsuite report")
     written = write_report(args.run, args.out, args.metric)
     frame = f" and {written['frame']}" if written.get("frame") else ""
     print(f"wrote {written['page']}, {written['figure']}{frame}")

@@ -15,7 +15,7 @@ import pathlib
 import sys
 
 from rlsuite.app import runs
-from rlsuite.app.argv import CommandLine
+from rlsuite.app.argv import CommandLine, integer
 from rlsuite.app.errors import UsageError
 from rlsuite.loop.mesh import AXES
 from rlsuite.loop.platform import MATMUL_PRECISIONS
@@ -112,9 +112,18 @@ def _on_cpu() -> bool:
 
 
 def _cpu_devices(value: str) -> int:
-    if not value.isdigit() or int(value) < 1:
-        raise UsageError(f"--cpu-devices must be an integer >= 1, got {value!r}")
-    return int(value)
+    return _count(value, "--cpu-devices", 1)
+
+
+def _count(value: str, flag: str, minimum: int) -> int:
+    """A count read ahead of the parser (`rlsuite.app.argv.integer`), refused below `minimum`."""
+    try:
+        count = integer(value)
+    except ValueError:
+        count = None
+    if count is None or count < minimum:
+        raise UsageError(f"{flag} must be an integer >= {minimum}, got {value!r}")
+    return count
 
 
 def _mesh_devices(text: str) -> int | None:
@@ -132,9 +141,7 @@ def _processes(line: CommandLine) -> int | None:
     value = line.value("--num-processes") or os.environ.get("SLURM_NTASKS")
     if value is None:
         return 0
-    if not value.isdigit() or int(value) < 1:
-        raise UsageError(f"--num-processes must be an integer >= 1, got {value!r}")
-    return int(value)
+    return _count(value, "--num-processes", 1)
 
 
 def _initialize(line: CommandLine) -> None:
@@ -149,9 +156,7 @@ def _initialize(line: CommandLine) -> None:
     for flag, name in zip(PROCESS_FLAGS, names, strict=True):
         value = line.value(flag)
         if value is not None and name != "coordinator_address":
-            if not value.isdigit():
-                raise UsageError(f"{flag} must be an integer >= 0, got {value!r}")
-            value = int(value)
+            value = _count(value, flag, 0)
         values[name] = value
     timeout = line.value("--process-timeout") or "60"
     try:

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 import tyro
 
+from rlsuite.app.argv import parse
 from rlsuite.app.estimates import (
     METRIC_NAMES,
     interval_estimates,
@@ -174,7 +175,7 @@ def main(argv: list[str]) -> dict:
     """`rlsuite stats RUN... [--by METHOD,TASK] [--out DIR]`."""
     from rlsuite.app.errors import UsageError
 
-    args = tyro.cli(StatsArgs, args=argv, prog="rlsuite stats")
+    args = parse(StatsArgs, argv, "rlsuite stats")
     try:
         summary = report(
             args.runs,

@@ -30,7 +30,6 @@ configuration, read back by `rlsuite train --config`).
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import itertools
 import math
 import pathlib
@@ -40,8 +39,10 @@ import numpy as np
 from rlsuite.app import runs, train
 from rlsuite.app.argv import CommandLine
 from rlsuite.app.batches import Sweep
+from rlsuite.app.errors import closest
 from rlsuite.loop.files import float32_value, write_json, write_text
 from rlsuite.ops.bootstrap import bootstrap_ci
+from rlsuite.ops.validators import counted
 
 FILES = ("sweep.md", "sweep.json", "best.json")
 METRICS = ("eval_return", "normalized_score")  # a per-seed value of final.json, best the highest
@@ -116,8 +117,8 @@ def check_fields(specs: list[Spec], algo) -> None:
                 "shapes the compiled program, so one vmapped call cannot vary it; sweep it with "
                 f"separate runs); a sweep varies {allowed}"
             )
-        close = difflib.get_close_matches(spec.field, hparams, n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        close = closest(spec.field, hparams)
+        hint = f"; did you mean {close!r}?" if close else ""
         raise ValueError(f"--grid {spec.field} is not a hyperparameter{hint} ({allowed})")
 
 
@@ -217,8 +218,8 @@ def main(line: CommandLine) -> dict:
     num_runs = len(sweep.configs) * sweep.seeds
     run.record = dataclasses.replace(run.record, num_seeds=num_runs, batch=sweep)
     print(
-        f"sweep: {len(sweep.configs)} configurations of {', '.join(sweep.fields)} x "
-        f"{sweep.seeds} seeds = {num_runs} runs, one batch",
+        f"sweep: {counted(len(sweep.configs), 'configuration')} of {', '.join(sweep.fields)} "
+        f"x {counted(sweep.seeds, 'seed')} = {counted(num_runs, 'run')}, one batch",
         flush=True,
     )
     summary = runs.start(run)
@@ -304,8 +305,8 @@ def write_results(out: pathlib.Path, record: runs.RunRecord, summary: dict) -> d
     """Write `sweep.md`, `sweep.json` and `best.json` into `out`; print the table."""
     table = results(record.batch, summary)
     title = (
-        f"{record.algo} on {record.env_label}: {len(table['rows'])} configurations x "
-        f"{table['seeds']} seeds ({table['search']} search)"
+        f"{record.algo} on {record.env_label}: {counted(len(table['rows']), 'configuration')} x "
+        f"{counted(table['seeds'], 'seed')} ({table['search']} search)"
     )
     text = markdown(table, title)
     best = best_config(record, table)

@@ -20,7 +20,7 @@ import tyro
 
 from rlsuite.agents import registry
 from rlsuite.app import runs
-from rlsuite.app.argv import CommandLine, env_options, without_flags
+from rlsuite.app.argv import CommandLine, env_options, parse, without_flags
 from rlsuite.app.errors import UsageError, choose
 from rlsuite.app.startup import PROCESS_FLAGS
 from rlsuite.app.tuned import TUNED, tuned
@@ -158,16 +158,13 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
         or f"runs/{prefix}{algo.name}_{_file_word(env_name)}_{time.strftime('%Y%m%d-%H%M%S')}"
     )
     runs.check_out(out)
-    if env.has_action_mask and not algo.reads_action_mask:
-        raise UsageError(
-            f"{env_name} has action masks and {algo.name} does not read them (it would take "
-            f"masked actions); the algorithms that do: {', '.join(registry.mask_readers())}"
-        )
-    agent = algo.make(args.config, env, env_params)  # (its hparams: checked once, by runner.fit)
+    agent = _made(algo, args.config, env, env_params, env_name)
     if check is not None:
         check(algo, agent, args)
     mesh = None if args.mesh is None else runs.mesh_sizes(args.mesh, args.num_seeds, agent)
     steps = agent.config.num_updates * agent.env_steps_per_update
+    asked = getattr(args.config, "total_timesteps", None)
+    _check_rounding(algo.name, agent.env_steps_per_update, steps, asked)
     label, budget = runs.env_label(env_name, env_opts), f"{steps:,} env steps per seed"
     if line.value("--config") is None and not algo.offline:
         if (algo.name, env_name) in TUNED:  # what the run is: with the other lines it prints
@@ -180,7 +177,6 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
                 "tuned)",
                 file=sys.stderr,
             )
-    asked = getattr(args.config, "total_timesteps", None)
     if line.value("--total-timesteps") is not None and steps != asked:
         print(
             f"rlsuite {command}: note: the run takes {steps:,} env steps per seed, whole updates "
@@ -200,6 +196,38 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
         dataset = str(pathlib.Path(args.dataset).resolve())
         record = dataclasses.replace(record, dataset=dataset, dataset_sha256=sha)
     return runs.NewRun(args, agent, record, out, data)
+
+
+def _check_rounding(name: str, per_update: int, steps: int, asked: int | None) -> None:
+    """Refuse a run of whole updates that takes more than twice the steps asked for (a budget
+    below half an update, rounded up to one): the smallest budget is one update."""
+    if asked is not None and steps > 2 * asked:
+        raise UsageError(
+            f"--total-timesteps {asked:,} would be rounded up to {steps:,} env steps, more than "
+            f"twice as many: one update of {name} takes {per_update:,} (all environments "
+            f"together), the smallest budget; allowed: --total-timesteps >= "
+            f"{-(-per_update // 2):,}, or fewer environments or steps per update"
+        )
+
+
+def _made(algo: registry.Algorithm, config, env, env_params, env_name: str):
+    """The run's agent (its hparams are checked once, by `runner.fit`). The family's own
+    refusals come first (an action space it does not handle), then an environment with action
+    masks for a family that does not read them, naming the families that do."""
+    from rlsuite.environment.masks import MasksNotRead
+
+    unread = env.has_action_mask and not algo.reads_action_mask
+    try:
+        agent = algo.make(config, env, env_params)
+    except MasksNotRead:
+        if not unread:
+            raise
+    if unread:
+        raise UsageError(
+            f"{env_name} has action masks and {algo.name} does not read them (it would take "
+            f"masked actions); the algorithms that do: {', '.join(registry.mask_readers())}"
+        )
+    return agent
 
 
 def _file_word(env_name: str) -> str:
@@ -256,7 +284,7 @@ def _parse(line: CommandLine, command: str):
         run = {k: given[k] for k in CONFIG_FILE_RUN_KEYS if k in given}
     hparams = algo.hparams_cls(**hparams)
     default = TrainArgs(config=config, hparams=hparams, env=env_name, dataset=dataset, **run)
-    args = tyro.cli(TrainArgs, args=argv, default=default, prog=f"rlsuite {command} {name}")
+    args = parse(TrainArgs, argv, f"rlsuite {command} {name}", default)
     return algo, args, env_name, options, made
 
 

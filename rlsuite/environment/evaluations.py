@@ -396,17 +396,18 @@ def reference_table(references: list[Reference], summary: dict, runs_word: str =
             None,
             summary.get("eval_regret_mean"),
             None,
-            f"mean over {_count(summary, runs_word)} of {summary['episodes']} trials each",
+            f"mean over {_counted(len(summary.get('eval_return_per_seed') or []), runs_word)} "
+            f"of {_counted(summary['episodes'], 'trials')} each",
         ),
     ]
     lines += [row(*r) for r in references]
     return "\n".join(lines)
 
 
-def _count(summary: dict, runs_word: str) -> str:
-    """`2 seeds`, `1 seed`: the runs of an evaluation's summary, counted."""
-    count = len(summary.get("eval_return_per_seed") or [])
-    return f"{count} {runs_word if count != 1 else runs_word.removesuffix('s')}"
+def _counted(count: int, nouns: str) -> str:
+    """`2 seeds`, `1 seed`: `count` with its noun (`nouns`, the plural), singular for one (as
+    `rlsuite.ops.validators.counted`, which this layer does not import)."""
+    return f"{count} {nouns if count != 1 else nouns.removesuffix('s')}"
 
 
 def solve_rate_table(names, returns) -> str:

@@ -95,11 +95,15 @@ def uniform_legal(key: jax.Array, mask: jax.Array, dtype: Any = jnp.int32) -> ja
     return jax.random.categorical(key, logits).astype(dtype)
 
 
+class MasksNotRead(ValueError):
+    """An environment with masks bound to an agent that does not read them (`require_reader`)."""
+
+
 def require_reader(env: Any, agent_name: str, reads: bool) -> None:
-    """Refuse to bind an agent that does not read masks (`reads` False) to an environment that
-    has them: it would take masked actions."""
+    """Refuse (`MasksNotRead`) to bind an agent that does not read masks (`reads` False) to an
+    environment that has them: it would take masked actions."""
     if env.has_action_mask and not reads:
-        raise ValueError(
+        raise MasksNotRead(
             f"{env.name} has action masks and {agent_name} does not read them "
             f"(Agent.reads_action_mask is False); the families that do: "
             f"rlsuite.agents.registry.mask_readers()"

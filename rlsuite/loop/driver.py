@@ -258,6 +258,14 @@ def run_keys(key: jax.Array, num_runs: int, seeds: int | None = None) -> jax.Arr
     return jnp.tile(jax.random.split(key, seeds), num_runs // seeds)
 
 
+def run_devices(num_runs: int) -> list:
+    """This process's devices the runs are spread over (`run_mesh`; the default device where
+    that is none), on which their memory is checked (`rlsuite.ops.footprint.check_fits`)."""
+    mesh = run_mesh(num_runs)
+    devices = [jax.devices()[0]] if mesh is None else list(mesh.devices.flat)
+    return [d for d in devices if d.process_index == jax.process_index()]
+
+
 def run_mesh(num_runs: int) -> Any:
     """The mesh the runs are spread over: the suite's context mesh (`RUNS` x `ENVS`, set with
     `jax.set_mesh(rlsuite.loop.mesh.make_mesh(...))`; its `RUNS` size must divide `num_runs`),

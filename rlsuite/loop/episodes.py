@@ -36,6 +36,7 @@ from rlsuite.loop.rollout import (
     reset_batch,
     reset_carry,
 )
+from rlsuite.ops import footprint
 from rlsuite.ops.bootstrap import bootstrap_ci
 from rlsuite.ops.validators import check_int
 
@@ -73,6 +74,15 @@ class _Run(NamedTuple):
     finished: jax.Array
     sums: dict  # {info key: the key summed over the episode's steps}
     last: dict  # {info key: the key at the episode's last step}
+
+
+def episode_bytes(env: Environment, env_params: Any) -> int:
+    """Bytes one episode takes in a batch played side by side (`evaluate` and the others): its
+    environment state and observation, twice (the step reads one and writes the next), from the
+    shapes of a reset (`jax.eval_shape`: nothing computed). A lower bound: what a step computes
+    on the way is left out."""
+    reset = jax.eval_shape(lambda key: env.reset(key, env_params), jax.random.key(0))
+    return 2 * footprint.tree_bytes(reset)
 
 
 def _max_steps(env: Environment, max_steps: int | None, caller: str) -> int:

@@ -67,11 +67,13 @@ class StopRequest:
 
 class Progress:
     """A rich progress bar over one run's environment steps; the rate counts all runs' steps
-    (as `final.json` does). A no-op when disabled."""
+    (as `final.json` does), and the return is the last chunk's episodic return, averaged over
+    the runs and the updates in which episodes ended (the one before where none did; `-` before
+    the first). A no-op when disabled."""
 
     def __init__(self, enabled: bool, total: int, completed: int, num_runs: int):
         self.enabled, self.total, self.completed = enabled, total, completed
-        self.num_runs = num_runs
+        self.num_runs, self.ret = num_runs, "-"
 
     def __enter__(self):
         if self.enabled:
@@ -92,13 +94,15 @@ class Progress:
         return self
 
     def advance(self, completed: int, returns: np.ndarray | None) -> None:
+        """To `completed` steps, with the chunk's episodic returns `[runs, updates]` (NaN at an
+        update where no episode ended: most of them, where an update takes a few steps)."""
         if not self.enabled:
             return
         rate = self.num_runs * (completed - self.s0) / max(time.perf_counter() - self.t0, 1e-9)
-        ret = "-"
-        if returns is not None and np.isfinite(returns[:, -1]).any():
-            ret = f"{np.nanmean(returns[:, -1]):.1f}"
-        self.progress.update(self.task, completed=completed, rate=f"{rate:,.0f} steps/s", ret=ret)
+        if returns is not None and np.isfinite(returns).any():
+            self.ret = f"{np.nanmean(returns):.1f}"
+        rate = f"{rate:,.0f} steps/s"
+        self.progress.update(self.task, completed=completed, rate=rate, ret=self.ret)
 
     def __exit__(self, *exc):
         if self.enabled:

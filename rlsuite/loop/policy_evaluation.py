@@ -18,7 +18,9 @@ from rlsuite.environment.evaluations import EpisodesResult, TrialsResult
 from rlsuite.environment.meta import info_keys
 from rlsuite.loop import driver
 from rlsuite.loop.distributed import to_host
-from rlsuite.loop.episodes import adaptation_curve
+from rlsuite.loop.episodes import adaptation_curve, episode_bytes
+from rlsuite.ops import footprint
+from rlsuite.ops.validators import counted
 
 
 class Evaluator:
@@ -105,6 +107,20 @@ def evaluate_policies(
     evaluation adds (`agent.env.evaluation`: goal success, the adaptation curve of trials,
     held-out levels, ...). Each run's key is `driver.run_keys(key, num_runs, seeds)[i]`."""
     return agent.env.evaluation(Evaluator(agent, states, key, episodes, deterministic, seeds))
+
+
+def check_evaluation(agent, num_runs: int, episodes: int, beside: int = 0) -> None:
+    """Refuse (`MemoryError`, stating the bytes) an evaluation of `episodes` per run whose
+    episodes, played side by side (`rlsuite.loop.episodes.episode_bytes` each), would not fit in
+    the memory of the runs' devices with `beside` bytes more (the learner states of a run that
+    has not allocated them yet); before anything is compiled."""
+    need = num_runs * episodes * episode_bytes(agent.env, agent.env_params)
+    what = (
+        f"{agent.name}: an evaluation of {counted(episodes, 'episode')} side by side in each of "
+        f"{counted(num_runs, 'run')}" + (", beside the learner state" if beside else "")
+    )
+    devices = driver.run_devices(num_runs)
+    footprint.check_fits(beside + need, what, hint="evaluate fewer episodes", devices=devices)
 
 
 def eval_summary(eval_returns: np.ndarray, reference_returns=None) -> dict:

@@ -42,7 +42,7 @@ import jax.numpy as jnp
 
 from rlsuite.data.transition import Transition
 from rlsuite.environment import Environment, StepResult, auto_reset, masks, select, split_step_key
-from rlsuite.ops import batching
+from rlsuite.ops import batching, footprint
 from rlsuite.ops.sharding import split_envs
 
 Policy = Callable[[jax.Array, Any], tuple[jax.Array, dict]]
@@ -231,3 +231,13 @@ def rollout(
         return split_envs((EnvBatch(state, obs, carry, batch.params), transition))
 
     return jax.lax.scan(one_step, batch, jax.random.split(key, num_steps))
+
+
+def transition_bytes(env: Environment, env_params: Any) -> int:
+    """Bytes one environment step adds to a rollout's `Transition`: its observation and next
+    observation, action, reward and the two flags, from the spaces alone (nothing traced); the
+    policy's extras and the info are left out, so a rollout of N steps needs at least N times
+    this (checked before a run allocates it: `rlsuite.loop.runner`)."""
+    obs, action = env.observation_space(env_params), env.action_space(env_params)
+    shapes = [jax.ShapeDtypeStruct(space.shape, space.dtype) for space in (obs, obs, action)]
+    return footprint.tree_bytes(shapes) + jnp.dtype(jnp.float32).itemsize + 2  # reward, flags

@@ -43,9 +43,11 @@ from rlsuite.loop.fit_spec import chunk_length as chunk_length
 from rlsuite.loop.interrupts import Interrupted, Progress, StopRequest, Where
 from rlsuite.loop.loggers import MetricsLogger
 from rlsuite.loop.mesh import check_mesh, context_mesh
-from rlsuite.loop.policy_evaluation import eval_summary, evaluate_policies
+from rlsuite.loop.policy_evaluation import check_evaluation, eval_summary, evaluate_policies
+from rlsuite.loop.rollout import transition_bytes
 from rlsuite.ops import footprint
 from rlsuite.ops.sharding import ENVS
+from rlsuite.ops.validators import counted
 
 
 def fit(
@@ -153,7 +155,7 @@ def prepare(agent, key, hparams, schedule: Schedule, output: Output, final: Fina
     # The state is donated: a replay buffer in it is updated in place, not copied per chunk.
     run = jax.jit(driver.run_batch, static_argnums=(0, 3, 4), donate_argnums=(1,))
     target = jax.eval_shape(init, agent, keys, hparams, schedule.hparams_axis, data)
-    _check_memory(agent, target, schedule.num_seeds, output.out_dir is not None)
+    _check_memory(agent, target, schedule.num_seeds, output.out_dir is not None, final, data)
     prepared = Prepared(
         agent, hparams, data, schedule, output, metadata, None, 0, key_eval, run
     )  # fmt: skip
@@ -167,18 +169,29 @@ def prepare(agent, key, hparams, schedule: Schedule, output: Output, final: Fina
     return prepared
 
 
-def _check_memory(agent, target, num_seeds: int, saves: bool) -> None:
-    """Refuse a learner state that does not fit in the memory of this process's devices."""
-    mesh = driver.run_mesh(num_seeds)
-    devices = [jax.devices()[0]] if mesh is None else list(mesh.devices.flat)
-    devices = [d for d in devices if d.process_index == jax.process_index()]  # this process's
-    need = footprint.tree_bytes(target)
-    what = f"{agent.name}: the learner state of {num_seeds} runs"
+def _check_memory(agent, target, num_seeds: int, saves: bool, final: Final, data) -> None:
+    """Refuse a run whose learner state, or that state with what it allocates beside it (each
+    update's rollouts, the final evaluation's episodes), does not fit in the memory of this
+    process's devices: the sizes that grow with the environments, their steps per update and
+    the evaluation episodes, checked before anything is compiled."""
+    devices = driver.run_devices(num_seeds)
+    state = footprint.tree_bytes(target)
+    need, what = state, f"{agent.name}: the learner state of {counted(num_seeds, 'run')}"
     if saves and devices[0].platform == "cpu":
         # A checkpoint is saved from (and restored through) a host copy of the whole state: on
         # a CPU, in the same memory as the state.
         need, what = 2 * need, f"{what} with its checkpoint copy"
     footprint.check_fits(need, what, hint="use fewer seeds or a smaller buffer", devices=devices)
+    if data is None:  # an online agent: each update collects its env steps (at least)
+        steps = agent.env_steps_per_update
+        rollouts = num_seeds * steps * transition_bytes(agent.env, agent.env_params)
+        what = (
+            f"{agent.name}: {counted(num_seeds, 'run')} with each update's rollout of "
+            f"{counted(steps, 'env step')} (observations included) beside the learner state"
+        )
+        hint = "use fewer environments or steps per update (or fewer seeds)"
+        footprint.check_fits(state + rollouts, what, hint=hint, devices=devices)
+    check_evaluation(agent, num_seeds, final.eval_episodes, beside=state)
 
 
 def _restore(run: Prepared, target, extra: tuple) -> tuple[Any, int, list | None] | None:
@@ -248,7 +261,8 @@ def train_chunks(run: Prepared, callbacks: Callbacks) -> Trained:
     # next runs Python code, a weakref finaliser of XLA's included, which drops it (the run then
     # went on to its end). The run stops before its first chunk.
     with StopRequest() as stop:
-        _say(output, f"compiling the chunks ({len(chunk_lengths)} length(s) of updates)...")
+        lengths = counted(len(chunk_lengths), "length")
+        _say(output, f"compiling the chunks ({lengths} of updates)...")
         if chunk_lengths:  # (none left where a resume continues after the last checkpoint)
             states = steady_layout(
                 run.run, agent, states, hparams, min(chunk_lengths), hparams_axis, data
@@ -339,7 +353,7 @@ def _say(output: Output, text: str) -> None:
 def finish(run: Prepared, trained: Trained, final: Final) -> FitResult:
     """Evaluate every run's policy and write the summary (`final.json`, process 0)."""
     agent, schedule = run.agent, run.schedule
-    _say(run.output, f"evaluating {final.eval_episodes} episodes of each run...")
+    _say(run.output, f"evaluating {counted(final.eval_episodes, 'episode')} of each run...")
     eval_returns, trials = evaluate_policies(
         agent, trained.states, run.key_eval, final.eval_episodes, seeds=schedule.seeds_per_config
     )

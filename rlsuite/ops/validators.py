@@ -1,5 +1,7 @@
 """Validators: each raises a clear error naming the field and the values it allows, on concrete
-values, before anything is compiled (environment params, agents' configs and hyperparameters)."""
+values, before anything is compiled (environment params, agents' configs and hyperparameters);
+`ConfigWarning`, what a config warns of where a value is allowed but likely not meant; and
+`counted`, a count said with its noun, for those messages and the lines the suite prints."""
 
 from __future__ import annotations
 
@@ -9,6 +11,11 @@ from typing import Any
 
 import jax
 import numpy as np
+
+
+class ConfigWarning(UserWarning):
+    """A value a config allows that likely does not do what was meant (a run that ends before
+    it learns); `rlsuite` prints it as one line, `rlsuite TRAIN: warning: ...`."""
 
 
 def check_field(
@@ -87,3 +94,9 @@ def check_int(value: Any, name: str, minimum: int = 1, owner: str = "") -> None:
     if not valid or value < minimum:
         where = f"{owner}: " if owner else ""
         raise ValueError(f"{where}{name} must be an integer >= {minimum}, got {value!r}")
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """`count` with its noun, singular for one: `1 episode`, `3 episodes`, `2,000 updates`
+    (`plural`: where it is not the noun and an s)."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"

@@ -2,6 +2,7 @@
 learning on Pendulum, seeds, resume with the buffer, memory refusal, bad input."""
 
 import dataclasses
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -9,12 +10,13 @@ import numpy as np
 import pytest
 
 from rlsuite import envs
-from rlsuite.agents import sac, td3
+from rlsuite.agents import dqn, sac, td3
 from rlsuite.agents.learner import Learner, gradient_steps
 from rlsuite.app.tuned import tuned
 from rlsuite.environment.wrappers import TimeLimit
 from rlsuite.loop import checkpoint, driver, runner
 from rlsuite.networks import QEnsemble
+from rlsuite.ops.validators import ConfigWarning
 from tests import fitting
 from tests.counter_env import Counter, CounterParams
 from tests.tiers import slow_but
@@ -353,7 +355,7 @@ def test_buffer_too_large_is_refused_before_allocation(tmp_path):
     # Small enough per run, too large for 2,000 runs: refused by fit before initialising. The
     # state is 7.6 TB; with checkpoints on a CPU, their host copy counts too: 15.2 TB.
     agent = td3.make(td3.TD3Config(buffer_size=10**8), env, params)
-    with pytest.raises(MemoryError, match=r"2000 runs with its checkpoint copy needs 15,2\d\d,"):
+    with pytest.raises(MemoryError, match=r"2,000 runs with its checkpoint copy needs 15,2\d\d,"):
         runner.fit(
             agent,
             jax.random.key(0),
@@ -361,6 +363,30 @@ def test_buffer_too_large_is_refused_before_allocation(tmp_path):
             output=runner.Output(out_dir=tmp_path, progress=False),
         )
     assert not any(tmp_path.iterdir())
+
+
+def test_an_n_step_the_run_cannot_use_is_refused_with_its_range():
+    """Beyond the steps each environment takes in the run no item is ever stored; beyond the
+    environment's time limit every item's return ends with its episode before n steps."""
+    with pytest.raises(ValueError, match=r"DQNConfig.n_step=300: .* allowed: 1 to 200$"):
+        dqn.DQNConfig(n_step=300, num_envs=10, total_timesteps=2_000)
+    dqn.DQNConfig(n_step=200, num_envs=10, total_timesteps=2_000)
+    with pytest.raises(ValueError, match=r"dqn: n_step=1000 .*CartPole.* allowed: 1 to 500$"):
+        dqn.make(dqn.DQNConfig(n_step=1000), *envs.make("cartpole"))
+    with pytest.raises(ValueError, match=r"sac: n_step=201 .* allowed: 1 to 200$"):
+        sac.make(sac.SACConfig(n_step=201), *envs.make("pendulum"))
+
+
+def test_a_run_that_ends_before_learning_starts_is_warned_of():
+    """Allowed (a run may only fill its buffer), but said: no gradient step will be taken."""
+    message = r"DQNConfig: the run takes 5,000 env steps, fewer than learning_starts=10,000: "
+    with pytest.warns(ConfigWarning, match=message + "it fills the replay buffer and takes no"):
+        dqn.DQNConfig(total_timesteps=5_000)
+    with pytest.warns(ConfigWarning, match="TD3Config: the run takes 996 env steps, fewer"):
+        td3.TD3Config(total_timesteps=999, num_envs=2, learning_starts=999)  # updates of 2 x 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        dqn.DQNConfig(total_timesteps=10_000)  # learns on its last update
 
 
 @pytest.mark.parametrize("algo", ["sac", "td3"])

@@ -56,3 +56,37 @@ def test_a_run_command_line_read_once_into_one_value():
         line.value("--num-seeds")
     with pytest.raises(ValueError, match="--mesh is given 2 times"):
         argv.read(["ppo", "--mesh", "runs=1", "--mesh=runs=2"])
+
+
+@pytest.mark.parametrize(
+    "text, value",
+    [("100000", 100000), ("1e5", 100000), ("1E5", 100000), ("1.5e6", 1_500_000),
+     ("-2e3", -2000), ("3e9", 3_000_000_000), ("+7", 7), ("1_000", 1000)],
+)  # fmt: skip
+def test_an_integer_flag_takes_an_exact_integer_in_scientific_notation(text, value):
+    assert argv.integer(text) == value and type(argv.integer(text)) is int
+
+
+@pytest.mark.parametrize(
+    "text", ["1.5e-3", "2.5", "2.5e0", "1e-1", "inf", "nan", "ten", "", "1e1000000000"]
+)
+def test_an_integer_flag_refuses_what_is_not_an_exact_integer(text):
+    with pytest.raises(ValueError, match="allowed: an integer"):
+        argv.integer(text)
+
+
+def test_the_parsers_read_integers_in_scientific_notation_and_refuse_the_rest(capsys):
+    from rlsuite.app.evaluate import EvalArgs
+    from rlsuite.app.startup import _cpu_devices
+    from rlsuite.app.train import _parse
+
+    assert argv.parse(EvalArgs, ["runs/a", "--episodes", "1e2"], "rlsuite eval").episodes == 100
+    words = ["pqn", "--total-timesteps", "1e5", "--hidden-sizes", "1e2", "64", "--num-seeds=2e0"]
+    args = _parse(argv.read(words), "train")[1]
+    assert (args.config.total_timesteps, args.config.hidden_sizes) == (100_000, (100, 64))
+    assert args.num_seeds == 2 and _cpu_devices("2e0") == 2
+    with pytest.raises(SystemExit) as stop:
+        _parse(argv.read(["pqn", "--total-timesteps", "1.5e-3"]), "train")
+    said = capsys.readouterr()
+    assert stop.value.code == 2 and "Error parsing --total-timesteps" in said.out + said.err
+    assert "1.5e-3 is not an integer" in said.out + said.err

@@ -130,6 +130,25 @@ def test_eval_and_plot(run_dir, tmp_path):
     assert proc.returncode == 2 and "exists" in proc.stderr
 
 
+def test_an_evaluation_of_one_seed_and_one_episode_says_them_in_the_singular():
+    from rlsuite.app.evaluate import table
+
+    summary = {"run": "runs/a", "env_steps": 128, "episodes": 1, "actions": "greedy"}
+    text = table({**summary, "eval_return_per_seed": [9.0], "eval_return_mean": 9.0}, "seed")
+    assert text.startswith("evaluation of runs/a at 128 env steps: 1 seed, 1 episode each,")
+
+
+def test_an_evaluation_too_large_is_refused_before_it_compiles(run_dir, capsys):
+    """`rlsuite eval RUN --episodes N`: the batch of episodes is checked against the memory
+    once the run's states are read, and nothing is saved."""
+    before = sorted(run_dir.iterdir())
+    assert cli.main(["eval", str(run_dir), "--episodes", "1e11"]) == 2
+    said = capsys.readouterr().err
+    assert said.startswith("rlsuite eval: error: ppo: an evaluation of 100,000,000,000 episodes ")
+    assert "side by side in each of 2 runs needs 17,6" in said and "evaluate fewer" in said
+    assert sorted(run_dir.iterdir()) == before
+
+
 def test_a_finished_or_existing_run_is_left_alone(run_dir):
     before = (run_dir / "final.json").read_text()
     proc = rlsuite("train", "--resume", run_dir, "--no-progress")
@@ -212,9 +231,16 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
             "hparams.learning_rate=-1.0; allowed: a value > 0",
         ),
         (["train", "ppo", "--num-minibatches", "3"], "must divide"),
-        (["train", "ppo", "--bogus", "1"], "Unrecognized options"),
+        (["train", "ppo", "--bogus", "1"], "unrecognized option --bogus (rlsuite train ppo --help"),
+        (
+            ["train", "pqn", "--lr", "0.1"],
+            "unrecognized option --lr; did you mean --learning-rate?",
+        ),
+        (["eval", "runs/a", "--episode", "3"], "option --episode; did you mean --episodes?"),
         (["train", "ppo", "--env", "point_mass", "--num-seeds", "0"], "must be >= 1"),
         (["train", "sac", "--env", "cartpole"], "sac handles bounded 1-D Box"),
+        # The action space is refused before the masks (discrete actions with masks, to TD3).
+        (["train", "td3", "--env", "probe/masked_action"], "td3 handles bounded 1-D Box"),
         (["train", "crl", "--env", "pendulum"], "crl trains on a goal environment ("),
         (["train", "sac_her", "--env", "pendulum"], "); Pendulum is not"),
         (
@@ -222,6 +248,7 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
             "a replay buffer of 1,000,000,000,000 transitions needs 38,000,000,000,008 bytes",
         ),
         (["train", "td3", "--env", "pendulum", "--tau", "2"], "hparams.tau=2.0"),
+        (["train", "dqn", "--n-step", "1000"], "dqn: n_step=1000 is longer than CartPole's"),
         (["train", "ppo", "--cpu-devices", "0"], "--cpu-devices must be an integer >= 1"),
         (["train", "ppo", "--log-interval", "2.5"], "Error parsing --log-interval"),
         (["train", "ppo", "--seed", "99999999999999999999"], "--seed must be an integer from"),
@@ -233,6 +260,19 @@ def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_pat
         (
             ["train", "pqn", "--total-timesteps", "3000000000", "--no-progress"],
             "pqn would take 3,000,000,000 steps per seed; a run counts its steps in 32-bit",
+        ),
+        # Sizes made large by the rollout: a budget below half an update, a rollout too large.
+        (
+            ["train", "pqn", "--num-envs", "100000000", "--total-timesteps", "2048"],
+            "--total-timesteps 2,048 would be rounded up to 6,400,000,000 env steps, more than "
+            "twice as many: one update of pqn takes 6,400,000,000 (all environments together), "
+            "the smallest budget; allowed: --total-timesteps >= 3,200,000,000,",
+        ),
+        (
+            ["train", "pqn", "--env", "gymnax/Breakout-MinAtar", "--num-envs", "100000"]
+            + ["--num-steps", "20000", "--total-timesteps", "2e9"],
+            "pqn: 1 run with each update's rollout of 2,000,000,000 env steps (observations "
+            "included) beside the learner state needs 6,4",
         ),
     ],
 )
@@ -250,6 +290,30 @@ def test_bad_input_exits_2_with_a_clear_message(args, message, tmp_path, monkeyp
     assert not (tmp_path / "runs").exists()  # nothing was written
 
 
+def test_a_run_that_ends_before_learning_starts_says_so_in_one_line(tmp_path, monkeypatch, capsys):
+    """Said before anything is compiled (here --num-seeds 0 stops the run after the line)."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["train", "dqn", "--total-timesteps", "5000", "--num-seeds", "0"]
+    assert cli.main(argv) == 2
+    said = capsys.readouterr().err.splitlines()
+    assert said[0].startswith("rlsuite train: warning: DQNConfig: the run takes 5,000 env steps,")
+    assert said[0].endswith("(lower learning_starts or raise total_timesteps to learn)")
+    assert said[1].startswith("rlsuite train: error: --num-seeds") and len(said) == 2
+
+
+def test_a_suggestion_is_the_value_most_likely_meant():
+    from rlsuite.app.errors import closest
+
+    flags = ["--anneal-lr", "--learning-rate", "--num-envs", "--ent-coef", "--no-anneal-lr"]
+    assert closest("--lr", flags) == "--learning-rate"  # its words' initials
+    assert closest("--learning", flags) == "--learning-rate"  # a beginning
+    assert closest("--num-env", flags) == "--num-envs"  # each word's beginning
+    assert closest("--ent", flags) == "--ent-coef"
+    assert closest("--anneal-rl", flags) == "--anneal-lr"  # the closest spelling
+    assert closest("--zzz", flags) is None
+    assert closest("ppx", ["ppo", "sac"]) == "ppo" and closest("cartpol", ["cartpole"])
+
+
 def test_a_reader_that_stops_early_ends_the_command_quietly():
     """`rlsuite list algos | head -1`: the pipe closed before the command writes."""
     cmd = [sys.executable, "-m", "rlsuite.app.cli", "list", "algos"]
@@ -263,7 +327,7 @@ def test_bad_input_exits_2_from_the_command_line_too(tmp_path):
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert "did you mean 'cartpole'" in proc.stderr
     proc = rlsuite("train", "ppo", "--bogus", "1", cwd=tmp_path, timeout=120)
-    assert proc.returncode == 2 and "Unrecognized options" in proc.stdout + proc.stderr
+    assert proc.returncode == 2 and "unrecognized option --bogus" in proc.stderr
     assert not (tmp_path / "runs").exists()
 
 
@@ -503,7 +567,7 @@ def test_bad_input_is_refused_with_a_message_and_leaves_nothing_behind(tmp_path)
         "file": f"--out {tmp_path / 'afile' / 'x'}: {tmp_path / 'afile'} is a file",
         "env_twice": "--env is given 2 times (cartpole, pendulum); give it once",
         "wandb": "--wandb: MetricsLogger(wandb=True) needs the 'wandb' package",
-        "memory": "the learner state of 200000 runs with its checkpoint copy needs",
+        "memory": "the learner state of 200,000 runs with its checkpoint copy needs",
         "checkpoints": "checkpoints already holds checkpoints",
         "bad_json": f"{tmp_path / 'bad' / 'config.json'} is not valid JSON",
         "no_keys": "config.json lacks algo, env, num_seeds, config, hparams",

@@ -220,3 +220,11 @@ def test_achievements_summarise_by_hand_derived_values():
     assert lines[0] == "achievements per episode, greedy actions: 1.00 of 2"
     assert "| wood | 0.833 |" in text and "| table | 0.167 |" in text
     assert "achievements per episode, sampled actions: 2.00 of 2" in lines
+
+
+def test_the_reference_table_counts_one_seed_and_one_trial_in_the_singular():
+    summary = {"eval_return_mean": 3.0, "eval_return_per_seed": [3.0], "episodes": 1}
+    own = evaluations.reference_table([], summary, "seed").splitlines()[4]
+    assert own.endswith("| mean over 1 seed of 1 trial each |"), own
+    summary = {**summary, "eval_return_per_seed": [3.0, 3.0], "episodes": 30}
+    assert "| mean over 2 seeds of 30 trials each |" in evaluations.reference_table([], summary)

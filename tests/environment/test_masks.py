@@ -22,6 +22,7 @@ from rlsuite.environment.wrappers import EpisodeStatistics, TimeLimit
 from rlsuite.loop import agent as agent_lib
 from rlsuite.loop.episodes import evaluate
 from rlsuite.loop.rollout import reset_batch, rollout
+from tests import toy_algorithm
 from tests.tiers import slow_but
 
 
@@ -148,13 +149,21 @@ def test_wrappers_pass_the_mask_through_and_the_rollout_keeps_it():
 def test_an_agent_that_does_not_read_masks_is_refused_an_environment_with_them(tmp_path, capsys):
     env, params = envs.make("probe/masked_action")
     stages = {"init": None, "update": None, "act": None}
-    with pytest.raises(ValueError, match=r"does not read them \(Agent.reads_action_mask is False"):
+    with pytest.raises(masks.MasksNotRead, match=r"does not read them \(Agent.reads_action_mask"):
         agent_lib.bind(None, **stages, name="mine", env=env)
-    # The command line names the readers from the registry, before anything is written.
+    # The command line names the readers from the registry, before anything is written: for a
+    # family that takes the environment otherwise (the toy family, whose agent is not bound)...
     out = tmp_path / "run"
-    assert cli.main(["train", "ued", "--env", "probe/masked_action", "--out", str(out)]) == 2
+    registry.register(toy_algorithm.ALGORITHM)
+    try:
+        assert cli.main(["train", "toy", "--env", "probe/masked_action", "--out", str(out)]) == 2
+    finally:
+        registry.unregister("toy")
     said = capsys.readouterr().err
-    assert "ued does not read them" in said and "do: ppo, rl2, dqn, pqn, fixpo" in said
+    assert "toy does not read them" in said and "do: ppo, rl2, dqn, pqn, fixpo" in said
+    # ... after the family's own refusal of the environment (UED's: it has no levels).
+    assert cli.main(["train", "ued", "--env", "probe/masked_action", "--out", str(out)]) == 2
+    assert "ued trains on an environment with levels" in capsys.readouterr().err
     assert not out.exists()
 
 

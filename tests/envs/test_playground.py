@@ -162,6 +162,21 @@ def test_bad_options_are_refused_by_name(kwargs, message):
         envs.make("playground/CartpoleBalance", **kwargs)
 
 
+@pytest.mark.skipif(jax.default_backend() == "gpu", reason="Warp's kernels run on a CUDA GPU")
+def test_warp_is_refused_where_it_cannot_run(tmp_path, capsys):
+    """`impl=warp` on a CPU: refused by name with the implementations this platform runs, before
+    Playground loads the task (its Warp kernels would fail inside the trace and hang)."""
+    from rlsuite.app import cli
+
+    with pytest.raises(ValueError, match="impl='warp' needs .*; allowed here: jax$"):
+        envs.make("playground/PendulumSwingup", impl="warp")
+    out = tmp_path / "run"
+    argv = ["train", "ppo", "--env", "playground/PendulumSwingup", "--env-option", "impl=warp"]
+    assert cli.main([*argv, "--out", str(out)]) == 2
+    said = capsys.readouterr().err.strip().splitlines()
+    assert len(said) == 1 and said[0].endswith("allowed here: jax") and not out.exists()
+
+
 def test_options_from_the_command_line_take_their_types():
     from rlsuite.envs.options import parse_options
 

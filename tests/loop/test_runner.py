@@ -4,6 +4,7 @@ import dataclasses
 import hashlib
 import json
 import pathlib
+import re
 
 import jax
 import numpy as np
@@ -264,6 +265,44 @@ def test_memory_check_counts_the_checkpoint_copy_on_a_cpu(agent, tmp_path, monke
     )
 
 
+def test_a_rollout_or_an_evaluation_too_large_is_refused_before_compiling(
+    agent, tmp_path, monkeypatch
+):
+    """Each update's rollout (its env steps x the runs, observations included) and the final
+    evaluation's episodes are checked with the learner state they sit beside, before anything
+    is compiled or written."""
+    import functools
+
+    from rlsuite.loop import driver
+    from rlsuite.loop.episodes import episode_bytes
+    from rlsuite.loop.rollout import transition_bytes
+    from rlsuite.ops import footprint
+
+    long = dataclasses.replace(CONFIG, num_steps=4096, total_timesteps=4 * 4096)
+    long = ppo.make(long, *envs.make("cartpole"))
+    keys = jax.random.split(jax.random.key(0), 2)
+    init = functools.partial(driver.init_batch, long)
+    state = footprint.tree_bytes(jax.eval_shape(init, keys, long.default_hparams, None, None))
+    rollout = 2 * 4 * 4096 * transition_bytes(long.env, long.env_params)
+    assert transition_bytes(long.env, long.env_params) == 2 * 4 * 4 + 4 + 4 + 2  # CartPole's
+    # Room for the state and its checkpoint copy, not for the state and the rollouts.
+    room = (2 * state + min(state, rollout) // 2) / 0.9
+    assert 2 * state < 0.9 * room < state + rollout
+    monkeypatch.setattr(footprint, "available_bytes", lambda device=None: int(room))
+    message = "ppo: 2 runs with each update's rollout of 16,384 env steps (observations included)"
+    with pytest.raises(MemoryError, match=rf"^{re.escape(message)} beside the learner state needs"):
+        fit(long, tmp_path / "long", num_updates=1, chunk_updates=1)
+    assert not (tmp_path / "long").exists()
+    # The final evaluation's episodes: 2 runs x 10^6 x (state and observation, twice) each.
+    room = 10 * state / 0.9
+    assert 2 * 10**6 * episode_bytes(agent.env, agent.env_params) > room
+    monkeypatch.setattr(footprint, "available_bytes", lambda device=None: int(room))
+    message = "ppo: an evaluation of 1,000,000 episodes side by side in each of 2 runs, beside"
+    with pytest.raises(MemoryError, match=re.escape(message)):
+        fit(agent, tmp_path / "eval", eval_episodes=10**6)
+    assert not (tmp_path / "eval").exists()
+
+
 def test_every_chunk_length_compiles_before_the_first_chunk_and_the_rate_leaves_it_out(
     agent, tmp_path
 ):
@@ -297,9 +336,9 @@ def test_every_chunk_length_compiles_before_the_first_chunk_and_the_rate_leaves_
 
 
 def test_a_run_that_shows_progress_says_when_it_compiles_and_evaluates(agent, tmp_path, capsys):
-    fit(agent, tmp_path / "shown", progress=True, num_updates=2, eval_episodes=3)
+    fit(agent, tmp_path / "shown", progress=True, num_updates=2, eval_episodes=1)
     err = capsys.readouterr().err
-    compiling = err.index("rlsuite: compiling the chunks (1 length(s) of updates)...")
-    assert compiling < err.index("rlsuite: evaluating 3 episodes of each run...")
+    compiling = err.index("rlsuite: compiling the chunks (1 length of updates)...")
+    assert compiling < err.index("rlsuite: evaluating 1 episode of each run...")
     fit(agent, tmp_path / "quiet", progress=False, num_updates=2, eval_episodes=3)
     assert "rlsuite:" not in capsys.readouterr().err

@@ -31,3 +31,11 @@ def test_the_check_names_the_field_and_what_it_allows():
         validators.check_positive(Params("fast"), "rate")
     with pytest.raises(ValueError, match="check_int: n must be an integer >= 2, got 1"):
         validators.check_int(1, "n", 2, "check_int")
+
+
+def test_a_count_is_said_with_its_noun_singular_for_one():
+    assert validators.counted(1, "episode") == "1 episode"
+    assert validators.counted(0, "seed") == "0 seeds"
+    assert validators.counted(2_000, "update") == "2,000 updates"
+    assert validators.counted(1, "run", "runs of the batch") == "1 run"
+    assert validators.counted(3, "child", "children") == "3 children"
