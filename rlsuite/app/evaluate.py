@@ -26,7 +26,7 @@ import numpy as np
 import tyro
 
 from rlsuite.app import runs
-from rlsuite.app.argv import parse
+from rlsuite.app.argv import env_options, parse, read
 from rlsuite.app.errors import UsageError
 
 
@@ -40,6 +40,10 @@ class EvalArgs:
     """evaluation seed"""
     stochastic: bool = False
     """sample actions instead of taking the policy's mode"""
+    env_option: list[str] = dataclasses.field(default_factory=list)
+    """evaluate in the environment at other options, FIELD=VALUE ... (the run's own, these
+    changed: a robust policy at other physics, `--env-option mass=2.0`); the result is saved
+    under a name that says them"""
 
 
 def main(argv: list[str]) -> dict:
@@ -48,13 +52,17 @@ def main(argv: list[str]) -> dict:
     from rlsuite.loop.files import check_new_file, write_json
     from rlsuite.loop.policy_evaluation import check_evaluation, eval_summary, evaluate_policies
 
-    args = parse(EvalArgs, argv, "rlsuite eval")
+    line = read(argv)  # the --env-option words gathered, as rlsuite train reads them
+    args = parse(EvalArgs, list(line.parser_words()), "rlsuite eval")
     if args.episodes < 1:
         raise UsageError("--episodes must be >= 1")
     out = pathlib.Path(args.run)
     record = runs.read_record(out)
+    changed = _changed_options(record, env_options(list(line.env_options)))
+    record = dataclasses.replace(record, env_options={**record.env_options, **changed})
     mode = "sampled" if args.stochastic else "greedy"
-    saved = out / f"{runs.EVALUATIONS}{mode}_{args.episodes}_seed{args.seed}.json"
+    at = "".join(f"_{k}={v}" for k, v in changed.items())
+    saved = out / f"{runs.EVALUATIONS}{mode}_{args.episodes}_seed{args.seed}{at}.json"
     check_new_file(saved, overwrite=True)  # (the same settings compute the same result)
     built = runs.build(record)
     states, meta = runs.restore(out, record, built)
@@ -65,6 +73,7 @@ def main(argv: list[str]) -> dict:
     )
     summary = {
         "run": str(out),
+        **({"env_options": record.env_options} if changed else {}),
         "env_steps": meta["env_steps"],
         "episodes": args.episodes,
         "actions": mode,
@@ -88,6 +97,17 @@ def main(argv: list[str]) -> dict:
     return summary
 
 
+def _changed_options(record, given: dict) -> dict:
+    """The options of `--env-option` (`given`, as the command line gives them), as JSON values,
+    that differ from the run's own; an unknown one is refused by `make` in one line."""
+    from rlsuite import envs
+
+    parsed = envs.options.options_to_json(envs.options.parse_options(record.env, given))
+    if parsed:
+        envs.options.make_with_options(record.env, {**record.env_options, **parsed})
+    return {k: v for k, v in parsed.items() if record.env_options.get(k) != v}
+
+
 def table(summary: dict, runs_word: str = "seeds") -> str:
     """The readable form of an evaluation's `summary`: a line saying what was evaluated, then a
     markdown table with a row per seed of every `*_per_seed` result and a row of their means
@@ -105,8 +125,10 @@ def table(summary: dict, runs_word: str = "seeds") -> str:
     left = count - len(gone)
     how = "greedy (the policy's mode)" if summary["actions"] == "greedy" else "sampled"
     word = runs_word.removesuffix("s")
+    options = summary.get("env_options")
+    at = "" if not options else f" in {', '.join(f'{k}={v!r}' for k, v in options.items())}"
     lines = [
-        f"evaluation of {summary['run']} at {summary['env_steps']:,} env steps: {count} "
+        f"evaluation of {summary['run']}{at} at {summary['env_steps']:,} env steps: {count} "
         f"{runs_word}, {counted(summary['episodes'], 'episode')} each, actions {how}",
         "",
         f"| {word} | " + " | ".join(results) + " |",

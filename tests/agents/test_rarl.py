@@ -206,6 +206,19 @@ def test_the_command_line_trains_rarl_and_resumes_it_exactly(tmp_path, capsys):
     assert all(0.0 < r["rarl/disturbance_max"] <= np.float32(0.3) for r in rows)
     assert json.loads((full / "config.json").read_text())["config"]["disturbance_bound"] == 0.3
     resumes_in_process(full, tmp_path)
+    # Evaluated at other physics from the command line: the run's policies on a heavier pole,
+    # said and saved as such beside the evaluation at the run's own.
+    for options in ([], ["--env-option", "mass=2.0"]):
+        assert cli.main(["eval", str(full), "--episodes", "2", *options]) == 0
+    printed = capsys.readouterr().out
+    assert f"evaluation of {full} in mass=2.0 at 768 env steps" in printed
+    saved = {p.name: json.loads(p.read_text()) for p in full.glob("eval_*.json")}
+    assert sorted(saved) == ["eval_greedy_2_seed0.json", "eval_greedy_2_seed0_mass=2.0.json"]
+    heavier, own = saved["eval_greedy_2_seed0_mass=2.0.json"], saved["eval_greedy_2_seed0.json"]
+    assert heavier["env_options"] == {"mass": 2.0} and "env_options" not in own
+    assert heavier["eval_return_per_seed"] != own["eval_return_per_seed"]
+    assert cli.main(["eval", str(full), "--env-option", "mas=2.0"]) == 2
+    assert "unknown argument(s) ['mas']; allowed: dt, gravity" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # MJX's compilation: about 15 s on 2 cores
