@@ -158,6 +158,9 @@ def test_a_finished_or_existing_run_is_left_alone(run_dir):
     assert (run_dir / "final.json").read_text() == before
 
 
+# Slow (28 s with an empty compilation cache): the default run resumes PPO on two devices in
+# tests/topics/test_resume.py; this one adds the TensorBoard and W&B logs a resume takes up.
+@pytest.mark.slow
 def test_resume_on_two_cpu_devices_ends_where_the_uninterrupted_run_does(tmp_path):
     import shutil
 

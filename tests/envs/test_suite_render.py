@@ -43,6 +43,9 @@ def test_a_jumanji_snake_draws_through_its_viewer():
     check("jumanji/Snake-v1", 0, 2)  # up, down: the head moves by a cell either way
 
 
+# Slow: Craftax's pixel renderer compiles for 50 s on a CPU with an empty compilation cache; the
+# default run draws Jumanji's and MiniGrid's, and steps Craftax (tests/envs/test_craftax.py).
+@pytest.mark.slow
 def test_a_craftax_world_draws_through_craftax_s_pixel_renderer():
     check("craftax/Craftax-Classic-Symbolic-v1", 1, 2)  # left, right: facing (and maybe moving)
 

@@ -96,6 +96,9 @@ SHARDED = textwrap.dedent(
 )
 
 
+# Slow (36 s with an empty compilation cache): the default run splits PPO's and SAC's runs over four
+# devices in tests/loop/test_mesh.py; this one adds a sweep's rates, an evaluation and IQL.
+@pytest.mark.slow
 def test_runs_sharded_over_four_cpu_devices_match_the_unsharded_run():
     env = {**os.environ, "XLA_FLAGS": FOUR_CPU_DEVICES}
     proc = subprocess.run(

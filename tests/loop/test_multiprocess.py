@@ -9,6 +9,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from pathlib import Path
 from subprocess import PIPE
 
 import numpy as np
@@ -17,6 +18,7 @@ import pytest
 from rlsuite.loop import checkpoint
 from rlsuite.loop.loggers import read_metrics
 from tests.app.test_cli import rlsuite
+from tests.once import built_once
 
 PPO = ["ppo", "--env", "cartpole", "--total-timesteps", "1536", "--num-envs", "8"]
 PPO += ["--num-steps", "16", "--num-minibatches", "2", "--hidden-sizes", "16", "--chunks", "3"]
@@ -58,9 +60,7 @@ def two_processes(*args, timeout=400, slurm=False):
     return [out for out, _ in outs]
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("multiprocess")
+def _build_runs(root) -> dict:
     out = {}
     for name, split in (("env", ENV_SPLIT), ("seed", SEED_SPLIT)):
         two = root / f"{name}-two"
@@ -68,8 +68,16 @@ def runs(tmp_path_factory):
         one = root / f"{name}-one"
         proc = rlsuite("train", *PPO, *split, "--cpu-devices", "4", "--out", one)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        out[name] = (two, one, printed)
+        out[name] = (str(two), str(one), printed)
     return out
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The env-split and seed-split runs in two processes and in one: built once for the test
+    run (tests/once.py), the tests that read them being dealt to either worker."""
+    built = built_once(tmp_path_factory, "multiprocess", _build_runs)
+    return {k: (Path(two), Path(one), printed) for k, (two, one, printed) in built.items()}
 
 
 def _numbers(rows):

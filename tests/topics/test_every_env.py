@@ -4,12 +4,12 @@ continuous actions, vector, image and categorical observations) for a tiny budge
 marked slow, and so are the task families and the goal environments on MJX, and Playground's
 tasks but the lightest (`PLAYGROUND_DEFAULT`). Of the Jumanji, Craftax and MiniGrid tasks, the
 default run trains one of each kind (`SUITES_DEFAULT`) and the slow run the rest. Of gymnax's, the
-default run trains one of each kind (vector, image and Discrete observations, continuous
-actions) and the slow run the rest; of ours, the default run trains one of each kind
-(`OURS_DEFAULT`: discrete and continuous control, the masked probe, a goal on open ground and in a
-maze, a task family, a UED maze) and the slow run the rest, names that are another name's code at
-other settings (`VARIANTS`: a larger maze, another layout, another task sampler) among them. Each
-of ours has tests of its own dynamics in tests/envs/ in the default run."""
+default run trains the kinds ours do not have (image and Discrete observations) and the slow run
+the rest; of ours, the default run trains one of each kind (`OURS_DEFAULT`: discrete and
+continuous control, a goal in a maze, a task family, a UED maze) and the slow run the rest, names
+that are another name's code at other settings (`VARIANTS`: a larger maze, another layout,
+another task sampler) among them. Each of ours has tests of its own dynamics in tests/envs/ in the
+default run, and action masks are trained on in tests/environment/test_masks.py."""
 
 import gc
 import json
@@ -28,17 +28,16 @@ TINY += ["--eval-episodes", "1", "--chunks", "1", "--no-progress", "--cpu-device
 
 MJX_TASK_FAMILIES = ("meta/cheetah_velocity", "meta/ant_direction")  # Brax's physics too
 PLAYGROUND_DEFAULT = "playground/PendulumSwingup"  # MJX too: the lightest of the suite (25 s)
-GYMNAX_DEFAULT = ("CartPole-v1", "Pendulum-v1", "Breakout-MinAtar", "FrozenLake-misc")
+GYMNAX_DEFAULT = ("Breakout-MinAtar", "FrozenLake-misc")
 # Of the JAX suites behind adapters, the default run trains one of each kind: an image with
-# masks (Snake), a vector with masks over a flattened multi-discrete action (BinPack) and a
-# partial view (DoorKey); the slow run the rest, Craftax's among them (a world generated per
-# reset: 47 s to compile on a CPU; tests/envs/test_craftax.py steps it in the default run).
-SUITES_DEFAULT = ("jumanji/Snake-v1", "jumanji/BinPack-v2", "minigrid/MiniGrid-DoorKey-5x5")
+# masks (Snake) and a partial view (DoorKey); the slow run the rest, BinPack's flattened
+# multi-discrete action among them (28 s with an empty compilation cache;
+# tests/envs/test_jumanji.py steps Knapsack's in the default run) and Craftax's (a world generated
+# per reset: 47 s to compile on a CPU; tests/envs/test_craftax.py steps it in the default run).
+SUITES_DEFAULT = ("jumanji/Snake-v1", "minigrid/MiniGrid-DoorKey-5x5")
 OURS_DEFAULT = (
     "cartpole",
     "pendulum",
-    "probe/masked_action",
-    "goal/point_reach",
     "goal/point_u_maze",
     "meta/bandit",
     "maze/small",

@@ -1,5 +1,6 @@
 """Notebooks: each runs end to end in a Jupyter kernel of this interpreter on a tiny budget, and is
-stored without outputs."""
+stored without outputs. The default run runs the PPO ablation (the notebook the README opens
+with); the slow run the others, their families' own tests being in the default run."""
 
 import pathlib
 import re
@@ -95,6 +96,7 @@ def _run_tiny(name: str, tmp_path, monkeypatch, timeout: int):
     return nb
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_rl2_adaptation_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     nb = _run_tiny("rl2_adaptation.ipynb", tmp_path, monkeypatch, timeout=240)
@@ -185,6 +187,7 @@ def test_value_based_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_trust_region_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     nb = _run_tiny("trust_region.ipynb", tmp_path, monkeypatch, timeout=240)
