@@ -50,6 +50,7 @@ Choices, written down:
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -208,6 +209,29 @@ def held(after, kl_target) -> dict:
     }
 
 
+def trust_region_summary(rows: list[dict]) -> str | None:
+    """The run summary's sentence (`registry.Algorithm.summary`): whether every update of the run
+    ended inside its trust region. A metric row's `losses/trust_region_held` is the share of its
+    updates that did, 1 only where all did; rows without it (a diverged run's) are left out."""
+    held = [
+        (r["env_steps"], r["seed"], r["losses/trust_region_held"])
+        for r in rows
+        if isinstance(r.get("losses/trust_region_held"), float | int)
+        and math.isfinite(r["losses/trust_region_held"])
+    ]
+    if not held:
+        return None
+    missed = sorted((step, seed) for step, seed, share in held if share < 1.0)
+    if not missed:
+        return f"trust region held after every update ({len(held)} metric rows)"
+    step, seed = missed[0]
+    return (
+        f"trust region missed after some updates in {len(missed)} of {len(held)} metric rows "
+        f"(the first at env step {step:,} of seed {seed}; losses/trust_region_held is the share "
+        "of a row's updates that ended inside it): raise --fixup-max-rounds"
+    )
+
+
 def watch(kl_target: float = 0.2, statistic: Callable = jnp.max) -> ppo_hooks.Hooks:
     """Hooks that change nothing PPO learns and measure its trust region as FixPO's do: each
     step's `kl_mean` and `minibatch_kl` (before the step), and after the epochs
@@ -253,5 +277,6 @@ ALGORITHM = registry.register(
         default_env="cartpole",
         memory=True,
         reads_action_mask=True,
+        summary=trust_region_summary,
     )
 )

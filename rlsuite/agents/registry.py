@@ -66,6 +66,10 @@ class Algorithm(NamedTuple):
         masked action (`Agent.reads_action_mask`, which its agents carry too); the command line
         refuses an environment with masks to a family without, naming the families with
         (`mask_readers`).
+    summary: `(rows) -> str | None`, what the run's summary line adds for the family, from the
+        run's metric rows (`metrics.jsonl`'s, from its first update, a resumed run's included):
+        a sentence on what its own metrics say of the whole run (FixPO: whether every update
+        ended inside its trust region), or None where they say nothing; None: nothing to add.
     """
 
     name: str
@@ -76,6 +80,7 @@ class Algorithm(NamedTuple):
     default_env: str
     memory: bool = False
     reads_action_mask: bool = False
+    summary: Callable[[list[dict]], str | None] | None = None
 
 
 _ALGORITHMS: dict[str, Algorithm] = {}
@@ -111,6 +116,10 @@ def _check(algorithm: Algorithm) -> None:
         raise TypeError(
             f"Algorithm {name!r}: reads_action_mask must be a bool, "
             f"got {algorithm.reads_action_mask!r}"
+        )
+    if algorithm.summary is not None and not callable(algorithm.summary):
+        raise TypeError(
+            f"Algorithm {name!r}: summary must be callable or None, got {algorithm.summary!r}"
         )
     fields = {f.name for f in dataclasses.fields(algorithm.config_cls)}
     missing = [f for f in MEMORY_FIELDS if f not in fields]

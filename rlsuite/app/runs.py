@@ -39,7 +39,7 @@ from rlsuite.app.run_record import restore as restore
 from rlsuite.loop import checkpoint, compile_cache
 from rlsuite.loop.divergence import diverged_runs
 from rlsuite.loop.files import unwritable, write_json
-from rlsuite.loop.loggers import CSV, JSONL
+from rlsuite.loop.loggers import CSV, JSONL, read_metrics
 
 EVALUATIONS = "eval_"  # the files `rlsuite eval` saves in a run directory start so
 
@@ -201,6 +201,7 @@ def train(record: RunRecord, built: Built, out: pathlib.Path, resumed: bool, pro
         records = record.fit_records(out, resumed, progress, built.data)
         result = runner.fit(built.agent, jax.random.key(record.seed), built.hparams, **records)
     _report(record, result.summary, out, unit, time.perf_counter() - began)
+    _family_summary(record, out)
     return result.summary
 
 
@@ -248,6 +249,15 @@ def _report(record: RunRecord, summary: dict, out, unit: str, whole: float) -> N
             "their results are null in final.json and rank last in sweep, pbt and stats",
             file=sys.stderr,
         )
+
+
+def _family_summary(record: RunRecord, out: pathlib.Path) -> None:
+    """The family's own sentence on the whole run, where its record has one
+    (`registry.Algorithm.summary`), from the run's metric rows."""
+    summarize = record.algorithm.summary
+    line = None if summarize is None else summarize(read_metrics(out))
+    if line:
+        print(f"{record.algo}: {line}")
 
 
 def _number(value, missing: str = "diverged") -> str:

@@ -91,6 +91,8 @@ def test_every_built_in_family_is_registered_with_its_record():
             default_env=default_env,
             memory=name in WITH_MEMORY,
             reads_action_mask=name in MASK_READERS,
+            # A family's own sentence in the run summary: FixPO's trust region.
+            summary=fixpo.trust_region_summary if name == "fixpo" else None,
         )
         assert registry.get(name) == expected, name
         assert registry.ALGORITHMS[name] is registry.get(name) is module.ALGORITHM
@@ -180,6 +182,8 @@ def test_a_taken_name_or_a_malformed_record_is_refused():
         registry.register(toy_algorithm.ALGORITHM._replace(offline="no"))
     with pytest.raises(TypeError, match="memory must be a bool, got 1"):
         registry.register(toy_algorithm.ALGORITHM._replace(memory=1))
+    with pytest.raises(TypeError, match="'toy': summary must be callable or None, got 'held'"):
+        registry.register(toy_algorithm.ALGORITHM._replace(summary="held"))
     # Memory is declared, and the config that chooses it must be there.
     message = r"'toy': memory=True, but ToyConfig has no recurrent or recurrent_size field"
     with pytest.raises(ValueError, match=message):

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from rlsuite import envs
-from rlsuite.agents import fixpo, ppo, ppo_hooks
+from rlsuite.agents import fixpo, ppo, ppo_hooks, registry
 from rlsuite.app import cli
 from rlsuite.loop import checkpoint
 from rlsuite.loop.loggers import read_metrics
@@ -228,14 +228,39 @@ def test_the_command_line_trains_fixpo_and_resumes_it_exactly(tmp_path, capsys):
     args += ["--update-epochs", "4", "--hidden-sizes", "16", "--chunks", "3", "--kl-target"]
     args += ["0.02", "--log-interval", "256", "--eval-episodes", "2", "--no-progress"]
     assert cli.main([*args, "--out", str(full)]) == 0
-    assert "training fixpo on pendulum" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "training fixpo on pendulum" in printed
     rows = read_metrics(full)
     assert len(rows) == 2 * 12 and all(r["losses/trust_region_held"] == 1.0 for r in rows)
+    # The run's summary says so, under the line of every family's summary.
+    assert (
+        printed.splitlines()[-1] == "fixpo: trust region held after every update (24 metric rows)"
+    )
     assert len({r["losses/beta"] for r in rows}) > 2  # the weight adapts
     record = json.loads((full / "config.json").read_text())
     assert record["algo"] == "fixpo" and record["hparams"]["kl_target"] == 0.02
     assert len(checkpoint.all_steps(full / "checkpoints")) == 3
     resumes_in_process(full, tmp_path)
+
+
+def test_the_summary_says_whether_every_update_held_its_trust_region():
+    def row(step, seed, share):
+        return {"env_steps": step, "seed": seed, "losses/trust_region_held": share}
+
+    held = [row(256, 0, 1.0), row(256, 1, 1.0), row(512, 0, 1.0)]
+    summary = fixpo.trust_region_summary
+    assert summary(held) == "trust region held after every update (3 metric rows)"
+    # A row where one of its updates missed (share 0.75): the first such row by env step named.
+    missed = [*held, row(1024, 1, 0.75), row(768, 0, 0.0)]
+    assert summary(missed) == (
+        "trust region missed after some updates in 2 of 5 metric rows (the first at env step "
+        "768 of seed 0; losses/trust_region_held is the share of a row's updates that ended "
+        "inside it): raise --fixup-max-rounds"
+    )
+    # A diverged run's rows (NaN) and rows without the metric (another family's) are left out.
+    nan = [row(256, 0, float("nan")), {"env_steps": 256, "seed": 1}]
+    assert summary([*held, *nan]) == summary(held) and summary(nan) is None
+    assert registry.get("fixpo").summary is summary and registry.get("ppo").summary is None
 
 
 @pytest.mark.slow
