@@ -374,7 +374,12 @@ def test_a_curriculum_registered_from_outside_trains_as_its_functions_say(toy, t
     env, params = envs.make("maze", height=5, width=5, n_walls=3)
     other = ued.make(ued.UEDConfig(curriculum="toy"), env, params, score=ued.score_levels)
     assert other.update.args[0].score is ued.score_levels
-    # From the command line, by its name.
+
+
+# Slow (a run's chunk program compiled again: 15 s with an empty compilation cache); the default
+# run trains the registered curriculum through the driver (above).
+@pytest.mark.slow
+def test_a_curriculum_registered_from_outside_trains_from_the_command_line(toy, tmp_path):
     from rlsuite.app import cli
 
     out = tmp_path / "run"

@@ -1,15 +1,16 @@
 """Every registered environment trains from the command line: PPO (which takes discrete and
 continuous actions, vector, image and categorical observations) for a tiny budget on each name
 `envs.names()` lists, evaluated at the end. Brax's are slow on a CPU (MJX compiles for minutes):
-marked slow, and so are the task families and the goal environments on MJX, and Playground's
-tasks but the lightest (`PLAYGROUND_DEFAULT`). Of the Jumanji, Craftax and MiniGrid tasks, the
-default run trains one of each kind (`SUITES_DEFAULT`) and the slow run the rest. Of gymnax's, the
-default run trains the kinds ours do not have (image and Discrete observations) and the slow run
-the rest; of ours, the default run trains one of each kind (`OURS_DEFAULT`: discrete and
-continuous control, a goal in a maze, a task family, a UED maze) and the slow run the rest, names
-that are another name's code at other settings (`VARIANTS`: a larger maze, another layout,
-another task sampler) among them. Each of ours has tests of its own dynamics in tests/envs/ in the
-default run, and action masks are trained on in tests/environment/test_masks.py."""
+marked slow, and so are the task families and the goal environments on MJX. The default run
+trains one name of each kind of observation and action PPO takes: a vector with discrete actions
+(cartpole) and with continuous ones (pendulum), an image and a Discrete observation (gymnax's
+Breakout-MinAtar and FrozenLake-misc), an image with action masks (jumanji/Snake-v1), and of ours
+a goal in a maze, a task family and a UED maze (`OURS_DEFAULT`); the slow run every other name,
+Playground's (`PLAYGROUND_DEFAULT` the lightest), MiniGrid's, Craftax's, gymnax's others and the
+rest of ours, names that are another name's code at other settings (`VARIANTS`: a larger maze,
+another layout, another task sampler) among them. Each suite's adapter and each of our
+environments has tests of its own in tests/envs/ in the default run; action masks are trained on
+in tests/environment/test_masks.py."""
 
 import gc
 import json
@@ -27,14 +28,13 @@ TINY += ["--eval-episodes", "1", "--chunks", "1", "--no-progress", "--cpu-device
 
 
 MJX_TASK_FAMILIES = ("meta/cheetah_velocity", "meta/ant_direction")  # Brax's physics too
-PLAYGROUND_DEFAULT = "playground/PendulumSwingup"  # MJX too: the lightest of the suite (25 s)
+PLAYGROUND_DEFAULT = "playground/PendulumSwingup"  # MJX too: the lightest of the suite (28 s)
 GYMNAX_DEFAULT = ("Breakout-MinAtar", "FrozenLake-misc")
-# Of the JAX suites behind adapters, the default run trains one of each kind: an image with
-# masks (Snake) and a partial view (DoorKey); the slow run the rest, BinPack's flattened
-# multi-discrete action among them (28 s with an empty compilation cache;
-# tests/envs/test_jumanji.py steps Knapsack's in the default run) and Craftax's (a world generated
-# per reset: 47 s to compile on a CPU; tests/envs/test_craftax.py steps it in the default run).
-SUITES_DEFAULT = ("jumanji/Snake-v1", "minigrid/MiniGrid-DoorKey-5x5")
+# Of the JAX suites behind adapters, the default run trains an image with masks (Snake); the slow
+# run the rest: BinPack's flattened multi-discrete action (28 s with an empty compilation cache;
+# tests/envs/test_jumanji.py steps Knapsack's in the default run), MiniGrid's partial views (22 s;
+# tests/envs/test_minigrid.py) and Craftax's worlds (47 s to compile; tests/envs/test_craftax.py).
+SUITES_DEFAULT = ("jumanji/Snake-v1",)
 OURS_DEFAULT = (
     "cartpole",
     "pendulum",
@@ -73,6 +73,8 @@ def _params():
         if ours and not mjx and name not in OURS_DEFAULT:
             marks = [pytest.mark.slow]
         if name.startswith(("jumanji/", "minigrid/", "craftax/")) and name not in SUITES_DEFAULT:
+            marks = [pytest.mark.slow]
+        if name == PLAYGROUND_DEFAULT:  # 28 s; tests/envs/test_playground.py in the default run
             marks = [pytest.mark.slow]
         yield pytest.param(name, marks=marks, id=name)
 

@@ -16,7 +16,6 @@ from rlsuite.agents import registry
 from rlsuite.loop import checkpoint
 from rlsuite.loop.loggers import read_metrics
 from tests.app.test_cli import rlsuite
-from tests.tiers import slow_but
 
 TWO_DEVICES = ["--num-seeds", "2", "--cpu-devices", "2", "--eval-episodes", "2", "--no-progress"]
 SMALL = ["--hidden-sizes", "8"]
@@ -113,7 +112,11 @@ MESH = ["--num-seeds", "2", "--cpu-devices", "4", "--mesh", "runs=2,envs=2"]
 MESH += ["--eval-episodes", "2", "--no-progress"]
 
 
-@pytest.mark.parametrize("algo", slow_but("ppo", ["ppo", "sac", "iql"]))
+# Slow, every agent (31 s for PPO with an empty compilation cache): the default run resumes an
+# env-split checkpoint on another mesh (tests/loop/test_multiprocess.py) and run-split ones
+# bitwise on two devices (above).
+@pytest.mark.slow
+@pytest.mark.parametrize("algo", ["ppo", "sac", "iql"])
 def test_env_split_runs_resume_bitwise_on_a_two_by_two_mesh(algo, dataset, tmp_path):
     _resumes_bitwise(algo, dataset, tmp_path, MESH)
 
