@@ -1,9 +1,25 @@
-"""The project's own notes: every design note the code cites is in the repository."""
+"""The project's own notes and its documentation site (`mkdocs.yml`, `docs/`).
 
+The notes: every design note the code cites is in the repository. The site: every registered
+algorithm has a family page that renders its config and hparams classes and names the metrics its
+agents log, every environment-name prefix has a suite page, every public module of `rlsuite` and
+`rlsuite.envs` has an API reference page, every notebook a tutorial page, and every relative link
+and navigation entry points to a page. These run without MkDocs (the generated pages come from
+`docs/hooks.py`'s functions); building the site itself, `mkdocs build --strict`, skips where
+MkDocs is not installed (`pip install -e ".[docs]"`).
+"""
+
+import importlib.util
 import pathlib
 import re
+import subprocess
+import sys
+import tomllib
+
+import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
 SOURCES = ("rlsuite", "envs", "experiments", "benchmarks", "notebooks", "tests", "README.md")
 
 
@@ -33,3 +49,233 @@ def test_every_cited_design_note_section_exists():
             if section not in sections:
                 missing.append(f"{file.relative_to(ROOT)}: section {section}")
     assert cited >= 3 and not missing, missing
+
+
+# ------------------------------------------------------------------------------ the site
+
+
+def _hooks():
+    """docs/hooks.py, imported as a module (it needs no MkDocs until a build calls its events)."""
+    spec = importlib.util.spec_from_file_location("docs_hooks", DOCS / "hooks.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def hooks():
+    return _hooks()
+
+
+@pytest.fixture(scope="module")
+def generated(hooks):
+    return hooks.generated_pages()
+
+
+def _nav_pages() -> list[str]:
+    """The pages mkdocs.yml's navigation names (`- Title: page.md` and `- page.md` entries)."""
+    text = (ROOT / "mkdocs.yml").read_text().split("\nnav:\n", 1)[1]
+    return re.findall(r"^\s+- (?:[^:\n]+: )?([\w./-]+\.md)\s*$", text, flags=re.M)
+
+
+def _section(page: pathlib.Path, title: str) -> str:
+    assert page.is_file(), f"{page.relative_to(ROOT)} is missing"
+    text = page.read_text()
+    assert f"\n## {title}\n" in text, f"{page.relative_to(ROOT)} has no '## {title}' section"
+    return text.split(f"\n## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_every_registered_algorithm_has_a_family_page():
+    from rlsuite.agents import registry
+
+    nav = _nav_pages()
+    missing = [
+        f"docs/families/{name}.md"
+        for name in registry.names()
+        if not (DOCS / "families" / f"{name}.md").is_file() or f"families/{name}.md" not in nav
+    ]
+    assert not missing, f"family pages missing from docs/ or mkdocs.yml's nav: {missing}"
+
+
+def test_each_family_page_renders_its_config_and_hparams_from_the_dataclasses():
+    from rlsuite.agents import registry
+
+    wrong = []
+    for name in registry.names():
+        algo = registry.get(name)
+        page = DOCS / "families" / f"{name}.md"
+        config = _section(page, "Configuration")
+        for cls in (algo.config_cls, algo.hparams_cls):
+            if f"\n::: {cls.__module__}.{cls.__qualname__}\n" not in config:
+                wrong.append(f"{name}: ::: {cls.__module__}.{cls.__qualname__}")
+        for heading in ("Run it", "Metrics", "Research hooks", "Results"):
+            _section(page, heading)
+    assert not wrong, f"family pages that do not render their registered classes: {wrong}"
+
+
+def _suite_prefixes() -> tuple[dict[str, list[str]], list[str]]:
+    """Every environment-name prefix with the built-in names under it, and the names without a
+    prefix: from the registry's tables, without importing any optional suite."""
+    from rlsuite.envs import registry
+
+    built_in = [*registry.OURS, *registry.OURS_MJX, *registry.META, *registry.UED]
+    prefixes: dict[str, list[str]] = {p.rstrip("/"): [] for p in registry.BUILT_IN_SUITES}
+    for name in built_in:
+        if "/" in name:
+            prefixes.setdefault(name.split("/", 1)[0], []).append(name)
+    return prefixes, [name for name in built_in if "/" not in name]
+
+
+def test_every_suite_prefix_has_a_page():
+    from rlsuite.envs import registry
+
+    prefixes, unprefixed = _suite_prefixes()
+    assert {"brax", "gymnax", "goal", "meta", "maze", "probe"} <= set(prefixes)
+    nav, wrong = _nav_pages(), []
+    for prefix, names in prefixes.items():
+        page = DOCS / "suites" / f"{prefix}.md"
+        if not page.is_file() or f"suites/{prefix}.md" not in nav:
+            wrong.append(f"docs/suites/{prefix}.md missing from docs/ or the nav")
+            continue
+        text = page.read_text()
+        wrong += [f"{prefix}.md does not name {n}" for n in names if f"`{n}`" not in text]
+        suite = registry.SUITES.get(f"{prefix}/")
+        if suite is not None and suite.extra and f'".[{suite.extra}]"' not in text:
+            wrong.append(f"{prefix}.md does not say to install the {suite.extra} extra")
+    ours = (DOCS / "suites" / "ours.md").read_text()
+    wrong += [f"ours.md does not name {n}" for n in unprefixed if f"`{n}`" not in ours]
+    assert not wrong, wrong
+
+
+def _modules_from_pyproject() -> set[str]:
+    """The public modules of the packages pyproject.toml installs, found by walking their
+    folders (its `package-dir` maps `rlsuite.envs` to `envs/`)."""
+    tool = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    folders = tool.get("package-dir", {})
+    modules = set()
+    for package in tool["packages"]:
+        base = next((p for p in folders if package == p or package.startswith(p + ".")), None)
+        if base is None:
+            folder = ROOT.joinpath(*package.split("."))
+        else:
+            rest = package[len(base) :].lstrip(".").split(".") if package != base else []
+            folder = ROOT.joinpath(folders[base], *rest)
+        assert (folder / "__init__.py").is_file(), f"{package}: no {folder}/__init__.py"
+        if not any(part.startswith("_") for part in package.split(".")):
+            modules.add(package)
+        modules |= {
+            f"{package}.{f.stem}" for f in folder.glob("*.py") if not f.stem.startswith("_")
+        }
+    return modules
+
+
+def test_every_public_module_is_in_the_api_reference(hooks, generated):
+    modules = _modules_from_pyproject()
+    assert {"rlsuite.agents.ppo", "rlsuite.envs.cartpole", "rlsuite.envs.maze.level"} <= modules
+    assert set(hooks.public_modules()) == modules
+    missing = [
+        m
+        for m in sorted(modules)
+        if f"\n::: {m}\n" not in generated.get(hooks.reference_page(m), "")
+    ]
+    assert not missing, f"modules without an API reference page: {missing}"
+    nav = hooks.reference_nav()
+    named = set(re.findall(r"'(reference/[^']+\.md)'", repr(nav)))
+    assert named == {hooks.reference_page(m) for m in modules}
+
+
+def test_every_notebook_has_a_tutorial_page(hooks, generated):
+    notebooks = sorted((ROOT / "notebooks").glob("*.ipynb"))
+    assert len(notebooks) >= 8
+    index = (DOCS / "tutorials" / "index.md").read_text()
+    for notebook in notebooks:
+        page = generated[f"tutorials/{notebook.stem}.md"]
+        assert page.startswith("# ") and f"notebooks/{notebook.name}" in page
+        assert f"]({notebook.stem}.md)" in index, (
+            f"tutorials/index.md does not list {notebook.name}"
+        )
+    grown = hooks.navigation([{"Tutorials": "tutorials/index.md"}])
+    assert grown[0]["Tutorials"][1:] == [f"tutorials/{nb.stem}.md" for nb in notebooks]
+
+
+def test_every_relative_link_and_nav_entry_points_to_a_page(generated):
+    pages = {p.relative_to(DOCS).as_posix(): p.read_text() for p in DOCS.rglob("*.md")}
+    assert not set(pages) & set(generated), "a committed page has a generated page's path"
+    pages.update(generated)
+    files = set(pages) | {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*") if p.is_file()}
+    broken = [f"mkdocs.yml: {page}" for page in _nav_pages() if page not in pages]
+    for path, text in pages.items():
+        text = re.sub(r"```.*?```", "", text, flags=re.S)  # links in code blocks are code
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue  # a URL or an anchor on the same page
+            resolved = pathlib.PurePosixPath(path).parent / target.split("#", 1)[0]
+            parts = []
+            for part in resolved.parts:
+                if part == "..":
+                    if not parts:
+                        break
+                    parts.pop()
+                elif part != ".":
+                    parts.append(part)
+            else:
+                if "/".join(parts) in files:
+                    continue
+            broken.append(f"{path}: {target}")
+    assert not broken, f"links to no page: {broken}"
+
+
+@pytest.mark.slow
+def test_family_pages_name_exactly_the_metrics_their_agents_log():
+    """The names in each family page's metrics table are those its agent's `update` returns
+    (found by `jax.eval_shape`, nothing compiled or run), no more and no fewer."""
+    import jax
+
+    from rlsuite import envs
+    from rlsuite.agents import registry
+    from tests.agents.offline_probe import PROBE, probe_dataset
+
+    def logged(algo, config, data=None) -> set[str]:
+        env, params = (
+            envs.make(PROBE, continuous=True) if algo.offline else envs.make(algo.default_env)
+        )
+        agent = algo.make(config, env, params)
+        hp, extra = algo.hparams_cls(), {} if data is None else {"data": data}
+        state = jax.eval_shape(lambda key, h: agent.init(key, h, **extra), jax.random.key(0), hp)
+        _, metrics = jax.eval_shape(lambda s, h: agent.update(s, h, **extra), state, hp)
+        return set(metrics)
+
+    uniform = lambda key, shape: jax.random.uniform(key, shape, minval=-1, maxval=1)  # noqa: E731
+    data = probe_dataset(uniform, jax.random.key(0), steps=20)
+    wrong = []
+    for name in registry.names():
+        algo = registry.get(name)
+        expected = logged(algo, algo.config_cls(), data if algo.offline else None)
+        if name == "ued":  # the curricula's metrics and PAIRED's
+            expected |= logged(algo, algo.config_cls(curriculum="paired"))
+        table = _section(DOCS / "families" / f"{name}.md", "Metrics")
+        rows = [line.split("|")[1] for line in table.splitlines() if line.startswith("| `")]
+        named = set(re.findall(r"`([a-z_]+/[a-z_/]+)`", "".join(rows)))
+        if named != expected:
+            wrong.append(
+                f"{name}: not logged {sorted(named - expected)}, "
+                f"not named {sorted(expected - named)}"
+            )
+    assert not wrong, wrong
+
+
+@pytest.mark.slow
+def test_the_site_builds_with_no_warning(tmp_path):
+    """`mkdocs build --strict`, as CI runs it (about 30 s on 2 cores: the API reference)."""
+    pytest.importorskip(
+        "mkdocs", reason='MkDocs is missing (the docs extra: pip install -e ".[docs]")'
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=280,
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert (tmp_path / "site" / "families" / "ppo" / "index.html").is_file()
