@@ -9,6 +9,10 @@ Pages made at build time from the repository, so that they cannot fall behind it
   outputs, never executed here), headed by what `notebooks/README.md` says of it;
 - `results.md` and `contributing.md`: `benchmarks/RESULTS.md` and `CONTRIBUTING.md` as they are.
 
+Formulas (the notebooks' `$...$`, which `pymdownx.arithmatex` marks) become MathML at build time
+(`latex2mathml`, in the docs extra), which browsers draw themselves: the site loads no script
+from the network and works offline.
+
 The functions above the MkDocs events need no MkDocs: `tests/topics/test_docs.py` checks what
 they generate without it. The `envs/` folder installs as `rlsuite.envs` (setuptools'
 `package-dir`), which mkdocstrings cannot see in the source tree, so `on_config` lays out
@@ -188,6 +192,23 @@ def navigation(nav: list) -> list:
     return grow(nav)
 
 
+_MATH = re.compile(r'<(span|div) class="arithmatex">\s*\\[(\[](.*?)\\[)\]]\s*</\1>', flags=re.S)
+
+
+def math_to_mathml(html: str) -> str:
+    """Every formula `pymdownx.arithmatex` (generic mode) left in a page's HTML, `\\(...\\)`
+    inline and `\\[...\\]` displayed, as MathML."""
+    from html import unescape
+
+    from latex2mathml.converter import convert
+
+    def mathml(match: re.Match) -> str:
+        display = "block" if match.group(1) == "div" else "inline"
+        return convert(unescape(match.group(2)).strip(), display=display)
+
+    return _MATH.sub(mathml, html)
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -225,6 +246,11 @@ def on_files(files, config):
     for path, markdown in generated_pages().items():
         files.append(File.generated(config, path, content=markdown))
     return files
+
+
+def on_page_content(html, page, config, files):
+    """The page's formulas as MathML."""
+    return math_to_mathml(html)
 
 
 def on_shutdown():

@@ -1,5 +1,5 @@
 """The default run and the slow run (`-m slow`) of a parametrised test: the default run keeps
-one case of each kind and the slow run takes the rest (README, Testing)."""
+one case of each kind and the slow run takes the rest (docs/development/testing.md)."""
 
 import pytest
 

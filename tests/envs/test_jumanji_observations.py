@@ -32,7 +32,7 @@ def test_snake_is_its_grid_and_the_time_as_a_last_channel():
 
 
 def test_every_task_says_what_its_observation_holds():
-    assert len(obs_lib.OBSERVATIONS) == 14  # the README's 14 single-agent tasks
+    assert len(obs_lib.OBSERVATIONS) == 14  # docs/suites/jumanji.md's 14 single-agent tasks
     for task, observation in obs_lib.OBSERVATIONS.items():
         assert "[" in observation.layout, task  # the shapes of what it holds
         assert observation.high > 0, task

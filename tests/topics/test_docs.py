@@ -51,6 +51,33 @@ def test_every_cited_design_note_section_exists():
     assert cited >= 3 and not missing, missing
 
 
+def test_the_readme_is_short_opens_with_its_two_commands_and_links_to_files():
+    """README.md: at most 150 lines (the site holds the rest), its first block the two commands
+    that install and train and install and test (the test command is `.ci/run`'s), and every
+    relative link points to a file of the repository."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 150, f"README.md has {len(text.splitlines())} lines"
+    first = re.match(r"# rlsuite\n\n```bash\n(.*?)\n```\n", text, flags=re.S)
+    assert first, "README.md does not open with a bash block under its title"
+    commands = [c for c in first.group(1).splitlines() if c and not c.startswith("#")]
+    assert len(commands) == 2 and all(c.startswith("python3 -m venv .venv && ") for c in commands)
+    train, tests = commands
+    assert "pip install -e . && rlsuite train ppo --env cartpole" in train, train
+    assert 'pip install -e ".[test' in tests and tests.endswith("&& python -m pytest -n 2"), tests
+    assert "\npython -m pytest -n 2\n" in (ROOT / ".ci" / "run").read_text()
+    prose = re.sub(r"```.*?```", "", text, flags=re.S)
+    links = re.findall(r"\]\(([^)\s]+)\)", prose)
+    assert len(links) >= 20
+    broken = [
+        target
+        for target in links
+        if not re.match(r"[a-z]+:", target)
+        and not target.startswith("#")
+        and not (ROOT / target.split("#", 1)[0]).is_file()
+    ]
+    assert not broken, f"README.md links to no file: {broken}"
+
+
 # ------------------------------------------------------------------------------ the site
 
 
@@ -279,3 +306,32 @@ def test_the_site_builds_with_no_warning(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert (tmp_path / "site" / "families" / "ppo" / "index.html").is_file()
+
+
+@pytest.mark.slow
+def test_the_built_site_opens_in_a_browser_without_a_console_error(tmp_path):
+    """`docs/check_site.py` on a fresh build: the home page, the PPO page, an API reference page
+    and a search load in headless Chromium, show what they should, and log no console error
+    (nothing from the network: the site works offline). About a minute on 2 cores."""
+    import shutil
+
+    pytest.importorskip(
+        "mkdocs", reason='MkDocs is missing (the docs extra: pip install -e ".[docs]")'
+    )
+    if not (shutil.which("chromium") or shutil.which("chromium-browser")):
+        pytest.skip("Chromium is missing (Debian: apt-get install chromium)")
+    site = tmp_path / "site"
+    build = [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)]
+    proc = subprocess.run(build, cwd=ROOT, capture_output=True, text=True, timeout=280)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    check = [sys.executable, str(DOCS / "check_site.py"), "--site", str(site)]
+    proc = subprocess.run(
+        [*check, "--out", str(tmp_path / "shots")], capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert {p.name for p in (tmp_path / "shots").glob("*.png")} == {
+        "home.png",
+        "ppo.png",
+        "reference.png",
+        "search.png",
+    }

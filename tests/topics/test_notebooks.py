@@ -1,6 +1,6 @@
 """Notebooks: each runs end to end in a Jupyter kernel of this interpreter on a tiny budget, and is
-stored without outputs. The default run runs the PPO ablation (the notebook the README opens
-with); the slow run the others, their families' own tests being in the default run."""
+stored without outputs. The default run runs the PPO ablation (`notebooks/ppo_ablation.ipynb`);
+the slow run the others, their families' own tests being in the default run."""
 
 import pathlib
 import re

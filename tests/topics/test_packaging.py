@@ -80,9 +80,10 @@ def test_a_top_level_envs_package_and_ours_do_not_shadow_each_other(tmp_path):
 
 
 def test_the_constraints_pin_every_requirement_at_a_version_the_project_allows():
-    """`constraints.txt` (CI's `pip freeze --all`, README) pins each requirement of the base install
-    and of the extras CI installs, at a version inside the requirement's own range, and names
-    each package once; the README's table of the core is what it pins."""
+    """`constraints.txt` (CI's `pip freeze --all`, docs/development/testing.md) pins each
+    requirement of the base install and of the extras CI installs, at a version inside the
+    requirement's own range, and names each package once; the testing page's table of the core
+    is what it pins."""
     pins = {}
     for line in (ROOT / "constraints.txt").read_text().splitlines():
         if line.strip() and not line.startswith("#"):
@@ -96,6 +97,6 @@ def test_the_constraints_pin_every_requirement_at_a_version_the_project_allows()
         name = canonicalize_name(requirement.name)
         assert name in pins, f"{name} is not pinned in constraints.txt"
         assert requirement.specifier.contains(pins[name], prereleases=True), (text, pins[name])
-    readme = (ROOT / "README.md").read_text()
+    page = (ROOT / "docs" / "development" / "testing.md").read_text()
     row = " | ".join(str(pins[n]) for n in ("jax", "flax", "optax", "chex", "distrax"))
-    assert f"| {row} | {pins['orbax-checkpoint']} | {pins['brax']} | {pins['mujoco']} |" in readme
+    assert f"| {row} | {pins['orbax-checkpoint']} | {pins['brax']} | {pins['mujoco']} |" in page
