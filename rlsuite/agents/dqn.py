@@ -272,6 +272,5 @@ ALGORITHM = registry.register(
         hparams_cls=DQNHparams,
         offline=False,
         default_env="cartpole",
-        reads_action_mask=True,
     )
 )

@@ -276,7 +276,6 @@ ALGORITHM = registry.register(
         offline=False,
         default_env="cartpole",
         memory=True,
-        reads_action_mask=True,
         summary=trust_region_summary,
     )
 )

@@ -438,6 +438,5 @@ ALGORITHM = registry.register(
         offline=False,
         default_env="cartpole",
         memory=True,
-        reads_action_mask=True,
     )
 )

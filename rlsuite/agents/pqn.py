@@ -378,6 +378,5 @@ ALGORITHM = registry.register(
         hparams_cls=PQNHparams,
         offline=False,
         default_env="cartpole",
-        reads_action_mask=True,
     )
 )

@@ -62,10 +62,6 @@ class Algorithm(NamedTuple):
         `MEMORY_FIELDS` (the flags `--recurrent`, `--recurrent-size`), which such a config must
         have; the command line refuses those flags for a family without, naming the families
         with.
-    reads_action_mask: whether its agents take an environment's action masks and never choose a
-        masked action (`Agent.reads_action_mask`, which its agents carry too); the command line
-        refuses an environment with masks to a family without, naming the families with
-        (`mask_readers`).
     summary: `(rows) -> str | None`, what the run's summary line adds for the family, from the
         run's metric rows (`metrics.jsonl`'s, from its first update, a resumed run's included):
         a sentence on what its own metrics say of the whole run (FixPO: whether every update
@@ -79,7 +75,6 @@ class Algorithm(NamedTuple):
     offline: bool
     default_env: str
     memory: bool = False
-    reads_action_mask: bool = False
     summary: Callable[[list[dict]], str | None] | None = None
 
 
@@ -112,11 +107,6 @@ def _check(algorithm: Algorithm) -> None:
         )
     if not isinstance(algorithm.memory, bool):
         raise TypeError(f"Algorithm {name!r}: memory must be a bool, got {algorithm.memory!r}")
-    if not isinstance(algorithm.reads_action_mask, bool):
-        raise TypeError(
-            f"Algorithm {name!r}: reads_action_mask must be a bool, "
-            f"got {algorithm.reads_action_mask!r}"
-        )
     if algorithm.summary is not None and not callable(algorithm.summary):
         raise TypeError(
             f"Algorithm {name!r}: summary must be callable or None, got {algorithm.summary!r}"
@@ -172,10 +162,20 @@ def online() -> list[str]:
     return [n for n in names() if not _ALGORITHMS[n].offline]
 
 
-def mask_readers() -> list[str]:
-    """The names of the families whose agents read action masks (`Algorithm.reads_action_mask`),
-    the only ones an environment with masks is given to."""
-    return [n for n in names() if _ALGORITHMS[n].reads_action_mask]
+def taking(env, env_params) -> list[str]:
+    """The names of the online families that make an agent on `env` with their default config:
+    their checks of its spaces and contracts (an action space they do not handle, action masks
+    their agents do not read: `Agent.reads_action_mask`) refuse the others."""
+    taken = []
+    for name in online():
+        algo = _ALGORITHMS[name]
+        try:
+            agent = algo.make(algo.config_cls(), env, env_params)
+        except (TypeError, ValueError):
+            continue
+        if agent.reads_action_mask or not env.has_action_mask:
+            taken.append(name)
+    return taken
 
 
 def offline() -> list[str]:

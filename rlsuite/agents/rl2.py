@@ -83,6 +83,5 @@ ALGORITHM = registry.register(
         offline=False,
         default_env="meta/bandit",
         memory=True,
-        reads_action_mask=True,
     )
 )

@@ -85,7 +85,7 @@ def environments(*patterns: str) -> dict:
     for name in chosen:
         env, params = envs.make(name)
         spaces = _space(env.observation_space(params)), _space(env.action_space(params))
-        takes = [a for a in registry.online() if _takes(registry.get(a), env, params)]
+        takes = registry.taking(env, params)
         shown[name] = {"observation": spaces[0], "action": spaces[1], "algos": takes}
         print(f"{name}: observation {spaces[0]}, action {spaces[1]}; {', '.join(takes)}")
         sys.stdout.flush()
@@ -107,16 +107,6 @@ def _space(space) -> str:
     if n is not None:
         return f"{kind}({n})"
     return f"{kind}{tuple(shape)}"
-
-
-def _takes(algo: registry.Algorithm, env, params) -> bool:
-    """Whether `algo` makes an agent on `env` with its default config (its checks of the
-    environment's spaces and contracts refuse the others)."""
-    try:
-        algo.make(algo.config_cls(), env, params)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def tuned() -> dict:

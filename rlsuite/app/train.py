@@ -213,19 +213,19 @@ def _check_rounding(name: str, per_update: int, steps: int, asked: int | None) -
 def _made(algo: registry.Algorithm, config, env, env_params, env_name: str):
     """The run's agent (its hparams are checked once, by `runner.fit`). The family's own
     refusals come first (an action space it does not handle), then an environment with action
-    masks for a family that does not read them, naming the families that do."""
+    masks for an agent that does not read them (`Agent.reads_action_mask`), naming the
+    algorithms that take it."""
     from rlsuite.environment.masks import MasksNotRead
 
-    unread = env.has_action_mask and not algo.reads_action_mask
     try:
         agent = algo.make(config, env, env_params)
     except MasksNotRead:
-        if not unread:
-            raise
-    if unread:
+        agent = None
+    if agent is None or (env.has_action_mask and not agent.reads_action_mask):
         raise UsageError(
             f"{env_name} has action masks and {algo.name} does not read them (it would take "
-            f"masked actions); the algorithms that do: {', '.join(registry.mask_readers())}"
+            f"masked actions); the algorithms that take it: "
+            f"{', '.join(registry.taking(env, env_params))}"
         )
     return agent
 

@@ -105,6 +105,6 @@ def require_reader(env: Any, agent_name: str, reads: bool) -> None:
     if env.has_action_mask and not reads:
         raise MasksNotRead(
             f"{env.name} has action masks and {agent_name} does not read them "
-            f"(Agent.reads_action_mask is False); the families that do: "
-            f"rlsuite.agents.registry.mask_readers()"
+            f"(Agent.reads_action_mask is False); the families that take it: "
+            f"rlsuite.agents.registry.taking(env, env_params)"
         )

@@ -50,7 +50,6 @@ BUILT_IN = {
     "rarl": (rarl, rarl.RARLConfig, ppo.PPOHparams, False, "pendulum"),
 }
 WITH_MEMORY = ("ppo", "rl2", "ued", "fixpo")
-MASK_READERS = ("ppo", "rl2", "dqn", "pqn", "fixpo")
 
 
 @pytest.fixture
@@ -80,7 +79,6 @@ def test_every_built_in_family_is_registered_with_its_record():
     ]
     assert registry.offline() == ["bc", "td3_bc", "iql", "cql"]
     assert registry.with_memory() == list(WITH_MEMORY)
-    assert registry.mask_readers() == list(MASK_READERS)
     for name, (module, config_cls, hparams_cls, offline, default_env) in BUILT_IN.items():
         expected = Algorithm(
             name=name,
@@ -90,7 +88,6 @@ def test_every_built_in_family_is_registered_with_its_record():
             offline=offline,
             default_env=default_env,
             memory=name in WITH_MEMORY,
-            reads_action_mask=name in MASK_READERS,
             # A family's own sentence in the run summary: FixPO's trust region.
             summary=fixpo.trust_region_summary if name == "fixpo" else None,
         )

@@ -151,7 +151,7 @@ def test_an_agent_that_does_not_read_masks_is_refused_an_environment_with_them(t
     stages = {"init": None, "update": None, "act": None}
     with pytest.raises(masks.MasksNotRead, match=r"does not read them \(Agent.reads_action_mask"):
         agent_lib.bind(None, **stages, name="mine", env=env)
-    # The command line names the readers from the registry, before anything is written: for a
+    # The command line names the algorithms that take it, before anything is written: for a
     # family that takes the environment otherwise (the toy family, whose agent is not bound)...
     out = tmp_path / "run"
     registry.register(toy_algorithm.ALGORITHM)
@@ -160,24 +160,31 @@ def test_an_agent_that_does_not_read_masks_is_refused_an_environment_with_them(t
     finally:
         registry.unregister("toy")
     said = capsys.readouterr().err
-    assert "toy does not read them" in said and "do: ppo, rl2, dqn, pqn, fixpo" in said
+    assert "toy does not read them" in said and "take it: ppo, dqn, pqn, fixpo\n" in said
     # ... after the family's own refusal of the environment (UED's: it has no levels).
     assert cli.main(["train", "ued", "--env", "probe/masked_action", "--out", str(out)]) == 2
     assert "ued trains on an environment with levels" in capsys.readouterr().err
     assert not out.exists()
 
 
-def test_each_familys_record_says_what_its_agents_do_with_masks():
-    """`Algorithm.reads_action_mask` agrees with the agents each family makes: on the masked probe
-    where the family takes a discrete environment at all, and on its default environment."""
-    assert registry.mask_readers() == ["ppo", "rl2", "dqn", "pqn", "fixpo"]
+def test_the_families_that_take_a_masked_environment_are_those_whose_agents_read_masks():
+    """Where each family declares it, binding its agent (`Agent.reads_action_mask`): its agents
+    on its default environment say so, and the registry finds exactly the readers that take a
+    discrete environment (RL^2 takes only meta-environments) among the online families that
+    take the masked probe."""
+    readers = ["ppo", "rl2", "dqn", "pqn", "fixpo"]
     for name in registry.online():
         algo = registry.get(name)
         agent = algo.make(algo.config_cls(), *envs.make(algo.default_env))
-        assert agent.reads_action_mask == algo.reads_action_mask, name
-        if name in ("ppo", "pqn", "dqn", "fixpo"):
-            agent = algo.make(algo.config_cls(), *envs.make("probe/masked_action", masked=False))
-            assert agent.reads_action_mask == algo.reads_action_mask, name
+        assert agent.reads_action_mask == (name in readers), name
+    assert registry.taking(*envs.make("probe/masked_action")) == ["ppo", "dqn", "pqn", "fixpo"]
+    # A family whose agent does not read masks (the toy's) takes the probe only unmasked.
+    registry.register(toy_algorithm.ALGORITHM)
+    try:
+        assert "toy" not in registry.taking(*envs.make("probe/masked_action"))
+        assert "toy" in registry.taking(*envs.make("probe/masked_action", masked=False))
+    finally:
+        registry.unregister("toy")
 
 
 def _trained(algo: str, masked: bool):
