@@ -72,7 +72,7 @@ class Args:
     out: Path = Path("benchmarks/results/craftax_ppo.json")
     """Where the whole run's JSON goes."""
     markdown: bool = True
-    """Also print the table as Markdown (for benchmarks/RESULTS.md)."""
+    """Also print the table as Markdown (for its page, docs/benchmarks/)."""
 
 
 def ours(args: Args):

@@ -161,7 +161,7 @@ class Args:
     out: Path = Path("benchmarks/results/crl.json")
     """Where to write the JSON results."""
     markdown: bool = True
-    """Also print the tables as Markdown (for benchmarks/RESULTS.md)."""
+    """Also print the tables as Markdown (for its page, docs/benchmarks/)."""
 
 
 # -------------------------------------------------------------------------------------- geometry

@@ -115,7 +115,7 @@ class Args:
     out: Path = Path("benchmarks/results/env_throughput.json")
     """Where to write the JSON results."""
     markdown: bool = True
-    """Also print the tables as Markdown (for benchmarks/RESULTS.md)."""
+    """Also print the tables as Markdown (for its page, docs/benchmarks/)."""
 
 
 # ------------------------------------------------------------------------------------------- timing

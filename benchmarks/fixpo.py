@@ -121,7 +121,10 @@ def compare(env_name: str, args: Args) -> dict:
     return row
 
 
-def table(rows: list[dict]):
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of each side's trust region, fixup steps, returns and times, from
+    the JSON `main` writes (`benchmarks/tables.py` renders it on the FixPO page)."""
+    rows = result["rows"]
     header = ["env", "side", "updates inside the trust region", "largest KL stat", "fixup steps"]
     header += ["eval return (95% CI)", "FixPO - PPO-clip (paired CI)", "train s", "compile s"]
     body = []
@@ -147,7 +150,11 @@ def table(rows: list[dict]):
                     fmt(s["compile_s"]),
                 ]
             )
-    return header, body
+    title = (
+        "FixPO beside PPO-clip (the same keys, tuned PPO configuration; trust region: each "
+        "minibatch's largest KL(pi_old || pi) <= 0.2 after every update)"
+    )
+    return [(title, header, body)]
 
 
 def main(args: Args) -> dict:
@@ -159,11 +166,7 @@ def main(args: Args) -> dict:
     for env_name in args.envs:
         rows.append(compare(env_name, args))
         result = side_by_side.write_result(args, machine, {}, start, {"rows": rows})
-    title = (
-        "FixPO beside PPO-clip (the same keys, tuned PPO configuration; trust region: each "
-        "minibatch's largest KL(pi_old || pi) <= 0.2 after every update)"
-    )
-    side_by_side.show(console, args, result, [(title, *table(rows))])
+    side_by_side.show(console, args, result, tables(result))
     return result
 
 

@@ -125,7 +125,7 @@ returns `done = terminated | truncated` (what gymnax < 1.0 returned, so rejax ru
 and keeps, per env, the running episode return and the sum and count of finished episodes' returns,
 which the replacement eval callback reads. The harness shared with `benchmarks/ppo.py` (timing,
 evaluation, brax.training's runs and its compatibility shim, tables, JSON) is
-`benchmarks/side_by_side.py`. Readings: benchmarks/RESULTS.md.
+`benchmarks/side_by_side.py`. Readings: docs/benchmarks/off_policy.md.
 
     python benchmarks/off_policy.py          # defaults, on a CPU
     python benchmarks/off_policy.py --seeds 1 8 64 --brax-seeds 1 8 64   # on a GPU

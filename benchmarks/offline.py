@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import tyro
-from report import check_args, machine_info, markdown, print_table
+from report import check_args, command, machine_info, markdown, print_table
 from rich.console import Console
 
 from rlsuite.agents import bc, cql, iql, td3_bc
@@ -140,17 +140,25 @@ def main(args: Args) -> None:
     check_args(args, choices={"agents": tuple(AGENTS)})
     data = synthetic(args.dataset_size, jax.random.key(1))
     rows = [time_agent(name, data, n, args) for n in args.seeds for name in args.agents]
+    report = {"machine": machine_info(), "command": command()}
+    result = {**report, "args": {k: str(v) for k, v in vars(args).items()}, "rows": rows}
+    for title, header, body in tables(result):
+        print_table(Console(), title, header, body)
+        print(markdown(header, body))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {args.out}")
+
+
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of every agent's update rate, from the JSON `main` writes
+    (`benchmarks/tables.py` renders it on the offline families' pages)."""
+    rows = result["rows"]
     header = list(rows[0])
     for row in rows:
         header += [k for k in row if k not in header]
     body = [[str(row.get(k, "-")) for k in header] for row in rows]
-    title = "Offline gradient updates (batch 256, 256x256 networks)"
-    print_table(Console(), title, header, body)
-    print(markdown(header, body))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    report = {"machine": machine_info(), "args": {k: str(v) for k, v in vars(args).items()}}
-    args.out.write_text(json.dumps({**report, "rows": rows}, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    return [("Offline gradient updates (batch 256, 256x256 networks)", header, body)]
 
 
 if __name__ == "__main__":

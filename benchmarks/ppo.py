@@ -86,7 +86,7 @@ The harness shared with `benchmarks/off_policy.py` (timing, evaluation, brax.tra
 its compatibility shim, tables, JSON) is `benchmarks/side_by_side.py`. PureJaxRL is run from a
 git-ignored folder (`benchmarks/_anchors/`, see benchmarks/README.md), never copied into this
 repository; `load_purejaxrl` says how it is made to run under gymnax 1.0. Readings:
-benchmarks/RESULTS.md.
+docs/benchmarks/ppo.md.
 
     python benchmarks/ppo.py                      # defaults, on a CPU
     python benchmarks/ppo.py --seeds 1 8 64 --brax-seeds 1 8 64   # on a GPU
@@ -539,26 +539,41 @@ def main(args: Args) -> dict:
     parts = {"cartpole": cartpole, "brax": brax_rows, "ant": ant}
     result = side_by_side.write_result(args, machine, anchor_info(args), start, parts)
 
+    side_by_side.show(console, args, result, tables(result))
+    return result
+
+
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of each part that ran (CartPole beside PureJaxRL, the Brax
+    environments and Ant beside brax.training), from the JSON `main` writes
+    (`benchmarks/tables.py` renders it on the PPO pages)."""
+    args, cartpole, brax_rows, ant = (
+        result["args"],
+        result["cartpole"],
+        result["brax"],
+        result["ant"],
+    )
     tables = []
     if cartpole:
         title = (
             f"CartPole-v1, PureJaxRL's configuration ({cartpole[0]['env_steps_per_seed']:,} env "
             "steps per seed; N seeds vmapped on both sides)"
         )
-        table = side_by_side.comparison_table(cartpole, "purejaxrl", "PureJaxRL", args.threshold)
+        table = side_by_side.comparison_table(cartpole, "purejaxrl", "PureJaxRL", args["threshold"])
         tables.append((title, *table))
     if brax_rows:
         tables.append(side_by_side.brax_table(brax_rows))
     if ant:
         title = (
-            f"brax/{args.ant_env} ({args.ant_backend}), PPO at brax's published Ant configuration: "
-            f"wall time to an evaluation return of {args.ant_threshold:g} (compilation and "
-            f"evaluations included), at most {args.ant_max_seconds:g} s per side; ours: N seeds "
-            "vmapped, brax.training: N runs in sequence"
+            f"brax/{args['ant_env']} ({args['ant_backend']}), PPO at brax's published Ant "
+            f"configuration: wall time to an evaluation return of {args['ant_threshold']:g} "
+            f"(compilation and evaluations included), at most {args['ant_max_seconds']:g} s per "
+            "side; ours: N seeds vmapped, brax.training: N runs in sequence"
         )
-        tables.append((title, *side_by_side.curve_table(ant, "brax.training", args.ant_threshold)))
-    side_by_side.show(console, args, result, tables)
-    return result
+        tables.append(
+            (title, *side_by_side.curve_table(ant, "brax.training", args["ant_threshold"]))
+        )
+    return tables
 
 
 if __name__ == "__main__":

@@ -120,6 +120,16 @@ def main(args: Args) -> dict:
             difference = reduce(ours, axis=1) - reduce(theirs, axis=1)
         row[f"difference_{stat}"] = side_by_side.mean_interval(difference)
     result = side_by_side.write_result(args, machine, {}, start, {"rows": [row]})
+    side_by_side.show(console, args, result, tables(result))
+    return result
+
+
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of each side's returns over the physics grid and the paired
+    differences, from the JSON `main` writes (`benchmarks/tables.py` renders it on the RARL
+    page)."""
+    args, row = result["args"], result["rows"][0]
+    cells = row["cells"]
 
     def cell(x):
         return f"{x['mean']:.1f} [{x['ci'][0]:.1f}, {x['ci'][1]:.1f}]"
@@ -149,13 +159,12 @@ def main(args: Args) -> dict:
         ]
     )
     title = (
-        f"RARL (disturbance bound {bound}) beside PPO on {args.env}, "
-        f"{row['env_steps_per_seed']:,} protagonist env steps x {args.seeds} seeds; returns over "
-        f"{len(cells)} cells ({' x '.join(args.fields)} scaled by {args.scales}), "
-        f"{args.attempts} episodes each"
+        f"RARL (disturbance bound {args['disturbance_bound']}) beside PPO on {args['env']}, "
+        f"{row['env_steps_per_seed']:,} protagonist env steps x {args['seeds']} seeds; returns "
+        f"over {len(cells)} cells ({' x '.join(args['fields'])} scaled by {args['scales']}), "
+        f"{args['attempts']} episodes each"
     )
-    side_by_side.show(console, args, result, [(title, header, body)])
-    return result
+    return [(title, header, body)]
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """What every benchmark script shares to report: the check of its flags, a description of the
-machine, tables (in the terminal and as Markdown for RESULTS.md) and progress lines."""
+machine, the command, tables (in the terminal and as Markdown for the pages of docs/benchmarks/)
+and progress lines."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import datetime
 import importlib.metadata
 import os
 import platform
+import shlex
+import sys
 
 import jax
 from rich.console import Console
@@ -63,6 +66,11 @@ def machine_info() -> dict:
         "load_average_at_start": os.getloadavg() if hasattr(os, "getloadavg") else None,
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
     }
+
+
+def command() -> str:
+    """The command line the script was run with, as a user would type it again."""
+    return shlex.join(["python", *sys.argv])
 
 
 def print_table(console: Console, title: str, header: list[str], body: list[list[str]]) -> None:

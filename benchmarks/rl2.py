@@ -61,7 +61,7 @@ Two comparisons, in one run, on one machine:
    baseline is the trial's mean value prediction and every prediction regresses on every step's
    return (the recipe as published; kept).
 
-Readings: benchmarks/RESULTS.md. PureJaxRL is run from the git-ignored `benchmarks/_anchors/`
+Readings: docs/benchmarks/rl2.md. PureJaxRL is run from the git-ignored `benchmarks/_anchors/`
 (benchmarks/README.md), never copied; the notebook's recipe needs dm-haiku (an anchor, not a
 dependency of the library).
 
@@ -151,7 +151,7 @@ class Args:
     out: Path = Path("benchmarks/results/rl2.json")
     """Where to write the JSON results."""
     markdown: bool = True
-    """Also print the tables as Markdown (for benchmarks/RESULTS.md)."""
+    """Also print the tables as Markdown (for its page, docs/benchmarks/)."""
 
 
 # -------------------------------------------------------------------- anchor: PureJaxRL's GRU PPO

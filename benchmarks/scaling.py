@@ -61,7 +61,7 @@ import time
 from pathlib import Path
 
 import tyro
-from report import check_args, fmt, machine_info, markdown, print_table, progress
+from report import check_args, command, fmt, machine_info, markdown, print_table, progress
 from rich.console import Console
 
 AGENTS = ("ppo", "sac")
@@ -219,7 +219,7 @@ def measure(name: str, args: Args, mesh) -> dict:
     context = contextlib.nullcontext() if mesh is None else jax.set_mesh(mesh)
     with context:
         if mesh is not None:
-            check_mesh(mesh, 1, agent.config)  # refuses sizes the devices do not divide
+            check_mesh(mesh, 1, agent.env_split)  # refuses sizes the devices do not divide
         begin = time.perf_counter()
         states = jax.block_until_ready(
             init(agent, jax.random.split(jax.random.key(args.seed), 1), hp)
@@ -360,7 +360,10 @@ def compare(rows: list[dict]) -> None:
         row["first_update_max_abs_diff"] = max(diffs.values())
 
 
-def table(data: dict) -> tuple[str, list[str], list[list[str]]]:
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of every agent and device count, from the JSON `main` writes
+    (`benchmarks/tables.py` renders it on the scaling page)."""
+    data = result
     header = [
         "agent",
         "devices",
@@ -401,7 +404,7 @@ def table(data: dict) -> tuple[str, list[str], list[list[str]]]:
         f"One run split over forced CPU devices (mesh envs=D), env steps/s and its ratio to one "
         f"device; {data['machine']['cpus_usable']} CPU cores shared by every device"
     )
-    return title, header, body
+    return [(title, header, body)]
 
 
 def main(args: Args) -> int:
@@ -415,6 +418,7 @@ def main(args: Args) -> int:
     data = {
         "args": {k: str(v) for k, v in vars(args).items()},
         "machine": machine_info(),
+        "command": command(),
         "processes": [],
         "rows": [],
     }
@@ -436,9 +440,9 @@ def main(args: Args) -> int:
                 data["wall_s"] = time.perf_counter() - start
                 data["load_average_at_end"] = os.getloadavg()
                 args.out.write_text(json.dumps(data, indent=1))
-    title, header, body = table(data)
-    print_table(Console(width=220), title, header, body)
-    print(f"\n**{title}**\n\n{markdown(header, body)}\n")
+    for title, header, body in tables(data):
+        print_table(Console(width=220), title, header, body)
+        print(f"\n**{title}**\n\n{markdown(header, body)}\n")
     print(f"{data['wall_s']:.0f} s in all; wrote {args.out}")
     return 0 if all(p["returncode"] == 0 for p in data["processes"]) else 1
 

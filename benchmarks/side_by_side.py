@@ -33,7 +33,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from report import fmt, machine_info, print_tables, progress
+from report import command, fmt, machine_info, print_tables, progress
 from rich.console import Console
 
 from rlsuite import envs
@@ -74,11 +74,11 @@ class SideBySideArgs:
     brax_max_devices: int | None = 1
     """brax.training's `max_devices_per_host`: the devices its `pmap` splits the envs over
     (None: all). 1 by default, its faster setting on a CPU whose cores are devices
-    (`--cpu-devices`; benchmarks/RESULTS.md)."""
+    (`--cpu-devices`; docs/benchmarks/cpu-performance.md)."""
     out: Path = Path("benchmarks/results/side_by_side.json")
     """Where to write the JSON results."""
     markdown: bool = True
-    """Also print the tables as Markdown (for benchmarks/RESULTS.md)."""
+    """Also print the tables as Markdown (for its page, docs/benchmarks/)."""
 
 
 def install_brax_shim() -> None:
@@ -167,10 +167,11 @@ def args_dict(args) -> dict:
 
 
 def write_result(args, machine: dict, anchors: dict, start: float, parts: dict) -> dict:
-    """The whole run's JSON (machine, git, anchors, flags, wall time, load, then `parts`: the
-    rows of each comparison), written to `args.out` and returned."""
+    """The whole run's JSON (machine, git, anchors, the command and its flags, wall time, load,
+    then `parts`: the rows of each comparison), written to `args.out` and returned."""
     result = {
         "machine": machine,
+        "command": command(),
         "git": git_info(),
         "anchors": anchors,
         "args": args_dict(args),

@@ -148,7 +148,7 @@ class Args:
     out: Path = Path("benchmarks/results/ued.json")
     """Where to write the JSON results."""
     markdown: bool = True
-    """Also print the tables as Markdown (for benchmarks/RESULTS.md)."""
+    """Also print the tables as Markdown (for its page, docs/benchmarks/)."""
 
 
 # ------------------------------------------------------------------------ anchor: jaxued 0.0.1

@@ -27,7 +27,7 @@ the buffer is filled and starts learning one step later; PQN's and the MinAtar D
 rollout's last step from `max Q(last_obs)` with `last_done` (ours: from the true next observation
 of every step). The env-side shim and the episode-statistics callback are `benchmarks/
 off_policy.py`'s (`RejaxEnv`, `episode_stats_callback`, `rejax_curve`); timing, evaluation,
-tables and JSON are `benchmarks/side_by_side.py`'s. Readings: benchmarks/RESULTS.md.
+tables and JSON are `benchmarks/side_by_side.py`'s. Readings: docs/benchmarks/value_based.md.
 
     python benchmarks/value_based.py                       # defaults, on a CPU
     python benchmarks/value_based.py --seeds 1 8 64        # on a GPU

@@ -7,7 +7,9 @@ Pages made at build time from the repository, so that they cannot fall behind it
   docstrings, laid out in the navigation by package;
 - the tutorials: one page per notebook of `notebooks/`, its cells as they are stored (without
   outputs, never executed here), headed by what `notebooks/README.md` says of it;
-- `results.md` and `contributing.md`: `benchmarks/RESULTS.md` and `CONTRIBUTING.md` as they are.
+- `contributing.md`: `CONTRIBUTING.md` as it is;
+- the results tables: each line `<!-- results: NAME -->` of a page replaced by the tables made
+  from the JSON of benchmark NAME's last published run (`benchmarks/tables.py`).
 
 Formulas (the notebooks' `$...$`, which `pymdownx.arithmatex` marks) become MathML at build time
 (`latex2mathml`, in the docs extra), which browsers draw themselves: the site loads no script
@@ -23,6 +25,7 @@ the Python handler there.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import pathlib
 import posixpath
@@ -34,10 +37,18 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 # Where each documented package's source lives in the repository.
 SOURCES = {"rlsuite": ROOT / "rlsuite", "rlsuite.envs": ROOT / "envs"}
 NOTEBOOKS = ROOT / "notebooks"
-COPIED = {
-    "results.md": ROOT / "benchmarks" / "RESULTS.md",
-    "contributing.md": ROOT / "CONTRIBUTING.md",
-}
+COPIED = {"contributing.md": ROOT / "CONTRIBUTING.md"}
+
+
+@functools.cache
+def results_tables():
+    """`benchmarks/tables.py`, which makes the results tables (benchmarks/ is no package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tables", ROOT / "benchmarks" / "tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def public_modules() -> list[str]:
@@ -246,6 +257,11 @@ def on_files(files, config):
     for path, markdown in generated_pages().items():
         files.append(File.generated(config, path, content=markdown))
     return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    """The page's results tables, from the benchmarks' JSON."""
+    return results_tables().render(markdown)
 
 
 def on_page_content(html, page, config, files):

@@ -151,7 +151,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # scale 30, relu (256, 256) networks, normalised observations, target entropy -0.5 d. The
     # budget is what the buffer holds, so a medium-replay dataset keeps the whole run. One seed on
     # the CI machine: evaluation 2,971 at 393k steps (training return 278 at 49k, 1,186 at 184k),
-    # at about 340 env steps/s (benchmarks/RESULTS.md).
+    # at about 340 env steps/s (docs/benchmarks/offline.md).
     ("sac", "brax/hopper"): {
         "config": {
             "num_envs": 128,
@@ -400,7 +400,7 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     ("sac_her", "goal/point_reach"): {
         "config": {"num_envs": 64, "batch_size": 256, "total_timesteps": 200_000}
     },
-    # A curriculum over meta-RL tasks (benchmarks/ada.py, benchmarks/RESULTS.md): the maze, 64
+    # A curriculum over meta-RL tasks (benchmarks/ada.py, docs/benchmarks/ada.md): the maze, 64
     # envs x 60 steps (a trial's longest), 300 updates, 5 seeds in 2 to 3 minutes on 2 cores
     # per curriculum; its held-out trial return 1.52 under DR, PLR's 0.15 below it.
     ("ued", "meta/maze"): _ued_tasks(num_envs=64, num_steps=60, updates=300),

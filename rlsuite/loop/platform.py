@@ -71,7 +71,7 @@ def _ynnpack_off() -> None:
       pool thread runs a device's program, so none looks until the programs end, and a program
       holds memory for every product it has computed: a chunk of a 2-seed IQL run grew by about
       20 MB per update. XLA's own kernels queue nothing and ran as fast there
-      (benchmarks/RESULTS.md, offline memory).
+      (docs/benchmarks/offline_memory.md).
     * Batch invariance, on any number. YNNPACK's reductions sum in an order that depends on how
       many rows the batch holds (`jnp.sum` over 128 values per run differed in the last bit
       between batches of 4 and 64 runs), so a run's result depended on how many other runs

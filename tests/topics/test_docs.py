@@ -10,6 +10,7 @@ MkDocs is not installed (`pip install -e ".[docs]"`).
 """
 
 import importlib.util
+import json
 import pathlib
 import re
 import subprocess
@@ -250,6 +251,137 @@ def test_every_relative_link_and_nav_entry_points_to_a_page(generated):
                     continue
             broken.append(f"{path}: {target}")
     assert not broken, f"links to no page: {broken}"
+
+
+# ------------------------------------------------------------------------------ results tables
+
+
+def _fixpo_result(fixpo_return: float, kl: float) -> dict:
+    """A `benchmarks/fixpo.py` result as its `main` writes it, with made-up numbers."""
+
+    def side(updates_held, kl_max, ret, train_s, fixup=None):
+        out = {
+            "updates": 100,
+            "updates_held": updates_held,
+            "trust_region_kl_max": kl_max,
+            "eval_return_mean": ret,
+            "eval_return_ci": [ret - 10.0, ret + 10.0],
+            "train_s": train_s,
+            "compile_s": 3.0,
+        }
+        if fixup is not None:
+            out.update(fixup_steps=5, fixup_step_fraction=fixup)
+        return out
+
+    row = {
+        "env": "pendulum",
+        "seeds": 2,
+        "env_steps_per_seed": 4096,
+        "fixpo": side(100, 0.2, fixpo_return, 12.0, fixup=0.0125),
+        "ppo_clip": side(60, kl, -150.0, 10.0),
+        "eval_difference": {"mean": fixpo_return + 150.0, "ci": [-5.0, 5.0]},
+        "train_time_ratio": 1.2,
+    }
+    machine = {"cpu": "A CPU", "cpus_usable": 2, "jax_backend": "cpu", "devices": ["cpu", "cpu"]}
+    machine["date"] = "2026-12-07T10:00:00+00:00"
+    return {
+        "machine": machine,
+        "command": "python benchmarks/fixpo.py --seeds 2",
+        "git": {"commit": "0123456789abcdef"},
+        "rows": [row],
+    }
+
+
+@pytest.fixture(scope="module")
+def tables():
+    spec = importlib.util.spec_from_file_location("tables", ROOT / "benchmarks" / "tables.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_results_table_is_made_from_the_benchmarks_json_and_a_rerun_changes_it(
+    tables, tmp_path, monkeypatch
+):
+    """A page's `<!-- results: fixpo -->` line becomes the table `benchmarks/fixpo.py`'s
+    `tables` makes from `results/fixpo.json`, with the command, machine, date and commit; new
+    JSON, a new table; no JSON, a note naming the command that writes it."""
+    page = "# FixPO\n\n## Results\n\n<!-- results: fixpo -->\n\nText after.\n"
+    missing = tables.render(page, tmp_path)
+    assert "No published run yet" in missing and "`python benchmarks/fixpo.py` writes" in missing
+    (tmp_path / "fixpo.json").write_text(json.dumps(_fixpo_result(-200.0, 94.07)))
+    first = tables.render(page, tmp_path)
+    assert first.startswith("# FixPO\n\n## Results\n\n**FixPO beside PPO-clip")
+    assert first.endswith("\n\nText after.\n") and "<!-- results" not in first
+    row = (
+        "| pendulum (4,096 steps x 2) | fixpo | 100 / 100 | 0.200 | 1.25% | -200.0 [-210.0, -190.0]"
+    )
+    assert row + " | -50.0 [-5.0, +5.0] | 12.0 (1.20x) | 3.0 |" in first
+    assert "| pendulum (4,096 steps x 2) | ppo_clip | 60 / 100 | 94.070 |  |" in first
+    assert (
+        "*From `python benchmarks/fixpo.py --seeds 2` on A CPU, 2 cores, JAX on cpu (2 devices), "
+        "2026-12-07T10:00:00+00:00, commit `0123456`; the JSON: `benchmarks/results/fixpo.json`.*"
+    ) in first
+    (tmp_path / "fixpo.json").write_text(json.dumps(_fixpo_result(-160.0, 3.5)))
+    second = tables.render(page, tmp_path)
+    assert "-160.0 [-170.0, -150.0] | -10.0 [-5.0, +5.0]" in second and "| 3.500 |" in second
+    assert "-200.0" not in second and "94.070" not in second
+    (tmp_path / "fixpo.json").write_text(json.dumps({"partial": True, "rows": []}))
+    assert "Unfinished run" in tables.render(page, tmp_path)
+    with pytest.raises(ValueError, match=r"no benchmark script benchmarks/fixpo2.py; allowed: "):
+        tables.render("<!-- results: fixpo2 -->\n", tmp_path)
+    # A script that does not make its tables from its JSON yet: a note, no error.
+    monkeypatch.setattr(tables, "published", lambda: ["rarl"])
+    assert "Tables not generated yet" in tables.render("<!-- results: fixpo -->\n", tmp_path)
+
+
+# Each family page (docs/families/NAME.md) shows the tables of the benchmark that measures it.
+RESULTS_OF = {
+    "ppo": "ppo",
+    "sac": "off_policy",
+    "td3": "off_policy",
+    "dqn": "value_based",
+    "pqn": "value_based",
+    "bc": "offline",
+    "td3_bc": "offline",
+    "cql": "offline",
+    "iql": "offline",
+    "rl2": "rl2",
+    "ued": "ued",
+    "task_curricula": "ada",
+    "crl": "crl",
+    "sac_her": None,
+    "fixpo": "fixpo",
+    "rarl": "rarl",
+}
+
+
+def test_every_results_line_names_a_benchmark_and_every_benchmark_has_its_page(tables):
+    """Every `<!-- results: NAME -->` of the docs names a benchmark script; every script but the
+    device halves (`*_device.py`, whose readings are their CPU script's) has its page in
+    docs/benchmarks/ showing its tables; each family page's Results show its benchmark's
+    (`RESULTS_OF`; None: no benchmark measures it)."""
+    from rlsuite.agents import registry
+
+    scripts = tables.scripts()
+    assert {"fixpo", "rarl", "ada", "offline"} <= set(tables.published()) <= set(scripts)
+    wrong = []
+    for page in sorted(DOCS.rglob("*.md")):
+        for name in tables.MARKER.findall(page.read_text()):
+            if name not in scripts:
+                wrong.append(f"{page.relative_to(ROOT)}: no benchmark script {name}")
+    for name in scripts:
+        page = DOCS / "benchmarks" / f"{name}.md"
+        if name.endswith("_device"):
+            continue
+        if not page.is_file() or f"<!-- results: {name} -->" not in page.read_text():
+            wrong.append(f"docs/benchmarks/{name}.md does not show {name}'s tables")
+    assert set(RESULTS_OF) == {*registry.names(), "task_curricula"}
+    for family, name in RESULTS_OF.items():
+        results = _section(DOCS / "families" / f"{family}.md", "Results")
+        if name is not None and f"<!-- results: {name} -->" not in results:
+            wrong.append(f"docs/families/{family}.md's Results do not show {name}'s tables")
+    assert not wrong, wrong
 
 
 @pytest.mark.slow
