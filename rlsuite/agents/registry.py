@@ -40,6 +40,7 @@ BUILT_IN = (
     "pqn",
     "fixpo",
     "rarl",
+    "dpo",
 )
 ENTRY_POINT_GROUP = "rlsuite.algorithms"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")

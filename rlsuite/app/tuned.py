@@ -115,6 +115,10 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     # both from the same keys and compares the trust region, the fixup phase and the returns.
     ("fixpo", "cartpole"): _PPO_CARTPOLE,
     ("fixpo", "pendulum"): _PPO_PENDULUM,
+    # DPO (PPO with DPO's drift for the clip) at PPO's entries, as PureJaxRL's DPO script takes
+    # its PPO's numbers; tests/agents/test_dpo.py trains both from the same keys on each.
+    ("dpo", "cartpole"): _PPO_CARTPOLE,
+    ("dpo", "pendulum"): _PPO_PENDULUM,
     # RARL at PPO's entry, the adversary's torque bounded by 0.25 (the motor's is 2): of 0.25,
     # 0.5 and 1.0, the bound whose protagonist did best over benchmarks/rarl.py's grid of test
     # physics (5 seeds: 0.25 -405 over the grid against PPO's -427, 0.5 -503, 1.0 -534; the

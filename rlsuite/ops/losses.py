@@ -57,6 +57,49 @@ def importance_policy_loss(log_prob, old_log_prob, advantages, clip_eps):
     return -(ratio * advantages).mean(), _ratio_metrics(log_ratio, ratio, clip_eps)
 
 
+def drift_policy_loss(drift):
+    """The policy loss of mirror learning with the drift function `drift` (Kuba et al. 2022;
+    Lu et al. 2022, arXiv:2210.05639, "Discovered Policy Optimisation"): `-E[r A - drift(r,
+    log r, A, clip_eps)]`, `r = pi / pi_old`, where `drift >= 0` and is 0 with its gradient at
+    `r = 1`. PPO's clip is one drift (`ppo_drift`), DPO's another (`dpo_drift`). Returns a
+    `policy_loss` for `ppo.make`, whose metrics add the mean `drift`."""
+
+    def policy_loss(log_prob, old_log_prob, advantages, clip_eps):
+        _same("drift_policy_loss", log_prob=log_prob, old_log_prob=old_log_prob, adv=advantages)
+        log_ratio = log_prob - old_log_prob
+        ratio = jnp.exp(log_ratio)
+        drifted = drift(ratio, log_ratio, advantages, clip_eps)
+        metrics = _ratio_metrics(log_ratio, ratio, clip_eps)
+        metrics["drift"] = jax.lax.stop_gradient(drifted.mean())
+        return -(ratio * advantages - drifted).mean(), metrics
+
+    return policy_loss
+
+
+def ppo_drift(ratio, log_ratio, advantages, clip_eps):
+    """PPO's clip as a drift: `ReLU((r - clip(r, 1 - eps, 1 + eps)) A)`, what the clipped
+    surrogate takes off `r A` (`drift_policy_loss(ppo_drift)` is `ppo_policy_loss`)."""
+    del log_ratio
+    clipped = jnp.clip(ratio, 1.0 - clip_eps, 1.0 + clip_eps)
+    return jax.nn.relu((ratio - clipped) * advantages)
+
+
+def dpo_drift(alpha: float = 2.0, beta: float = 0.6):
+    """DPO's drift (Lu et al. 2022, the closed form read off the learned one): for `A >= 0`,
+    `ReLU((r - 1) A - alpha tanh((r - 1) A / alpha))`; for `A < 0`, `ReLU(log(r) A - beta
+    tanh(log(r) A / beta))`. `alpha` and `beta` are the paper's 2 and 0.6 by default."""
+
+    def drift(ratio, log_ratio, advantages, clip_eps):
+        del clip_eps
+        up = (ratio - 1.0) * advantages
+        down = log_ratio * advantages
+        positive = jax.nn.relu(up - alpha * jnp.tanh(up / alpha))
+        negative = jax.nn.relu(down - beta * jnp.tanh(down / beta))
+        return jnp.where(advantages >= 0, positive, negative)
+
+    return drift
+
+
 def _ratio_metrics(log_ratio, ratio, clip_eps) -> dict:
     """The approximate KL `E[(r - 1) - log r]` (Schulman's unbiased estimator) and the fraction
     of ratios outside `[1 - clip_eps, 1 + clip_eps]`, without gradients."""

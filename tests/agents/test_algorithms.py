@@ -11,6 +11,7 @@ from rlsuite.agents import (
     bc,
     cql,
     crl,
+    dpo,
     dqn,
     fixpo,
     iql,
@@ -48,8 +49,9 @@ BUILT_IN = {
     "pqn": (pqn, pqn.PQNConfig, pqn.PQNHparams, False, "cartpole"),
     "fixpo": (fixpo, fixpo.FixPOConfig, fixpo.FixPOHparams, False, "cartpole"),
     "rarl": (rarl, rarl.RARLConfig, ppo.PPOHparams, False, "pendulum"),
+    "dpo": (dpo, dpo.DPOConfig, ppo.PPOHparams, False, "cartpole"),
 }
-WITH_MEMORY = ("ppo", "rl2", "ued", "fixpo")
+WITH_MEMORY = ("ppo", "rl2", "ued", "fixpo", "dpo")
 
 
 @pytest.fixture
@@ -76,6 +78,7 @@ def test_every_built_in_family_is_registered_with_its_record():
         "pqn",
         "fixpo",
         "rarl",
+        "dpo",
     ]
     assert registry.offline() == ["bc", "td3_bc", "iql", "cql"]
     assert registry.with_memory() == list(WITH_MEMORY)
@@ -94,7 +97,7 @@ def test_every_built_in_family_is_registered_with_its_record():
         assert registry.get(name) == expected, name
         assert registry.ALGORITHMS[name] is registry.get(name) is module.ALGORITHM
         assert tuned.default_env(name) == default_env
-    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 15
+    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 16
 
 
 def test_the_tuned_table_names_registered_algorithms():
@@ -112,6 +115,7 @@ def test_the_tuned_table_names_registered_algorithms():
         "pqn",
         "fixpo",
         "rarl",
+        "dpo",
     }
 
 
@@ -154,7 +158,7 @@ def test_an_unknown_algorithm_is_refused_with_the_registered_names(capsys):
     assert cli.main(["train", "nosuch"]) == 2
     err = capsys.readouterr().err
     allowed = "(allowed: ppo, sac, td3, bc, td3_bc, iql, cql, rl2, ued, crl, sac_her, dqn, pqn, "
-    allowed += "fixpo, rarl)"
+    allowed += "fixpo, rarl, dpo)"
     assert err == f"rlsuite train: error: unknown algorithm 'nosuch' {allowed}\n"
     with pytest.raises(ValueError, match="unknown algorithm 'nosuch'; registered: ppo, sac, td3"):
         registry.get("nosuch")

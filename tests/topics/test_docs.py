@@ -353,6 +353,7 @@ RESULTS_OF = {
     "sac_her": None,
     "fixpo": "fixpo",
     "rarl": "rarl",
+    "dpo": None,
 }
 
 

@@ -530,6 +530,32 @@ def test_fixpo_script_p90_by_hand():
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
+def test_dpo_script_smoke_with_a_drift_passed_in(tmp_path):
+    args = ["--num-seeds", "2", "--total-timesteps", "512", "--num-envs", "4", "--num-steps", "16"]
+    args += ["--num-minibatches", "2", "--hidden-sizes", "8", "--eval-episodes", "2"]
+    args += ["--drift-idea", "log-both"]
+    proc = run_script("dpo.py", *args, "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = re.search(r"^dpo \(log-both\) on cartpole: 2 seeds x 512 steps.*mean drift (\S+)$",
+                     proc.stdout, re.M)  # fmt: skip
+    assert said and float(said.group(1)) >= 0.0, proc.stdout
+    bad = run_script("dpo.py", "--drift-idea", "clip", "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 2 and "clip" in bad.stderr and not (tmp_path / "bad").exists()
+
+
+def test_dpo_script_drifts_by_hand():
+    module = load_script("dpo.py")
+    config = module.dpo.DPOConfig()
+    # log_both at r = e (log r = 1), A = 2: x = 2, 2 - 0.6 tanh(2 / 0.6); at A = -2, x = -2: 0.
+    got = module.drift_of("log-both", config)(
+        jnp.exp(jnp.ones(2)), jnp.ones(2), jnp.array([2.0, -2.0]), 0.2
+    )
+    np.testing.assert_allclose(got, [2.0 - 0.6 * np.tanh(2.0 / 0.6), 0.0], rtol=1e-6)
+    assert module.drift_of("ppo-clip", config) is module.losses.ppo_drift
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
 def test_rarl_script_smoke_with_an_adversary_reward_passed_in(tmp_path):
     args = ["--num-seeds", "2", "--total-timesteps", "256", "--num-envs", "4", "--num-steps", "16"]
     args += ["--num-minibatches", "2", "--hidden-sizes", "8", "--eval-episodes", "2"]
