@@ -40,14 +40,20 @@ def check_args(args, may_be_zero: tuple[str, ...] = (), choices: dict | None = N
 def machine_info() -> dict:
     """CPU model and core counts, JAX backend and devices, package versions, load and date."""
     cpu = platform.processor() or "unknown"
+    # A virtual machine may name only the vendor ("AMD EPYC"): its family, model and vector
+    # extensions tell two CPUs of one name apart, whose XLA code (and last bits) may differ.
+    cpuinfo = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
+                key, _, value = line.partition(":")
+                if not line.strip():
+                    break  # the first processor's block
+                cpuinfo[key.strip()] = value.strip()
     except OSError:
         pass
+    cpu = cpuinfo.get("model name", cpu)
+    flags = cpuinfo.get("flags", "").split()
     versions = {}
     for package in ("jax", "jaxlib", "brax", "mujoco", "mujoco-mjx", "gymnax", "flax"):
         try:
@@ -56,6 +62,8 @@ def machine_info() -> dict:
             versions[package] = None
     return {
         "cpu": cpu,
+        "cpu_family_model": [cpuinfo.get("cpu family"), cpuinfo.get("model")],
+        "cpu_vector_extensions": [f for f in ("avx2", "avx512f", "amx_tile") if f in flags],
         "cpu_count": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "jax_backend": jax.default_backend(),

@@ -4,10 +4,11 @@
     python docs/check_site.py --site /tmp/site --out /tmp/shots
 
 Serves the built site on 127.0.0.1 (Python's `http.server`, in a thread) and runs Debian's
-`chromium` (`--headless`, driven over the DevTools protocol on a pipe) on four pages, each
+`chromium` (`--headless`, driven over the DevTools protocol on a pipe) on five pages, each
 screenshot into `--out` once its DOM holds what it should: the home page, the PPO family page, an
-API reference page (`rlsuite.agents.ppo`) and a search (`?q=resume`, which Material's client-side
-search opens on load: it must list results). A console error, an uncaught exception or a file that
+API reference page (`rlsuite.agents.ppo`), a search (`?q=resume`, which Material's client-side
+search opens on load: it must list results) and a benchmark page (FixPO's, its table generated
+from `benchmarks/results/fixpo.json`). A console error, an uncaught exception or a file that
 fails to load (a request that needs the network among them) fails the check, as does a page the
 server does not answer with 200 or that never shows what it should.
 
@@ -39,6 +40,8 @@ PAGES = {
     "ppo": ("families/ppo/", "PPOConfig"),
     "reference": ("reference/rlsuite/agents/ppo/", "rlsuite.agents.ppo"),
     "search": ("?q=resume", "md-search-result__item"),
+    # A benchmark page's table, generated from its JSON (benchmarks/tables.py) with its provenance.
+    "benchmark": ("benchmarks/fixpo/", "the same keys, tuned PPO configuration; trust region"),
 }
 
 

@@ -443,9 +443,10 @@ def test_the_site_builds_with_no_warning(tmp_path):
 
 @pytest.mark.slow
 def test_the_built_site_opens_in_a_browser_without_a_console_error(tmp_path):
-    """`docs/check_site.py` on a fresh build: the home page, the PPO page, an API reference page
-    and a search load in headless Chromium, show what they should, and log no console error
-    (nothing from the network: the site works offline). About a minute on 2 cores."""
+    """`docs/check_site.py` on a fresh build: the home page, the PPO page, an API reference page,
+    a search and a benchmark page with its generated table load in headless Chromium, show what
+    they should, and log no console error (nothing from the network: the site works offline).
+    About a minute on 2 cores."""
     import shutil
 
     pytest.importorskip(
@@ -467,4 +468,5 @@ def test_the_built_site_opens_in_a_browser_without_a_console_error(tmp_path):
         "ppo.png",
         "reference.png",
         "search.png",
+        "benchmark.png",
     }
