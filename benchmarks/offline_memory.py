@@ -33,11 +33,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import jax
 import numpy as np
 import tyro
-from report import check_args, machine_info, markdown, print_table
+from report import check_args, command, machine_info, markdown, print_table
 from rich.console import Console
 
 HERE = Path(__file__).resolve().parent
@@ -277,6 +278,16 @@ def compare_table(rows: list[dict], args: Args) -> tuple[list[str], list[list[st
     return header, body, ratios
 
 
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of the peaks by updates per chunk and of one chunk against many,
+    from the JSON `main` writes (`benchmarks/tables.py` renders it on the offline memory page)."""
+    args = SimpleNamespace(**result["args"])
+    grid = f"Peak resident memory, {args.grid_updates} updates, by updates per chunk"
+    compare = f"2 seeds, {args.compare_updates} updates: one chunk against {args.compare_chunks}"
+    header, body, _ = compare_table(result["compare"], args)
+    return [(grid, *grid_table(result["grid"], args)), (compare, header, body)]
+
+
 def check(args: Args) -> None:
     check_args(args, choices={"agents": AGENTS, "contrast_agents": AGENTS})
     for chunk in args.chunk_updates:
@@ -297,23 +308,19 @@ def main(args: Args) -> None:
         make_dataset(dataset, args.dataset_size)
         grid = run_grid(args, dataset)
         compare = run_compare(args, dataset)
-    title = f"Peak resident memory, {args.grid_updates} updates, by updates per chunk"
-    header, body = grid_table(grid, args)
-    print_table(console, title, header, body)
-    print(markdown(header, body))
-    title = f"2 seeds, {args.compare_updates} updates: one chunk against {args.compare_chunks}"
-    header, body, ratios = compare_table(compare, args)
-    print_table(console, title, header, body)
-    print(markdown(header, body))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "machine": machine,
+        "command": command(),
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "seconds": round(time.perf_counter() - start),
         "grid": grid,
         "compare": compare,
-        "ratios": ratios,
+        "ratios": compare_table(compare, args)[2],
     }
+    for title, header, body in tables(report):
+        print_table(console, title, header, body)
+        print(markdown(header, body))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"wrote {args.out}")
 
