@@ -48,7 +48,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import tyro
-from report import check_args, machine_info, print_tables, progress
+from report import check_args, command, machine_info, print_tables, progress
 from rich.console import Console
 
 from rlsuite.environment.wrappers import TimeLimit
@@ -657,6 +657,7 @@ def main(args: Args) -> dict:
     suite_rows = bench_suites(args) if args.suite_envs else []
     result = {
         "machine": machine,
+        "command": command(),
         "args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
         "classic": classic,
         "brax": brax_rows,
@@ -666,32 +667,41 @@ def main(args: Args) -> dict:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
 
+    print_tables(console, tables(result), args.markdown)
+    console.print(f"wrote {args.out}")
+    return result
+
+
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of each part that ran, from the JSON `main` writes
+    (`benchmarks/tables.py` renders it on the environment throughput page)."""
+    args = result["args"]
+    classic, brax_rows = result["classic"], result["brax"]
+    playground_rows, suite_rows = result["playground"], result["suites"]
     tables = []
     if classic:
-        title = f"Classic control: env steps/s ({args.steps} steps, random actions)"
+        title = f"Classic control: env steps/s ({args['steps']} steps, random actions)"
         tables.append((title, *classic_table(classic)))
     if brax_rows:
         title = (
-            f"Brax adapter overhead: {args.brax_steps} steps, random actions "
+            f"Brax adapter overhead: {args['brax_steps']} steps, random actions "
             "(time = wall time per step; + is slower)"
         )
         tables.append((title, *brax_table(brax_rows)))
     if playground_rows:
         title = (
-            f"MuJoCo Playground adapter: env steps/s, {args.playground_steps} steps, random "
-            f"actions, episodes of {args.playground_episode_length} steps"
+            f"MuJoCo Playground adapter: env steps/s, {args['playground_steps']} steps, random "
+            f"actions, episodes of {args['playground_episode_length']} steps"
         )
         tables.append((title, *playground_table(playground_rows)))
     if suite_rows:
         title = (
-            f"Jumanji, Craftax and MiniGrid adapters: env steps/s, {args.suite_steps} steps, "
+            f"Jumanji, Craftax and MiniGrid adapters: env steps/s, {args['suite_steps']} steps, "
             "uniformly random actions (the same on both sides), each suite's own auto-reset; "
             f"reset slots: num_envs / {SLOT_SHARE} (`--reset-slots`)"
         )
         tables.append((title, *suite_table(suite_rows)))
-    print_tables(console, tables, args.markdown)
-    console.print(f"wrote {args.out}")
-    return result
+    return tables
 
 
 if __name__ == "__main__":
