@@ -41,6 +41,7 @@
   | TSP-v1, CVRP-v1                 | none                  | all visited, an illegal choice    |
   | Sudoku-v0, Sudoku-very-easy-v0  | none                  | no legal digit, an illegal one    |
   | GraphColoring-v1                | none                  | all coloured, an illegal colour   |
+
 * **info** holds Jumanji's `extras` (fixed-shape arrays) as `info["jumanji/<name>"]`
   (Game2048 `highest_tile`, BinPack `volume_utilization`, ...).
 * **Randomness** lives in Jumanji's state (`state.key`), so `step_env` ignores its key; Jumanji's

@@ -44,6 +44,7 @@ XLand-MiniGrid wrapper; the one auto-reset is `Environment.step`'s.
     columns), the same in every cell.
 
   `observation_image` is the conversion.
+
 * **Actions**: `Discrete(6)`, XLand-MiniGrid's ids: 0 forward, 1 turn right, 2 turn left,
   3 pick up, 4 put down, 5 toggle (Memory plays 3 as 5). Every action is legal in every state,
   so there is no action mask.

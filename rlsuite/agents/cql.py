@@ -11,6 +11,7 @@ The critics, the actor, the temperature and the target critics are SAC's own upd
 shared offline loop (`rlsuite.agents.offline`).
 
 Choices, written down:
+
 - The log-sum-exp is importance-sampled (appendix F): `num_sampled_actions` (N) uniform actions
   in [-1, 1]^d (log density `-d log 2`), N policy actions at `s` and N at `s'`, each minus its
   log-probability, all evaluated by the critics at `s` (as the authors' code does), log-sum-exp

@@ -20,6 +20,7 @@ episodes, never the anchor itself). One gradient step (`learner`):
     alpha:  towards the target entropy -target_entropy_scale * |A| (0.5 by default)
 
 Choices, written down:
+
 - The energy and the contrastive loss are functions passed in (`make(energy=..., loss=...)`);
   `config.energy` and `config.contrastive_loss` name the built-in ones of
   `rlsuite.ops.contrastive` (norm, l2sq, dot, cosine; forward, backward, symmetric, binary).

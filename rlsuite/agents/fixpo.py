@@ -31,6 +31,7 @@ steps' `D` and mean KL, before each step. `watch` measures PPO-clip's updates th
     rlsuite train fixpo --env pendulum
 
 Choices, written down:
+
 - The KL is exact, `ActionHead.kl` (for the squashed Gaussian, the Gaussians' before the tanh).
 - The old policy is recomputed from the update's starting parameters on each minibatch rather
   than stored with the rollout: PPO collects and learns with the same parameters and

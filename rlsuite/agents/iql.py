@@ -11,6 +11,7 @@ Polyak-averaged targets, and the policy is extracted by advantage-weighted regre
 offline loop (`rlsuite.agents.offline`).
 
 Choices, written down:
+
 - One gradient step updates `V`, then the policy (with the new `V`), then the critics (towards
   the new `V(s')`), then the target critics, all on the same batch, as the authors' code does.
 - The policy is a Gaussian whose mean is `tanh(MLP(s))` and whose log standard deviation is a

@@ -13,6 +13,7 @@ replay buffer and returns an `Agent`. One `update` reads top-down:
 where `collections_per_update` is 1 unless the learner has a cycle (below).
 
 Choices, written down:
+
 - A family's actions are what it declares (`Actions`, `make_agent`'s `actions`). Continuous
   ones (`box_actions`, the default: SAC, TD3, CRL) live in `[-1, 1]^d`: the environment is
   wrapped in `RescaleAction`, so the networks and the warm-up never see the environment's own

@@ -257,6 +257,7 @@ class Plugins(NamedTuple):
         brings its own capacity. Any tuple of pure functions shaped like
         `rlsuite.data.buffers.ReplayBuffer`, over a state pytree that lives in
         `OffPolicyState.buffer`:
+
         - `init(item) -> state`, with the example item `{"obs" [o], "action" [a], "reward" [],
           "discount" [], "next_obs" [o], "terminated" [] bool, "truncated" [] bool}` (n-step
           reward and discount, raw observations and rewards: see above);

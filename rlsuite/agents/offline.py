@@ -11,6 +11,7 @@ An algorithm is an off-policy `Learner` (`rlsuite.agents.learner.Learner`: `init
     state, metrics = driver.train(agent, key, hparams, num_updates, data=dataset)
 
 Choices, written down:
+
 - A batch's `discount` is `hparams.gamma * (1 - terminals)`: a timeout (time-limit truncation)
   bootstraps from its `next_observations`, a terminal does not.
 - With `normalize_observations`, observations are standardised with the dataset's mean and

@@ -9,6 +9,7 @@ gradient clip. Its parts (config, hparams, network, setup, state) are in `ppo_co
     state, metrics = agent.update(state, agent.default_hparams)
 
 Deviations and choices, written down:
+
 - Observation normalisation statistics live in the learner state. A rollout is collected and learned
   from with the same statistics (so the first ratio is exactly 1); they are updated afterwards.
 - `hparams.reward_scale` multiplies the rewards PPO learns from by a constant (1 by default).

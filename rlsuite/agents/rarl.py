@@ -20,6 +20,7 @@ params (`benchmarks/rarl.py`).
     rlsuite train rarl --env pendulum --disturbance-bound 1.0
 
 Choices, written down:
+
 - One `PPOHparams` for both learners, and one configuration (network, rollout, epochs).
 - Each learner keeps its own batch of environments, continued by its own phases, so each phase's
   rollouts follow from the last of the same learner.

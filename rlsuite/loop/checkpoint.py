@@ -18,6 +18,7 @@ target whose every leaf has a saved leaf of the same path, shape and dtype, but 
 of the saved ones (a state class that has since dropped fields), restores from those leaves.
 
 Guarantees:
+
   * A checkpoint is complete or invisible. ``save`` writes every item into ``.staging-<step>``
     (orbax's own temporary directory inside), marks it complete (``COMPLETE``), and only then
     renames it to ``<step>`` in one atomic step (``os.replace``, then an ``fsync`` of the

@@ -10,6 +10,7 @@ first gradient step logs NaN losses) are not divergence.
 The update at which a run diverged is located within its chunk by its losses: the first update
 from which every later update of the chunk has a `losses/*` value that is not finite (the chunk's
 last update where its losses stayed finite). Updates count from 1. Where it is reported:
+
 - the terminal: one line per run as it diverges (`rlsuite: warning: seed 2 diverged ...`);
 - `metrics.jsonl`: from the first chunk in which a run diverged, every row has `charts/diverged`,
   1 from the row of that update on, else 0 (rows of a run that never diverges lack it);

@@ -238,6 +238,7 @@ class MetricsLogger:
         """Writes one row per seed (and per ``log_interval`` env steps, for a chunk) and flushes.
 
         Two forms, told apart by ``env_steps``:
+
           * one point: ``env_steps`` an int; each metric ``[num_seeds]``, or a scalar for a single
             run (seed 0).
           * a whole chunk: ``env_steps`` a 1-D array ``[T]`` (one entry per update in the chunk);

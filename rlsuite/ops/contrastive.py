@@ -9,6 +9,7 @@ on the diagonal and every other goal of the batch is a negative. Each energy has
 function and a research variant passes its own.
 
 Choices:
+
 - `norm` takes the square root of (squared distance + `EPS`): `-||phi_i - psi_j||` is not
   differentiable where phi_i == psi_j, and a positive pair that matches exactly is the goal of
   training. Distances are taken from the broadcast difference, not from

@@ -9,6 +9,7 @@ and navigation entry points to a page. These run without MkDocs (the generated p
 MkDocs is not installed (`pip install -e ".[docs]"`).
 """
 
+import ast
 import importlib.util
 import json
 import pathlib
@@ -152,6 +153,44 @@ def _suite_prefixes() -> tuple[dict[str, list[str]], list[str]]:
         if "/" in name:
             prefixes.setdefault(name.split("/", 1)[0], []).append(name)
     return prefixes, [name for name in built_in if "/" not in name]
+
+
+_ITEM = re.compile(r"\s*([-*]|\d+\.) ")
+
+
+def lists_run_into_a_paragraph(doc: str) -> list[int]:
+    """The lines of `doc` that open a Markdown list straight after a paragraph or a table row,
+    with no blank line between: the API reference would render the list as part of that
+    paragraph. An item's own continuation lines are not such a line."""
+    lines = doc.splitlines()
+    found = []
+    for i in range(1, len(lines)):
+        if not _ITEM.match(lines[i]) or not lines[i - 1].strip():
+            continue
+        block = []  # the lines above, back to the last blank one
+        for line in reversed(lines[:i]):
+            if not line.strip():
+                break
+            block.append(line)
+        if not any(_ITEM.match(line) for line in block):
+            found.append(i)
+    return found
+
+
+def test_lists_in_docstrings_follow_a_blank_line():
+    assert lists_run_into_a_paragraph("Title.\n\nChoices:\n- one;\n- two.") == [3]
+    assert lists_run_into_a_paragraph("| a | b |\n* c") == [1]
+    assert lists_run_into_a_paragraph("Choices:\n\n- one,\n  still one;\n- two\n1. x") == []
+    found = []
+    for path in sorted([*(ROOT / "rlsuite").rglob("*.py"), *(ROOT / "envs").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                doc = ast.get_docstring(node) or ""
+                where = f"{path.relative_to(ROOT)}: {getattr(node, 'name', 'module')}"
+                found += [
+                    f"{where}, docstring line {i + 1}" for i in lists_run_into_a_paragraph(doc)
+                ]
+    assert not found, "a list needs a blank line before it:\n" + "\n".join(found)
 
 
 def test_every_suite_prefix_has_a_page():

@@ -49,6 +49,7 @@ environment provides its level functions (`rlsuite.environment.levels.Levels`, f
 `UEDHparams`, so a batch of them is a `vmap` axis like the learning rate.
 
 Choices, written down:
+
 - DR plays a fresh level per episode (the environment's own random levels, jaxued's DR), not a
   batch of levels per update; it has no buffer.
 - The branch after a replay is always *mutate* under ACCEL (jaxued); so with replay
