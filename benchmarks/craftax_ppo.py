@@ -249,7 +249,15 @@ def main(args: Args) -> dict:
     anchors["craftax"] = importlib.metadata.version("craftax")
     parts = {"env_steps_per_seed": steps, "sides": sides, "ours_over_rejax": ratio}
     result = side_by_side.write_result(args, machine, anchors, start, parts)
+    side_by_side.show(console, args, result, tables(result))
+    return result
 
+
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of ours, rejax's and the random policy, from the JSON `main`
+    writes (`benchmarks/tables.py` renders it on the PPO pages)."""
+    args, anchors, sides = result["args"], result["anchors"], result["sides"]
+    ratio = result["ours_over_rejax"]
     header = [
         "side",
         "compile s",
@@ -274,12 +282,12 @@ def main(args: Args) -> dict:
             ]
         )
     title = (
-        f"PPO on Craftax-Classic-Symbolic, {steps:,} env steps per seed, {args.seeds} seeds "
-        f"vmapped per side; rejax {anchors['rejax']}, craftax {anchors['craftax']}; "
-        f"achievements per episode over {args.eval_episodes} episodes a seed (+- standard error)"
+        f"PPO on Craftax-Classic-Symbolic, {result['env_steps_per_seed']:,} env steps per seed, "
+        f"{args['seeds']} seeds vmapped per side; rejax {anchors['rejax']}, craftax "
+        f"{anchors['craftax']}; achievements per episode over {args['eval_episodes']} episodes a "
+        "seed (+- standard error)"
     )
-    side_by_side.show(console, args, result, [(title, header, body)])
-    return result
+    return [(title, header, body)]
 
 
 if __name__ == "__main__":

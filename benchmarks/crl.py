@@ -496,7 +496,7 @@ def jaxgcrl_versions(python: Path) -> dict:
 
 
 # ---------------------------------------------------------------------------------------- report
-def table(args: Args, sides: dict) -> tuple[list[str], list[list[str]]]:
+def table(sides: dict) -> tuple[list[str], list[list[str]]]:
     header = ["variant", "wall incl. compile (s)", "wall excl. compile (s)", "compile (s)"]
     header += ["env steps/s (all seeds)", "success_any", "per seed", "steps near goal (of 101)"]
     names = {"ours": f"ours ({ENV})", "jaxgcrl": f"jaxgcrl {JAXGCRL_VERSION} ({JAXGCRL_ENV})"}
@@ -565,17 +565,24 @@ def main(args: Args) -> dict:
         )
         save()
     result = save()
-    title = (
-        f"CRL on JaxGCRL's u_maze layout (ours: {ENV}, a sliding point; jaxgcrl: "
-        f"{JAXGCRL_ENV}, a brax ball: the physics differ), {args.num_envs} envs, episodes of "
-        f"{args.episode_length}, batch {args.batch_size}, {args.total_env_steps:,} env steps per "
-        f"seed, {args.seeds} seeds (ours vmapped, jaxgcrl in sequence); success_any over "
-        f"{args.eval_episodes} greedy episodes per seed, each side on its own environment"
-    )
-    side_by_side.show(console, args, result, [(title, *table(args, sides))])
+    side_by_side.show(console, args, result, tables(result))
     if "goals" in result:
         console.print(f"goals: {result['goals']}")
     return result
+
+
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of the sides that ran, from the JSON `main` writes
+    (`benchmarks/tables.py` renders it on the CRL pages)."""
+    args = result["args"]
+    title = (
+        f"CRL on JaxGCRL's u_maze layout (ours: {ENV}, a sliding point; jaxgcrl: "
+        f"{JAXGCRL_ENV}, a brax ball: the physics differ), {args['num_envs']} envs, episodes of "
+        f"{args['episode_length']}, batch {args['batch_size']}, {args['total_env_steps']:,} env "
+        f"steps per seed, {args['seeds']} seeds (ours vmapped, jaxgcrl in sequence); success_any "
+        f"over {args['eval_episodes']} greedy episodes per seed, each side on its own environment"
+    )
+    return [(title, *table(result["sides"]))]
 
 
 if __name__ == "__main__":

@@ -695,29 +695,40 @@ def main(args: Args) -> dict:
     parts = {"pendulum": pendulum, "brax": brax_rows, "hopper": hopper}
     result = side_by_side.write_result(args, machine, anchor_versions(), start, parts)
 
+    side_by_side.show(console, args, result, tables(result))
+    return result
+
+
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of each part that ran (Pendulum beside rejax, the Brax
+    environment and hopper beside brax.training), from the JSON `main` writes
+    (`benchmarks/tables.py` renders it on the SAC and TD3 pages)."""
+    args, pendulum, brax_rows, hopper = (
+        result["args"],
+        result["pendulum"],
+        result["brax"],
+        result["hopper"],
+    )
     tables = []
     if pendulum:
         title = (
             f"Pendulum, {pendulum[0]['env_steps_per_seed']:,} env steps per seed; ours vs rejax "
             f"{result['anchors']['rejax']}, N seeds vmapped on both sides"
         )
-        tables.append(
-            (title, *side_by_side.comparison_table(pendulum, "rejax", "rejax", args.threshold))
-        )
+        table = side_by_side.comparison_table(pendulum, "rejax", "rejax", args["threshold"])
+        tables.append((title, *table))
     if brax_rows:
         tables.append(side_by_side.brax_table(brax_rows))
     if hopper:
         title = (
-            f"brax/{args.hopper_env} ({args.hopper_backend}), SAC at brax's configuration: "
-            f"evaluation return within {args.hopper_budget_seconds:g} s of wall time per side "
+            f"brax/{args['hopper_env']} ({args['hopper_backend']}), SAC at brax's configuration: "
+            f"evaluation return within {args['hopper_budget_seconds']:g} s of wall time per side "
             "(compilation and evaluations included); ours: N seeds vmapped, brax.training: N "
             "runs in sequence"
         )
-        table = side_by_side.curve_table(hopper, "brax.training", args.hopper_threshold)
+        table = side_by_side.curve_table(hopper, "brax.training", args["hopper_threshold"])
         tables.append((title, *table))
-    tables = [(t, h, [[c.replace("nan", "-") for c in row] for row in b]) for t, h, b in tables]
-    side_by_side.show(console, args, result, tables)
-    return result
+    return [(t, h, [[c.replace("nan", "-") for c in row] for row in b]) for t, h, b in tables]
 
 
 if __name__ == "__main__":

@@ -684,17 +684,25 @@ def main(args: Args) -> dict:
         parts[name] = rows
         return side_by_side.write_result(args, machine, anchor_info(args), start, parts)
 
-    bandit = bench_bandit(args, save) if args.bandit and args.bandit_p else []
+    if args.bandit and args.bandit_p:
+        bench_bandit(args, save)
     cartpole = bench_cartpole(args, save) if args.cartpole and args.seeds else []
     result = save("cartpole", cartpole)
+    side_by_side.show(console, args, result, tables(result))
+    return result
 
+
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of the bandit part and the CartPole part, those that ran, from
+    the JSON `main` writes (`benchmarks/tables.py` renders it on the RL^2 pages)."""
+    args, bandit, cartpole = result["args"], result["bandit"], result["cartpole"]
     tables = []
     if bandit:
         title = (
             f"Two-arm bandit (gymnax's BernoulliBandit-misc / our meta/two_arm_bandit), A2C with "
-            f"the gymnax notebook's recipe, {args.bandit_updates:,} updates; regret per 100 pulls "
-            f"over {args.bandit_eval_trials:,} evaluation trials per seed; ours: N seeds vmapped, "
-            "the notebook: N runs in sequence"
+            f"the gymnax notebook's recipe, {args['bandit_updates']:,} updates; regret per 100 "
+            f"pulls over {args['bandit_eval_trials']:,} evaluation trials per seed; ours: N seeds "
+            "vmapped, the notebook: N runs in sequence"
         )
         tables.append((title, *bandit_table(bandit)))
     if cartpole:
@@ -703,10 +711,9 @@ def main(args: Args) -> dict:
             f"({cartpole[0]['env_steps_per_seed']:,} env steps per seed; N seeds vmapped on both "
             "sides)"
         )
-        table = side_by_side.comparison_table(cartpole, "purejaxrl", "PureJaxRL", args.threshold)
+        table = side_by_side.comparison_table(cartpole, "purejaxrl", "PureJaxRL", args["threshold"])
         tables.append((title, *table))
-    side_by_side.show(console, args, result, tables)
-    return result
+    return tables
 
 
 if __name__ == "__main__":

@@ -616,13 +616,20 @@ def main(args: Args) -> dict:
     for turn, method in enumerate(args.methods):
         bench(args, method, turn, level_params, save)
     result = save()
-    title = (
-        f"UED on {ENV} (7 x 7, up to 10 walls, horizon 196), {args.updates:,} updates of 32 x 64 "
-        f"steps; solve rate on {args.eval_levels} held-out DR levels, 1 sampled attempt each, "
-        "both sides through our evaluator; ours: N seeds vmapped, jaxued: N runs in sequence"
-    )
-    side_by_side.show(console, args, result, [(title, *table(rows))])
+    side_by_side.show(console, args, result, tables(result))
     return result
+
+
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of every method beside jaxued, from the JSON `main` writes
+    (`benchmarks/tables.py` renders it on the UED pages)."""
+    args = result["args"]
+    title = (
+        f"UED on {ENV} (7 x 7, up to 10 walls, horizon 196), {args['updates']:,} updates of 32 x "
+        f"64 steps; solve rate on {args['eval_levels']} held-out DR levels, 1 sampled attempt "
+        "each, both sides through our evaluator; ours: N seeds vmapped, jaxued: N runs in sequence"
+    )
+    return [(title, *table(result["rows"]))]
 
 
 if __name__ == "__main__":

@@ -545,6 +545,8 @@ def bench(args: Args, part: Part, save: Callable[[list[dict]], None]) -> list[di
                 "env_steps_per_seed": num_updates * steps_per_update,
                 "num_updates": num_updates,
                 "mapping": part.mapping,
+                "anchors": list(part.anchors),
+                "threshold": part.threshold,
                 **sides,
                 **ratios,
             }
@@ -571,18 +573,25 @@ def main(args: Args) -> dict:
         name: anchor.version for part in parts.values() for name, anchor in part.anchors.items()
     }
     result = side_by_side.write_result(args, machine, anchors, start, rows)
-    tables = []
-    for algo, part in parts.items():
-        steps = rows[algo][0]["env_steps_per_seed"]
-        for name in part.anchors:
-            title = (
-                f"{part.name}, {steps:,} env steps per seed; ours vs {name}, N seeds vmapped on "
-                "every side"
-            )
-            header, body = side_by_side.comparison_table(rows[algo], name, name, part.threshold)
-            tables.append((title, header, [[c.replace("nan", "-") for c in r] for r in body]))
-    side_by_side.show(console, args, result, tables)
+    side_by_side.show(console, args, result, tables(result))
     return result
+
+
+def tables(result: dict) -> list[tuple]:
+    """`(title, header, body)` of each part beside each of its anchors, from the JSON `main`
+    writes (`benchmarks/tables.py` renders it on the DQN and PQN pages)."""
+    tables = []
+    for algo in result["args"]["algos"]:
+        rows = result[algo]
+        steps = rows[0]["env_steps_per_seed"]
+        for name in rows[0]["anchors"]:
+            title = (
+                f"{rows[0]['env']}, {steps:,} env steps per seed; ours vs {name}, N seeds vmapped "
+                "on every side"
+            )
+            header, body = side_by_side.comparison_table(rows, name, name, rows[0]["threshold"])
+            tables.append((title, header, [[c.replace("nan", "-") for c in r] for r in body]))
+    return tables
 
 
 if __name__ == "__main__":
