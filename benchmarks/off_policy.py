@@ -70,8 +70,8 @@ whole training runs, learning included, and wall time to a return threshold):
    min_replay_size; buffer_size -> max_replay_size (brax's default, None, sizes the buffer to the
    whole run, num_timesteps; the benchmark passes the same number to both); hidden_sizes ->
    network_factory `hidden_layer_sizes` (relu, two critics); actor_lr = critic_lr ->
-   learning_rate; alpha_lr -> 3e-4 (fixed inside brax); gamma -> discounting; tau -> tau; reward
-   scaling 1 (ours has none); target_entropy_scale 0.5 (brax's target entropy is
+   learning_rate; alpha_lr -> 3e-4 (fixed inside brax); gamma -> discounting; tau -> tau;
+   reward_scaling -> reward_scale (`--brax-reward-scaling`, 1: none); target_entropy_scale 0.5 (brax's target entropy is
    -0.5 * action_size); no observation normalisation. Brax's compile-free time is its own
    per-epoch `training/walltime` over the epochs after the first (which compiles), scaled to the
    whole run; its prefill (min_replay_size steps without learning) is left out of that estimate.
@@ -210,6 +210,9 @@ class Args(side_by_side.SideBySideArgs):
     """Discount factor."""
     brax_tau: float = 0.005
     """Polyak step of the target critics."""
+    brax_reward_scaling: float = 1.0
+    """Factor on the rewards the critics learn from, on both sides (brax.training's
+    `reward_scaling`, our `reward_scale`)."""
     brax_eval_envs: int = 1
     """Envs of brax's own evaluator, which runs before the first epoch and after every epoch and
     cannot be turned off; its time is subtracted from brax's wall time."""
@@ -502,7 +505,7 @@ def bench_brax(args: Args) -> list[dict]:
         tau=args.brax_tau,
         alpha=1.0,
         target_entropy_scale=0.5,
-        reward_scale=args.hopper_reward_scaling,
+        reward_scale=args.brax_reward_scaling,
     )
     env, env_params, brax_env = side_by_side.brax_pair(args.brax_env, args.brax_backend)
     agent = sac.make(config, env, env_params)
@@ -518,7 +521,7 @@ def bench_brax(args: Args) -> list[dict]:
         learning_rate=args.brax_learning_rate,
         discounting=args.brax_discounting,
         tau=args.brax_tau,
-        reward_scaling=1.0,
+        reward_scaling=args.brax_reward_scaling,
         normalize_observations=False,
         network_factory=network_factory,
         num_evals=args.brax_epochs + 1,  # brax: num_evals - 1 training epochs
