@@ -71,10 +71,11 @@ whole training runs, learning included, and wall time to a return threshold):
    whole run, num_timesteps; the benchmark passes the same number to both); hidden_sizes ->
    network_factory `hidden_layer_sizes` (relu, two critics); actor_lr = critic_lr ->
    learning_rate; alpha_lr -> 3e-4 (fixed inside brax); gamma -> discounting; tau -> tau;
-   reward_scaling -> reward_scale (`--brax-reward-scaling`, 1: none); target_entropy_scale 0.5 (brax's target entropy is
-   -0.5 * action_size); no observation normalisation. Brax's compile-free time is its own
-   per-epoch `training/walltime` over the epochs after the first (which compiles), scaled to the
-   whole run; its prefill (min_replay_size steps without learning) is left out of that estimate.
+   reward_scaling -> reward_scale (`--brax-reward-scaling`, 1: none); target_entropy_scale 0.5
+   (brax's target entropy is -0.5 * action_size); no observation normalisation. Brax's
+   compile-free time is its own per-epoch `training/walltime` over the epochs after the first
+   (which compiles), scaled to the whole run; its prefill (min_replay_size steps without
+   learning) is left out of that estimate.
    brax SAC has no switch to turn its evaluator off (`num_eval_envs` envs for `episode_length`
    steps after every epoch and before the first): its wall times here are `train`'s wall time
    minus the time the evaluator reports (`eval/walltime`, compilation included). Final returns of
