@@ -180,8 +180,40 @@ def write_result(args, machine: dict, anchors: dict, start: float, parts: dict) 
         **parts,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, default=float))
+    tracked, curves = split_curves(result)
+    args.out.write_text(json.dumps(tracked, indent=2, default=float))
+    if curves:
+        curves_path(args.out).write_text(json.dumps(curves, default=float))
     return result
+
+
+CURVES = ("train_return_curve",)  # per-update series: thousands of numbers a side
+
+
+def curves_path(out: Path) -> Path:
+    """Where the per-update curves of the JSON `out` go: beside it, ignored by git."""
+    return out.with_name(f"{out.stem}.curves.json")
+
+
+def split_curves(result: dict) -> tuple[dict, dict]:
+    """`result` without its per-update curves (`CURVES`: the JSON that is tracked and makes the
+    tables), and those curves by their path in it, `"part/0/side/train_return_curve"`."""
+    curves = {}
+
+    def strip(node, path):
+        if isinstance(node, dict):
+            kept = {}
+            for key, value in node.items():
+                if key in CURVES:
+                    curves["/".join([*path, key])] = value
+                else:
+                    kept[key] = strip(value, [*path, key])
+            return kept
+        if isinstance(node, list):
+            return [strip(value, [*path, str(i)]) for i, value in enumerate(node)]
+        return node
+
+    return strip(result, []), curves
 
 
 def show(console: Console, args, result: dict, tables: list[tuple]) -> None:
