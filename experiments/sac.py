@@ -2,6 +2,7 @@
 
     python experiments/sac.py --env pendulum --num-seeds 4
     python experiments/sac.py --env pendulum --target-idea mean-of-critics
+    python experiments/sac.py --env pendulum --critic-target annealed   # annealed Q-learning
     python experiments/sac.py --env brax/inverted_pendulum --num-envs 16 --total-timesteps 50000
 
 Every config and hyperparameter field is a flag (`--help`); defaults are the suite's tuned ones for

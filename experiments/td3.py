@@ -2,6 +2,7 @@
 
     python experiments/td3.py --env pendulum --num-seeds 4
     python experiments/td3.py --env pendulum --target-idea single-critic
+    python experiments/td3.py --env pendulum --critic-target annealed   # annealed Q-learning
     python experiments/td3.py --env pendulum --policy-delay 1 --n-step 3
 
 Every config and hyperparameter field is a flag (`--help`); defaults are the suite's tuned ones for

@@ -28,7 +28,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rlsuite.agents import registry
+from rlsuite.agents import annealed_q, registry
 from rlsuite.agents.learner import (
     Learner,
     action_dim,
@@ -51,8 +51,9 @@ from rlsuite.ops.validators import check_field, check_positive, check_positive_i
 
 
 @dataclasses.dataclass(frozen=True)
-class SACConfig(OffPolicyConfig):
-    """Static configuration of SAC (the shared off-policy fields, and these)."""
+class SACConfig(annealed_q.CriticTargetConfig, OffPolicyConfig):
+    """Static configuration of SAC (the shared off-policy fields, the operator the critics fit,
+    `rlsuite.agents.annealed_q`, and these)."""
 
     num_critics: int = 2
     """Q networks in the ensemble; targets take their minimum"""
@@ -62,6 +63,7 @@ class SACConfig(OffPolicyConfig):
     def __post_init__(self):
         super().__post_init__()
         check_positive_ints(self, ("num_critics",))
+        annealed_q.check_config(self)
 
 
 @struct.dataclass
@@ -136,7 +138,7 @@ def make(
     env_params = env.check_params(env_params)
     dim = action_dim(env, env_params, "sac")
     obs_shape = env.observation_space(env_params).shape
-    algo = learner(config, obs_shape, dim, critic_target)
+    algo = learner(config, obs_shape, dim, critic_target, critic_fit=annealed_q.critic_fit(config))
     plugins = Plugins(buffer=buffer, relabel=relabel)
     return make_agent("sac", config, env, env_params, algo, SACHparams(), check_hparams, plugins)
 
@@ -147,6 +149,7 @@ def learner(
     dim: int,
     critic_target: Callable = losses.soft_td_target,
     critic_penalty: Callable | None = None,
+    critic_fit: Callable = annealed_q.fit_mean,
 ) -> Learner:
     """SAC's networks and update rule for `obs_shape` observations and `dim` actions in
     `[-1, 1]`; `config` gives `hidden_sizes`, `activation`, `num_critics` and `autotune`: the
@@ -157,11 +160,13 @@ def learner(
     `learn`'s optional fifth argument (CQL passes its conservative penalty and weight):
     `q_fn(obs, action) -> q [K, ...]` are the critics being trained, `q_data` their values at the
     batch's actions, `policy(obs)` the current policy's distribution; its metrics join `learn`'s.
+    `critic_fit(q [K, B], targets [B], step) -> (loss, metrics)` is how the critics fit their
+    targets at gradient step `step` (`rlsuite.agents.annealed_q.critic_fit`).
     """
     features = obs_encoder(config, obs_shape)
     actor = SquashedGaussianActor(config.hidden_sizes, dim, config.activation, encoder=features)
     critic = QEnsemble(config.hidden_sizes, config.num_critics, config.activation, features)
-    nets = Nets(config, obs_shape, dim, actor, critic, critic_target, critic_penalty)
+    nets = Nets(config, obs_shape, dim, actor, critic, critic_target, critic_penalty, critic_fit)
     return bind(nets, init, explore, greedy, learn)
 
 
@@ -175,6 +180,7 @@ class Nets(NamedTuple):
     critic: QEnsemble
     critic_target: Callable
     critic_penalty: Callable | None
+    critic_fit: Callable
 
 
 def init(nets: Nets, key, hp: SACHparams) -> SACLearner:
@@ -208,7 +214,8 @@ def critic_loss(nets: Nets, params, learner: SACLearner, batch, key, alpha, hp, 
     next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
     target = nets.critic_target(batch["reward"], batch["discount"], next_q, next_log_prob, alpha)
     q = critic.apply(params, batch["obs"], batch["action"])
-    loss, metrics = losses.critic_loss(q, target), {"q_mean": q.mean()}
+    loss, metrics = nets.critic_fit(q, target, learner.critic_opt.count)
+    metrics = {"q_mean": q.mean(), **metrics}
     if critic_penalty is not None:
         penalty, extra = critic_penalty(
             lambda obs, action: critic.apply(params, obs, action),

@@ -29,7 +29,7 @@ import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rlsuite.agents import registry
+from rlsuite.agents import annealed_q, registry
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, bind, obs_encoder
 from rlsuite.agents.off_policy import make_agent
 from rlsuite.agents.off_policy_parts import OffPolicyConfig, Plugins
@@ -42,8 +42,9 @@ from rlsuite.ops.validators import check_field, check_positive, check_positive_i
 
 
 @dataclasses.dataclass(frozen=True)
-class TD3Config(OffPolicyConfig):
-    """Static configuration of TD3 (the shared off-policy fields, and these)."""
+class TD3Config(annealed_q.CriticTargetConfig, OffPolicyConfig):
+    """Static configuration of TD3 (the shared off-policy fields, the operator the critics fit,
+    `rlsuite.agents.annealed_q`, and these)."""
 
     policy_delay: int = 2
     """critic steps per actor and target update"""
@@ -51,6 +52,7 @@ class TD3Config(OffPolicyConfig):
     def __post_init__(self):
         super().__post_init__()
         check_positive_ints(self, ("policy_delay",))
+        annealed_q.check_config(self)
 
     @property
     def learn_period(self) -> int:
@@ -129,7 +131,8 @@ def make(
     env_params = env.check_params(env_params)
     dim = action_dim(env, env_params, "td3")
     obs_shape = env.observation_space(env_params).shape
-    algo = learner(config, obs_shape, dim, config.policy_delay, critic_target)
+    fit = annealed_q.critic_fit(config)
+    algo = learner(config, obs_shape, dim, config.policy_delay, critic_target, critic_fit=fit)
     plugins = Plugins(buffer=buffer, relabel=relabel)
     return make_agent("td3", config, env, env_params, algo, TD3Hparams(), check_hparams, plugins)
 
@@ -141,15 +144,18 @@ def learner(
     policy_delay: int,
     critic_target: Callable = losses.td_target,
     actor_loss: Callable = actor_objective,
+    critic_fit: Callable = annealed_q.fit_mean,
 ) -> Learner:
     """TD3's networks and update rule for `obs_shape` observations and `dim` actions in
     `[-1, 1]`; `config` gives `hidden_sizes` and `activation`. `actor_loss(q [2, B], action,
-    batch, hparams) -> loss` is the actor's objective (TD3+BC passes its own). The functions
-    below (`init`, `explore`, `greedy`, `learn`) over the `Nets` this builds."""
+    batch, hparams) -> loss` is the actor's objective (TD3+BC passes its own); `critic_fit(q,
+    targets, step) -> (loss, metrics)` how the critics fit their targets at gradient step `step`
+    (`rlsuite.agents.annealed_q.critic_fit`). The functions below (`init`, `explore`, `greedy`,
+    `learn`) over the `Nets` this builds."""
     features = obs_encoder(config, obs_shape)
     actor = DeterministicActor(config.hidden_sizes, dim, config.activation, features)
     critic = QEnsemble(config.hidden_sizes, 2, config.activation, features)
-    nets = Nets(obs_shape, dim, policy_delay, actor, critic, critic_target, actor_loss)
+    nets = Nets(obs_shape, dim, policy_delay, actor, critic, critic_target, actor_loss, critic_fit)
     return bind(nets, init, explore, greedy, learn, period=policy_delay)
 
 
@@ -163,6 +169,7 @@ class Nets(NamedTuple):
     critic: QEnsemble
     critic_target: Callable
     actor_loss: Callable
+    critic_fit: Callable
 
 
 def init(nets: Nets, key, hp: TD3Hparams) -> TD3Learner:
@@ -201,7 +208,8 @@ def critic_loss(nets: Nets, params, learner: TD3Learner, batch, key, hp: TD3Hpar
     next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
     target = nets.critic_target(batch["reward"], batch["discount"], next_q)
     q = critic.apply(params, batch["obs"], batch["action"])
-    return losses.critic_loss(q, target), q.mean()
+    loss, metrics = nets.critic_fit(q, target, learner.critic_opt.count)
+    return loss, {"q_mean": q.mean(), **metrics}
 
 
 def policy_loss(nets: Nets, params, critic_params, batch, hp):
@@ -224,7 +232,7 @@ def delayed(nets: Nets, learner: TD3Learner, critic_params, batch, hp: TD3Hparam
 def learn(nets: Nets, learner: TD3Learner, batch, key, hp: TD3Hparams, phase: int = 0):
     """A critic step; at the last `phase` of the cycle (a static int, see `Learner`), the
     delayed actor and target updates too."""
-    (q_loss, q_mean), grads = jax.value_and_grad(
+    (q_loss, critic_metrics), grads = jax.value_and_grad(
         functools.partial(critic_loss, nets), has_aux=True
     )(learner.critic, learner, batch, key, hp)
     critic_params, critic_opt = adam_step(learner.critic, grads, learner.critic_opt, hp.critic_lr)
@@ -246,7 +254,7 @@ def learn(nets: Nets, learner: TD3Learner, batch, key, hp: TD3Hparams, phase: in
         exploration_noise=learner.exploration_noise,
         step=learner.step + 1,
     )
-    return learner, {"critic_loss": q_loss, "actor_loss": pi_loss, "q_mean": q_mean}
+    return learner, {"critic_loss": q_loss, "actor_loss": pi_loss, **critic_metrics}
 
 
 # This family in the algorithm registry (`rlsuite train td3`).

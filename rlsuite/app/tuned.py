@@ -129,7 +129,8 @@ TUNED: dict[tuple[str, str], dict[str, dict]] = {
     },
     # One env, one gradient step per env step, 64x64 networks (rejax's size), 1,000 random
     # steps first. 4 vmapped seeds pass -250 at about 6k steps and evaluate near -175 at 15k
-    # (tests/agents/test_off_policy.py asserts >= -250 at 15k).
+    # (tests/agents/test_off_policy.py asserts >= -250 at 15k). With --critic-target annealed,
+    # cut to 6k steps, 10 seeds: IQM -155 against SAC's -413 (docs/families/annealed_q.md).
     ("sac", "pendulum"): {
         "config": {
             "num_envs": 1,

@@ -240,6 +240,18 @@ def expectile_loss(diff, expectile):
     return (weight * jnp.square(diff)).mean()
 
 
+def expectile_critic_loss(q, targets, expectile):
+    """Annealed Q-learning's critic loss (Omura et al. 2025, arXiv:2506.05968): each critic of
+    `q [K, B]` fits the `expectile` of its `targets [B]` (held constant), summed over the
+    critics, `sum_k E_B[L_2^tau(y - q_k)]` (`expectile_loss`). At `expectile` 0.5 it is
+    `critic_loss` (the mean: the Bellman operator of the policy whose next actions the targets
+    took); towards 1 it fits the largest target over the next actions sampled (the optimality
+    operator)."""
+    _per_critic("expectile_critic_loss", q, targets=targets)
+    diff = jax.lax.stop_gradient(targets) - q  # positive where the target is above the critic
+    return expectile_loss(diff, expectile) * q.shape[0]  # the mean over [K, B] times K
+
+
 def advantage_weights(advantage, beta, max_weight):
     """IQL's policy-extraction weights (eq. 7): `min(exp(beta * A), max_weight)` per sample, with
     no gradient. The paper's eq. 7 has no clip; the reference code clips at 100 (`max_weight`).
