@@ -99,6 +99,7 @@ from rlsuite.loop import driver
 from rlsuite.loop.agent import config_dict
 from rlsuite.loop.episodes import evaluate
 from rlsuite.loop.rollout import RecurrentPolicy
+from rlsuite.networks import mapped_over_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 PUREJAXRL_COMMIT = "31756b197773a52db763fdbe6d635e4b46522a73"
@@ -155,27 +156,8 @@ class Args:
 
 
 # -------------------------------------------------------------------- anchor: PureJaxRL's GRU PPO
-def mapped_over_batch(init: Callable) -> Callable:
-    """The flax initializer `init` whose `vmap` runs it once per batch member (`lax.map`) instead
-    of batching it: the same values, without the batched QR of an orthogonal initialisation,
-    which can deadlock XLA's CPU thread pool (jaxlib 0.10.2, 2 cores)."""
-
-    def mapped(key, shape, dtype=jnp.float32):
-        @jax.custom_batching.custom_vmap
-        def draw(key):
-            return init(key, shape, dtype)
-
-        @draw.def_vmap
-        def one_at_a_time(axis_size, in_batched, keys):
-            return jax.lax.map(draw, keys), True
-
-        return draw(key)
-
-    return mapped
-
-
 def mapped_orthogonal(scale=1.0, **kwargs) -> Callable:
-    """`flax.linen.initializers.orthogonal`, `mapped_over_batch`."""
+    """`flax.linen.initializers.orthogonal`, `mapped_over_batch` (`rlsuite.networks`')."""
     return mapped_over_batch(linen.initializers.orthogonal(scale, **kwargs))
 
 

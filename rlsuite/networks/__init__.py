@@ -8,13 +8,15 @@ Initialisation follows the PPO implementation details (Huang et al., 2022): orth
 gain sqrt(2) in hidden layers, 0.01 on the policy output and 1.0 on the value output, zero biases.
 Orthogonal initialisation is a QR decomposition; on CPU a QR batched by `vmap` can deadlock XLA's
 thread pool (docs/design.md section 7), so per-seed parameters are initialised with `jax.lax.map`
-over the seed keys (see `rlsuite.loop.driver.init_batch`), never under `vmap`.
+over the seed keys (see `rlsuite.loop.driver.init_batch`), and the orthogonal initialiser itself
+(`orthogonal`) runs once per batch member where a `vmap` batches it anyway (a network initialised
+inside a vmapped update: LPO's inner runs).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import distrax
 import flax.linen as nn
@@ -44,13 +46,37 @@ def activation_fn(name: str):
 KERNEL_INITS = ("orthogonal", "lecun_normal")
 
 
+def mapped_over_batch(init: Callable) -> Callable:
+    """The flax initialiser `init` whose `vmap` runs it once per batch member (`lax.map`) instead
+    of batching it: the same values, without the batched QR of an orthogonal initialisation,
+    which can deadlock XLA's CPU thread pool (jaxlib 0.10.2, 2 cores)."""
+
+    def mapped(key, shape, dtype=jnp.float32):
+        @jax.custom_batching.custom_vmap
+        def draw(key):
+            return init(key, shape, dtype)
+
+        @draw.def_vmap
+        def one_at_a_time(axis_size, in_batched, keys):
+            return jax.lax.map(draw, keys), True
+
+        return draw(key)
+
+    return mapped
+
+
+def orthogonal(gain: float = 1.0) -> Callable:
+    """`flax.linen.initializers.orthogonal(gain)`, safe under `vmap` (`mapped_over_batch`)."""
+    return mapped_over_batch(nn.initializers.orthogonal(gain))
+
+
 def kernel_init(kind: str, gain: float):
     """The kernel initialiser `kind` (one of `KERNEL_INITS`) at `gain` (orthogonal only)."""
     if kind not in KERNEL_INITS:
         raise ValueError(f"unknown kernel_init {kind!r}; allowed: {', '.join(KERNEL_INITS)}")
     if kind == "lecun_normal":
         return nn.initializers.lecun_normal()
-    return nn.initializers.orthogonal(gain)
+    return orthogonal(gain)
 
 
 class MLP(nn.Module):
@@ -92,7 +118,7 @@ class DeepMLP(nn.Module):
         act = activation_fn(self.activation)
 
         def layer(x):
-            x = nn.Dense(self.width, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x)
+            x = nn.Dense(self.width, kernel_init=orthogonal(np.sqrt(2)))(x)
             return act(nn.LayerNorm()(x) if self.layer_norm else x)
 
         x = layer(x)
@@ -105,7 +131,7 @@ class DeepMLP(nn.Module):
         else:
             for _ in range(self.depth - 1):
                 x = layer(x)
-        return nn.Dense(self.out_size, kernel_init=nn.initializers.orthogonal(1.0))(x)
+        return nn.Dense(self.out_size, kernel_init=orthogonal(1.0))(x)
 
 
 def check_deep_mlp(width: int, depth: int, residual: bool, owner: str = "config") -> None:
@@ -182,7 +208,7 @@ class Encoder(nn.Module):
         x = obs.astype(jnp.float32)
         x = x[..., None] if self.obs_ndim == 2 else x
         x = x.reshape(-1, *x.shape[-3:])
-        init = nn.initializers.orthogonal(np.sqrt(2))
+        init = orthogonal(np.sqrt(2))
         if self.torso == "minatar":
             layers, width = [(16, 3, 1)], 128
         else:

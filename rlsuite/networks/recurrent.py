@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlsuite.networks import MLP, Encoder, _encode, activation_fn, tanh_gaussian
+from rlsuite.networks import MLP, Encoder, _encode, activation_fn, orthogonal, tanh_gaussian
 
 CELLS = ("lstm", "gru")
 
@@ -57,7 +57,8 @@ class ResettingCell(nn.Module):
         x, start = inputs
         fresh = initial_carry(self.cell, self.size, x.shape[0])
         carry = jax.tree.map(lambda f, c: jnp.where(start[:, None], f, c), fresh, carry)
-        core = nn.OptimizedLSTMCell(self.size) if self.cell == "lstm" else nn.GRUCell(self.size)
+        cell = nn.OptimizedLSTMCell if self.cell == "lstm" else nn.GRUCell
+        core = cell(self.size, recurrent_kernel_init=orthogonal())  # flax's default, vmap-safe
         carry, y = core(carry, x)
         return carry, (y, carry)
 
@@ -90,7 +91,7 @@ class RecurrentActorCritic(nn.Module):
         act = activation_fn(self.activation)
         x = _encode(self.encoder, obs)
         for size in self.hidden_sizes:
-            x = act(nn.Dense(size, kernel_init=nn.initializers.orthogonal(np.sqrt(2)))(x))
+            x = act(nn.Dense(size, kernel_init=orthogonal(np.sqrt(2)))(x))
         scan = nn.scan(ResettingCell, variable_broadcast="params", split_rngs={"params": False})
         carry, (y, carries) = scan(self.cell, self.size, name="core")(carry, (x, starts))
         value = MLP(self.head_sizes, 1, self.activation, 1.0)(y)[..., 0]

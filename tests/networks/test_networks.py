@@ -403,3 +403,27 @@ def test_image_actor_critic_and_q_ensemble_share_or_own_their_encoders():
     encoders = [k for k in params["params"] if k.startswith("encoder_")]
     assert len(encoders) == 2  # independent critics: a torso each
     assert critic.apply(params, obs, jnp.zeros((2, 1))).shape == (2, 2)
+
+
+def test_the_orthogonal_initialiser_maps_over_a_vmapped_batch_with_the_same_values():
+    """A QR batched by `vmap` can deadlock XLA's CPU thread pool; `orthogonal` runs once per
+    batch member instead (a `scan` in the program, no batched QR), with the values the plain
+    initialiser draws key by key."""
+    import flax.linen as nn
+
+    from rlsuite.networks import orthogonal
+
+    keys = jax.random.split(jax.random.key(0), 3)
+    init = orthogonal(np.sqrt(2))
+    batched = jax.vmap(lambda k: init(k, (6, 4)))(keys)
+    plain = nn.initializers.orthogonal(np.sqrt(2))
+    for key, got in zip(keys, batched, strict=True):
+        np.testing.assert_array_equal(got, plain(key, (6, 4)))
+    program = str(jax.make_jaxpr(jax.vmap(lambda k: init(k, (6, 4))))(keys))
+    assert "scan" in program
+    # Whole networks too: an actor-critic initialised under vmap equals one per key.
+    net = ActorCritic((8,), num_actions=2)
+    obs = jnp.zeros((1, 3))
+    stacked = jax.vmap(lambda k: net.init(k, obs))(keys)
+    for i, key in enumerate(keys):
+        assert_same(jax.tree.map(lambda x, i=i: x[i], stacked), net.init(key, obs))
