@@ -60,6 +60,11 @@
 #               DR at the tuned ued entry's geometry, 5 vmapped seeds of
 #               RLSUITE_DEVICE_ADA_STEPS env steps each (default 10,000,000, 9x the CPU's run):
 #               the held-out trial return, PLR - DR paired, the adaptation curve. Limit: 540 s.
+#   lpo-cartpole  benchmarks/lpo.py --populations 64 256: LPO's meta-training throughput on
+#               CartPole at the tuned entry's inner runs, a generation of 65 and of 257 whole PPO
+#               runs vmapped beside the same runs one at a time, RLSUITE_DEVICE_LPO_GENERATIONS
+#               timed generations (default 2): inner env steps/s and the ratio (needs evosax
+#               0.3.2 as a wheel). Limit: 540 s.
 #
 # Each part runs under `timeout` (250 + 180 + 60 s), so the whole command, the install of the
 # wheels included, ends within about 8.5 minutes. Writes to $OUT (default
@@ -79,6 +84,7 @@
 #     RLSUITE_DEVICE_PARTS=pqn-minatar bash benchmarks/device.sh
 #     RLSUITE_DEVICE_PARTS=playground-cartpole bash benchmarks/device.sh
 #     RLSUITE_DEVICE_PARTS=ada-maze bash benchmarks/device.sh
+#     RLSUITE_DEVICE_PARTS=lpo-cartpole bash benchmarks/device.sh
 #
 # Environment: OUT; PYTHON (default python3); RLSUITE_DEVICE_PARTS (default "ant hopper offline",
 # the parts to run); RLSUITE_DEVICE_ANT_SECONDS and RLSUITE_DEVICE_HOPPER_SECONDS (whole seconds
@@ -92,6 +98,7 @@
 # 65536": a second call for sizes the first skipped); RLSUITE_DEVICE_PQN_SEEDS and
 # RLSUITE_DEVICE_PQN_STEPS (the PQN part's seed counts and env steps per seed);
 # RLSUITE_DEVICE_ADA_STEPS (the curriculum part's env steps per seed);
+# RLSUITE_DEVICE_LPO_GENERATIONS (the LPO part's timed generations);
 # RLSUITE_DEVICE_TINY=1 (tiny sizes and CPU-sized limits, to
 # check the orchestration). The wheels are installed only where PYTHON is CPython 3.12 (what they
 # are built for).
@@ -175,6 +182,8 @@ if [ "$TINY" = 1 ]; then
     --brax-update-epochs 1 --brax-updates 4 --brax-epochs 2 --eval-episodes 1)
   ADA_LIMIT=900
   ADA=(--seeds 2 --total-timesteps 7680 --attempts 2)
+  LPO_LIMIT=900
+  LPO=(--populations 2 --generations 1)
 else
   # Each side stops at its first evaluation past its budget; a part's limit adds 60 s for the
   # process, imports, env set-up and those last chunks.
@@ -213,6 +222,8 @@ else
     --brax-updates "${RLSUITE_DEVICE_PLAYGROUND_UPDATES:-40}" --brax-epochs 4)
   ADA_LIMIT=540
   ADA=(--seeds 5 --total-timesteps "${RLSUITE_DEVICE_ADA_STEPS:-10000000}")
+  LPO_LIMIT=540
+  LPO=(--populations 64 256 --generations "${RLSUITE_DEVICE_LPO_GENERATIONS:-2}")
 fi
 
 # part NAME LIMIT COMMAND...: run COMMAND under `timeout LIMIT`, its output in $OUT/NAME.log.
@@ -257,6 +268,8 @@ part playground-cartpole "$PLAYGROUND_LIMIT" "$PYTHON" benchmarks/ppo.py --no-ca
   --out "$OUT/playground-cartpole.json"
 part ada-maze "$ADA_LIMIT" "$PYTHON" benchmarks/ada.py --no-markdown --curricula plr "${ADA[@]}" \
   --out "$OUT/ada-maze.json"
+part lpo-cartpole "$LPO_LIMIT" "$PYTHON" benchmarks/lpo.py --no-markdown "${LPO[@]}" \
+  --out "$OUT/lpo-cartpole.json"
 
 echo
 echo "=== summary ($((SECONDS - start)) s in all)"
@@ -318,6 +331,12 @@ for name in parts:
         print(markdown(["dataset", *algos], cells) if cells else "no scores")
         print(f"\nreference: {data.get('reference')}")
         print(f"datasets: {data['datasets']}\nseconds: {data['seconds']}")
+        continue
+    if name == "lpo-cartpole":
+        from lpo import tables
+
+        for title, header, body in tables(data):
+            print(f"**{title}**\n\n{markdown(header, body)}\n")
         continue
     if name == "ada-maze":
         from ada import tables

@@ -3,7 +3,8 @@
 # every package the benchmarks need there that its image lacks, for CPython 3.12 on manylinux
 # x86_64. The set is the dependency closure (Requires-Dist, extras ignored, markers evaluated for
 # Python 3.12 on Linux x86_64) of brax, mujoco, mujoco-mjx, distrax, gymnax, tyro, jaxued (the
-# UED part's anchor), rejax (the PQN part's) and playground (the Playground part's), less LEFT_OUT
+# UED part's anchor), rejax (the PQN part's), playground (the Playground part's) and evosax (the
+# LPO part's), less LEFT_OUT
 # and the
 # packages the image already has (GPU_HAS below). Versions are pinned to those of the development
 # environment (PINS below), so the GPU runs the code that was tested here; one version of each.
@@ -31,11 +32,14 @@ except ImportError:  # pip vendors it
     from pip._vendor.packaging.requirements import Requirement
 
 ROOTS = ["brax", "mujoco", "mujoco-mjx", "distrax", "gymnax", "tyro", "jaxued", "rejax", "playground"]
+ROOTS += ["evosax"]  # LPO's evolution strategies (the lpo part)
 # Requirements the benchmarks never import, left out of the set: Playground's Warp kernels
 # (warp-lang, 392 MB installed; MJX runs impl jax without it) and its notebook helper mediapy.
 LEFT_OUT = {"warp-lang", "mediapy"}
 PINS = {
     "blinker": "1.9.0",
+    "dotmap": "1.3.30",
+    "evosax": "0.3.2",
     "brax": "0.14.2",
     "playground": "0.2.0",
     "decorator": "5.3.1",

@@ -41,6 +41,7 @@ BUILT_IN = (
     "fixpo",
     "rarl",
     "dpo",
+    "lpo",
 )
 ENTRY_POINT_GROUP = "rlsuite.algorithms"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")

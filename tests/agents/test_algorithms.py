@@ -15,6 +15,7 @@ from rlsuite.agents import (
     dqn,
     fixpo,
     iql,
+    lpo,
     ppo,
     pqn,
     rarl,
@@ -50,6 +51,7 @@ BUILT_IN = {
     "fixpo": (fixpo, fixpo.FixPOConfig, fixpo.FixPOHparams, False, "cartpole"),
     "rarl": (rarl, rarl.RARLConfig, ppo.PPOHparams, False, "pendulum"),
     "dpo": (dpo, dpo.DPOConfig, ppo.PPOHparams, False, "cartpole"),
+    "lpo": (lpo, lpo.LPOConfig, ppo.PPOHparams, False, "cartpole"),
 }
 WITH_MEMORY = ("ppo", "rl2", "ued", "fixpo", "dpo")
 
@@ -79,6 +81,7 @@ def test_every_built_in_family_is_registered_with_its_record():
         "fixpo",
         "rarl",
         "dpo",
+        "lpo",
     ]
     assert registry.offline() == ["bc", "td3_bc", "iql", "cql"]
     assert registry.with_memory() == list(WITH_MEMORY)
@@ -97,7 +100,7 @@ def test_every_built_in_family_is_registered_with_its_record():
         assert registry.get(name) == expected, name
         assert registry.ALGORITHMS[name] is registry.get(name) is module.ALGORITHM
         assert tuned.default_env(name) == default_env
-    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 16
+    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 17
 
 
 def test_the_tuned_table_names_registered_algorithms():
@@ -116,6 +119,7 @@ def test_the_tuned_table_names_registered_algorithms():
         "fixpo",
         "rarl",
         "dpo",
+        "lpo",
     }
 
 
@@ -158,7 +162,7 @@ def test_an_unknown_algorithm_is_refused_with_the_registered_names(capsys):
     assert cli.main(["train", "nosuch"]) == 2
     err = capsys.readouterr().err
     allowed = "(allowed: ppo, sac, td3, bc, td3_bc, iql, cql, rl2, ued, crl, sac_her, dqn, pqn, "
-    allowed += "fixpo, rarl, dpo)"
+    allowed += "fixpo, rarl, dpo, lpo)"
     assert err == f"rlsuite train: error: unknown algorithm 'nosuch' {allowed}\n"
     with pytest.raises(ValueError, match="unknown algorithm 'nosuch'; registered: ppo, sac, td3"):
         registry.get("nosuch")

@@ -52,9 +52,11 @@ def test_list_envs_with_a_pattern_gives_spaces_and_the_algorithms_that_take_them
     # The bandit's observation: the 5-arm one-hot of the last action, its reward, the trial's
     # done and time flags (RL^2's inputs, 5 + 3); the probe's a one-element zero, 2 actions.
     assert lines == [
-        "pendulum: observation Box(3,), action Box(1,); ppo, sac, td3, fixpo, rarl, dpo",
-        "probe/action_reward: observation Box(1,), action Discrete(2); ppo, dqn, pqn, fixpo, dpo",
-        "meta/bandit: observation Box(8,), action Discrete(5); ppo, rl2, ued, dqn, pqn, fixpo, dpo",
+        "pendulum: observation Box(3,), action Box(1,); ppo, sac, td3, fixpo, rarl, dpo, lpo",
+        "probe/action_reward: observation Box(1,), action Discrete(2); ppo, dqn, pqn, fixpo, dpo, "
+        "lpo",
+        "meta/bandit: observation Box(8,), action Discrete(5); ppo, rl2, ued, dqn, pqn, fixpo, "
+        "dpo, lpo",
     ]
     # A pattern without a wildcard selects the names that hold it.
     assert cli.main(["list", "envs", "bandit"]) == 0
@@ -85,7 +87,7 @@ def test_listing_returns_what_it_prints():
     from rlsuite.app import listing
 
     shown = listing.environments("pendulum")["envs"]
-    algos = ["ppo", "sac", "td3", "fixpo", "rarl", "dpo"]
+    algos = ["ppo", "sac", "td3", "fixpo", "rarl", "dpo", "lpo"]
     assert shown == {"pendulum": {"observation": "Box(3,)", "action": "Box(1,)", "algos": algos}}
     assert listing.algos()["algos"] == registry.names()
     assert len(listing.tuned()["tuned"]) == len(TUNED)

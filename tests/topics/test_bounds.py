@@ -11,13 +11,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 MODULE_LINES, FUNCTION_LINES, PARAMETERS = 450, 80, 8
 
 # (path, name or None for the module itself, what is measured) -> (the most it may be, why).
-EXCEPTIONS = {
-    ("rlsuite/app/tuned.py", None, "lines"): (
-        572,
-        "a table of data: one entry per algorithm and environment, each with the figure it was "
-        "measured at; its lookups are a few lines",
-    ),
-}
+EXCEPTIONS: dict = {}
 
 
 def measure(root: pathlib.Path = ROOT) -> dict:

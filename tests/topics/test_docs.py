@@ -393,6 +393,7 @@ RESULTS_OF = {
     "fixpo": "fixpo",
     "rarl": "rarl",
     "dpo": None,
+    "lpo": "lpo",
 }
 
 

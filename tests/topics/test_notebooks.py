@@ -241,3 +241,23 @@ def test_task_curricula_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
     assert re.search(r"^\s*plr - dr\s+trial \S+ \[\S+, \S+\]$", text, re.M), text
     assert len(_images(nb)) == 2  # the held-out layouts, the adaptation curves
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+def test_lpo_drift_notebook_runs_on_a_tiny_budget(tmp_path, monkeypatch):
+    pytest.importorskip("evosax", reason="evosax is missing (the lpo extra)")
+    nb = _run_tiny("lpo_drift.ipynb", tmp_path, monkeypatch, timeout=360)
+    text = _stream_text(nb)
+    assert "2 generations of 16 drifts, 261,120 env steps each, 2 seeds" in text
+    assert re.search(r"^LPO: 2 seeds x 2 generations in", text, re.M), text
+    generations = re.findall(r"^\s+(\d)\s+(\S+)\s+(\S+)$", text, re.M)
+    assert [g for g, *_ in generations] == ["1", "2"], text
+    for _, population, mean in generations:  # CartPole returns lie in [1, 500]
+        assert 1.0 <= float(population) <= 500.0 and 1.0 <= float(mean) <= 500.0
+    rows = re.findall(r"^\s*(PPO's clip|DPO|LPO, learned)\s+(\S+) \[(\S+), (\S+)\]$", text, re.M)
+    assert [row[0] for row in rows] == ["PPO's clip", "DPO", "LPO, learned"], text
+    for _, mean, low, high in rows:
+        assert 1.0 <= float(low) <= float(mean) <= float(high) <= 500.0, rows
+    assert len(_images(nb)) == 1
+    assert list(tmp_path.iterdir()) == []
