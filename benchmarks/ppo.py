@@ -207,17 +207,18 @@ class _FiveValueStep:
         return obs, state, reward, jnp.logical_or(terminated, truncated), info
 
 
-def load_purejaxrl(directory: Path) -> types.ModuleType:
-    """Import PureJaxRL's `ppo.py` from `directory`, unmodified, under gymnax 1.0.
+def load_purejaxrl(directory: Path, script: str = "ppo.py") -> types.ModuleType:
+    """Import PureJaxRL's `script` (`ppo.py`; `benchmarks/dpo.py`: `dpo_continuous_action.py`)
+    from `directory`, unmodified, under gymnax 1.0.
 
     PureJaxRL was written for gymnax < 1.0. Its `wrappers.py` imports `navix` (a stub module is
     registered if navix is missing; only its unused Navix wrapper needs it), and gymnax 1.0's
     `step` returns six values, so the `gymnax` name inside the module is replaced by one whose
     `make` returns the env with a five-value `step` (`_FiveValueStep`: done = terminated |
     truncated, what pre-1.0 gymnax returned; gymnax 1.0's added info keys dropped)."""
-    if not (directory / "ppo.py").exists() or not (directory / "wrappers.py").exists():
+    if not (directory / script).exists() or not (directory / "wrappers.py").exists():
         raise FileNotFoundError(
-            f"PureJaxRL's ppo.py and wrappers.py are not in {directory}; "
+            f"PureJaxRL's {script} and wrappers.py are not in {directory}; "
             "benchmarks/README.md says how to fetch them"
         )
     import gymnax
@@ -226,7 +227,8 @@ def load_purejaxrl(directory: Path) -> types.ModuleType:
         sys.modules.setdefault("navix", types.ModuleType("navix"))
     sys.path.insert(0, str(directory))
     try:
-        spec = importlib.util.spec_from_file_location("purejaxrl_ppo", directory / "ppo.py")
+        name = f"purejaxrl_{Path(script).stem}"
+        spec = importlib.util.spec_from_file_location(name, directory / script)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:

@@ -392,7 +392,7 @@ RESULTS_OF = {
     "sac_her": None,
     "fixpo": "fixpo",
     "rarl": "rarl",
-    "dpo": None,
+    "dpo": "dpo",
     "lpo": "lpo",
 }
 
