@@ -77,3 +77,15 @@ def test_every_meta_rl_task_family_has_a_tuned_rl2_entry():
     families = [name for name in envs.names() if name.startswith("meta/")]
     assert len(families) == 7
     assert [name for name in families if ("rl2", name) not in TUNED] == []
+
+
+def test_the_suites_entries_close_the_table_in_their_own_order():
+    """`rlsuite.app.tuned_suites` holds the suites' entries; the table ends with them, as they
+    are (MinAtar first, MiniGrid last), after the classic environments' own."""
+    from rlsuite.app.tuned_suites import SUITES
+
+    keys = list(TUNED)
+    assert keys[-len(SUITES) :] == list(SUITES)
+    assert all(TUNED[key] is SUITES[key] for key in SUITES)
+    assert keys[-len(SUITES)][1].endswith("-MinAtar") and keys[-1][1].startswith("minigrid/")
+    assert ("ppo", "cartpole") in TUNED and ("ppo", "cartpole") not in SUITES
