@@ -42,6 +42,8 @@ BUILT_IN = (
     "rarl",
     "dpo",
     "lpo",
+    "csve",
+    "saq",
 )
 ENTRY_POINT_GROUP = "rlsuite.algorithms"
 _NAME = re.compile(r"[a-z][a-z0-9_]*")

@@ -11,6 +11,7 @@ from rlsuite.agents import (
     bc,
     cql,
     crl,
+    csve,
     dpo,
     dqn,
     fixpo,
@@ -23,6 +24,7 @@ from rlsuite.agents import (
     rl2,
     sac,
     sac_her,
+    saq,
     td3,
     td3_bc,
     ued,
@@ -52,6 +54,8 @@ BUILT_IN = {
     "rarl": (rarl, rarl.RARLConfig, ppo.PPOHparams, False, "pendulum"),
     "dpo": (dpo, dpo.DPOConfig, ppo.PPOHparams, False, "cartpole"),
     "lpo": (lpo, lpo.LPOConfig, ppo.PPOHparams, False, "cartpole"),
+    "csve": (csve, csve.CSVEConfig, csve.CSVEHparams, True, "pendulum"),
+    "saq": (saq, saq.SAQConfig, saq.SAQHparams, True, "pendulum"),
 }
 WITH_MEMORY = ("ppo", "rl2", "ued", "fixpo", "dpo")
 
@@ -83,7 +87,7 @@ def test_every_built_in_family_is_registered_with_its_record():
         "dpo",
         "lpo",
     ]
-    assert registry.offline() == ["bc", "td3_bc", "iql", "cql"]
+    assert registry.offline() == ["bc", "td3_bc", "iql", "cql", "csve", "saq"]
     assert registry.with_memory() == list(WITH_MEMORY)
     for name, (module, config_cls, hparams_cls, offline, default_env) in BUILT_IN.items():
         expected = Algorithm(
@@ -100,7 +104,7 @@ def test_every_built_in_family_is_registered_with_its_record():
         assert registry.get(name) == expected, name
         assert registry.ALGORITHMS[name] is registry.get(name) is module.ALGORITHM
         assert tuned.default_env(name) == default_env
-    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 17
+    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 19
 
 
 def test_the_tuned_table_names_registered_algorithms():
@@ -120,6 +124,8 @@ def test_the_tuned_table_names_registered_algorithms():
         "rarl",
         "dpo",
         "lpo",
+        "csve",
+        "saq",
     }
 
 
@@ -162,7 +168,7 @@ def test_an_unknown_algorithm_is_refused_with_the_registered_names(capsys):
     assert cli.main(["train", "nosuch"]) == 2
     err = capsys.readouterr().err
     allowed = "(allowed: ppo, sac, td3, bc, td3_bc, iql, cql, rl2, ued, crl, sac_her, dqn, pqn, "
-    allowed += "fixpo, rarl, dpo, lpo)"
+    allowed += "fixpo, rarl, dpo, lpo, csve, saq)"
     assert err == f"rlsuite train: error: unknown algorithm 'nosuch' {allowed}\n"
     with pytest.raises(ValueError, match="unknown algorithm 'nosuch'; registered: ppo, sac, td3"):
         registry.get("nosuch")

@@ -1,8 +1,8 @@
 """The loop the offline agents share (`rlsuite.agents.offline`): the same key gives the same run
 and another key another, the dataset's observation statistics, and what each family declares
 that its batches make of the rewards (`offline.Rewards`). Each family's own tests are in
-`test_bc.py`, `test_td3_bc.py`, `test_cql.py` and `test_iql.py`; runs on datasets the suite
-collects, end to end, in `tests/topics/test_offline_end_to_end.py`."""
+`test_bc.py`, `test_td3_bc.py`, `test_cql.py`, `test_iql.py`, `test_csve.py` and `test_saq.py`;
+runs on datasets the suite collects, end to end, in `tests/topics/test_offline_end_to_end.py`."""
 
 import dataclasses
 
@@ -12,14 +12,20 @@ import numpy as np
 import pytest
 
 from rlsuite import envs
-from rlsuite.agents import bc, cql, iql, offline, td3_bc
+from rlsuite.agents import bc, cql, csve, iql, offline, saq, td3_bc
 from rlsuite.data.datasets import sample
 from tests.agents.offline_probe import PROBE, SMALL, train_jit
 from tests.trees import leaves_equal
 
 
 @pytest.mark.parametrize(
-    "algo", [(iql, iql.IQLConfig(**SMALL)), (cql, cql.CQLConfig(**SMALL, lagrange=True))]
+    "algo",
+    [
+        (iql, iql.IQLConfig(**SMALL)),
+        (cql, cql.CQLConfig(**SMALL, lagrange=True)),
+        (csve, csve.CSVEConfig(**SMALL, num_models=2)),
+        (saq, saq.SAQConfig(**SMALL, vq_fraction=0.5)),  # both phases in the 4 updates of 5 steps
+    ],
 )
 def test_same_key_same_run_different_key_different_run(algo, uniform_data):
     module, config = algo
@@ -60,6 +66,8 @@ def test_observation_statistics_are_the_datasets_with_a_floored_std(uniform_data
         (td3_bc, "TD3BCConfig", True, True),
         (cql, "CQLConfig", True, True),
         (iql, "IQLConfig", False, True),  # IQL scales no rewards
+        (csve, "CSVEConfig", False, True),
+        (saq, "SAQConfig", False, True),
     ],
 )
 def test_each_family_declares_what_its_batches_make_of_the_rewards(

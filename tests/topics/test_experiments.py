@@ -14,6 +14,7 @@ import subprocess
 import sys
 import types
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -624,3 +625,49 @@ def test_ada_script_near_best_by_hand():
     np.testing.assert_allclose(score, [0.25])
     # A best of 5 seen before: neither trial comes within 1 of it.
     np.testing.assert_allclose(module.near_best(None, tr, None, jnp.array([5.0])), [0.0])
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_csve_script_smoke_with_the_penalised_states_passed_in(tmp_path):
+    from tests.app.test_cli import rlsuite
+
+    data = tmp_path / "pendulum-random.hdf5"
+    proc = rlsuite(
+        "dataset", "collect", "--env", "pendulum", "--quality", "random", "--size", "400",
+        "--total-timesteps", "300", "--eval-episodes", "2", "--out", data,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    args = ["--dataset", str(data), "--num-seeds", "2", "--num-updates", "3"]
+    args += ["--gradient-steps", "4", "--batch-size", "16", "--hidden-sizes", "8"]
+    args += ["--num-models", "2", "--eval-episodes", "2", "--penalised", "random-actions"]
+    proc = run_script("csve.py", *args, "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = re.search(
+        r"^csve \(random-actions\) on pendulum-random.hdf5 \(pendulum, 400 transitions\): "
+        r"2 seeds x 12 gradient steps; normalised score \S+, \S+ \(mean \S+\); last penalty",
+        proc.stdout,
+        re.M,
+    )
+    assert said, proc.stdout
+    bad = run_script("csve.py", *args[:2], "--penalised", "uniform", "--out", str(tmp_path / "b"))
+    assert bad.returncode == 2 and "uniform" in bad.stderr and not (tmp_path / "b").exists()
+
+
+def test_csve_script_ideas_by_hand():
+    module = load_script("csve.py")
+    csve = module.csve
+    algo = csve.learner(csve.CSVEConfig(hidden_sizes=(8,), num_models=3), (2,), 1)
+    nets = algo.learn.args[0]  # (bound by learner.bind)
+    state = algo.init(jax.random.key(0), csve.CSVEHparams())
+    obs, key = jax.random.normal(jax.random.key(1), (5, 2)), jax.random.key(2)
+    # Each idea is `csve.model_step` under its own actions, from the key's first half; the
+    # second picks the member.
+    key_action, key_member = jax.random.split(key)
+    uniform = jax.random.uniform(key_action, (5, 1), minval=-1.0, maxval=1.0)
+    sampled = csve.explore(nets, state, obs, key_action)
+    for idea, action in [("random-actions", uniform), ("policy-samples", sampled)]:
+        expected = csve.model_step(nets, state, obs, action, key_member)
+        np.testing.assert_allclose(module.PENALISED[idea](nets, state, obs, key), expected)
+    assert module.PENALISED["policy-mean"] is csve.penalised_states
+    assert float(jnp.abs(uniform - csve.greedy(nets, state, obs)).max()) > 0.1

@@ -34,6 +34,9 @@ AGENTS = {
     "td3_bc": OFFLINE,
     "cql": [*OFFLINE, "--num-sampled-actions", "2"],
     "iql": OFFLINE,
+    "csve": [*OFFLINE, "--num-models", "2"],
+    # The learner's step decides the phase: 8 of 24 steps the VQ-VAE's, then the critics'.
+    "saq": [*OFFLINE, "--vq-fraction", "0.34"],
     # The recurrent PPO of RL^2: the LSTM's carry is part of the state that resumes bitwise.
     "rl2": ["--env", "meta/bandit", *PPO[2:8], "--num-minibatches", "2", "--chunks", "3", *SMALL]
     + ["--recurrent-size", "8"],
