@@ -281,9 +281,33 @@ def prepare(
         raise TypeError(f"lpo.make needs an LPOConfig, got {type(config).__name__}")
     inner_setup = ppo.prepare(inner_config(config), env, env_params)
     net = DriftNet(config.drift_hidden)
+    return LPOSetup(config, inner_setup, net, strategy_for(config, _solution(config, net)), inner)
+
+
+def _solution(config: LPOConfig, net: DriftNet):
+    """Zeros in the shape of the drift network's weights (what the ES searches over)."""
     template = jax.eval_shape(net.init, jax.random.key(0), jnp.zeros((1, _num_features(config))))
-    solution = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), template)
-    return LPOSetup(config, inner_setup, net, strategy_for(config, solution), inner)
+    return jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), template)
+
+
+def mean_drift(config: LPOConfig, state: LPOState):
+    """The drift network's weights at the ES mean of one run's `state` (unbatched)."""
+    net = DriftNet(config.drift_hidden)
+    return strategy_for(config, _solution(config, net)).get_mean(state.es)
+
+
+def drift_loss(config: LPOConfig, params) -> Callable:
+    """PPO's policy loss with the learned drift of `params` (`mean_drift`) in place of the clip,
+    for an ordinary PPO run (`rlsuite train ppo --drift RUN_DIR`). A temporally-aware drift is
+    refused: it reads the run's progress, which PPO's policy loss is not given."""
+    if config.temporal:
+        raise ValueError(
+            "the drift of an LPO run with temporal=True reads the inner run's progress, which "
+            "PPO's policy loss is not given; train one with temporal=False"
+        )
+    return losses.drift_policy_loss(
+        learned_drift(DriftNet(config.drift_hidden), params, False, None)
+    )
 
 
 def make(

@@ -80,6 +80,8 @@ class RunRecord:
     dataset: str | None = None  # an offline run's dataset file, resolved
     dataset_sha256: str | None = None
     batch: Batch = None
+    drift: str | None = None  # the LPO run whose learned drift is the policy loss, resolved
+    drift_sha256: str | None = None  # of that drift's weights
     env_options: dict = dataclasses.field(default_factory=dict)  # make(env, **options), parsed
 
     @property
@@ -148,6 +150,8 @@ class RunRecord:
             record.update(dataset=self.dataset, dataset_sha256=self.dataset_sha256)
         if self.batch is not None:
             record[self.batch.kind] = self.batch.to_dict()
+        if self.drift is not None:
+            record.update(drift=self.drift, drift_sha256=self.drift_sha256)
         return record
 
     @classmethod
@@ -176,6 +180,8 @@ class RunRecord:
             dataset_sha256=record.get("dataset_sha256"),
             batch=batch_of(record),
             env_options=record.get("env_options") or {},
+            drift=record.get("drift"),
+            drift_sha256=record.get("drift_sha256"),
         )
 
 
@@ -255,10 +261,58 @@ def build(record: RunRecord) -> Built:
                 f"{record.dataset} changed since the run started (SHA-256 {sha[:12]}..., "
                 f"the run used {record.dataset_sha256[:12]}...)"
             )
-    agent = record.algorithm.make(record.config, env, env_params)
+    variants = {}
+    if record.drift:
+        variants["policy_loss"], sha = load_drift(record.drift)
+        if sha != record.drift_sha256:
+            raise UsageError(
+                f"the drift of {record.drift} changed since the run started (its weights' "
+                f"SHA-256 {sha[:12]}..., the run used {record.drift_sha256[:12]}...)"
+            )
+    agent = made_with(record.algorithm, record.config, env, env_params, variants)
     if record.batch is not None:
         agent = record.batch.agent(agent)
     return Built(agent, record.train_hparams(), data)
+
+
+def made_with(algo: registry.Algorithm, config, env, env_params, variants: dict):
+    """`algo.make(config, env, env_params, **variants)`; a family that takes no such variant
+    (`--drift`'s `policy_loss`) is refused by name."""
+    try:
+        return algo.make(config, env, env_params, **variants)
+    except TypeError as error:
+        if not variants or not any(name in str(error) for name in variants):
+            raise
+        taking = [n for n in ("ppo", "dpo", "fixpo") if n in registry.names()]
+        raise UsageError(
+            f"--drift: {algo.name} takes no policy loss; the families that do: {', '.join(taking)}"
+        ) from None
+
+
+def load_drift(path: str):
+    """`(policy loss, SHA-256 of the drift's weights)` of the LPO run in `path`: PPO's loss with
+    its learned drift (`lpo.drift_loss`), the ES mean of its first run at its latest checkpoint."""
+    import hashlib
+
+    import numpy as np
+
+    from rlsuite.agents import lpo
+
+    out = pathlib.Path(path)
+    record = read_record(out, "run (--drift takes a run directory of rlsuite train lpo)")
+    if record.algo != "lpo":
+        raise UsageError(f"--drift {path}: a run of rlsuite train lpo, not of {record.algo}")
+    if not checkpoint.all_steps(out / "checkpoints"):
+        raise UsageError(f"--drift {path}: the run has no checkpoint yet")
+    try:
+        loss_of = functools.partial(lpo.drift_loss, record.config)
+        loss_of(None)  # a temporally-aware drift is refused before anything is restored
+    except ValueError as error:
+        raise UsageError(f"--drift {path}: {error}") from None
+    states, _ = restore(out, record, build(record))
+    params = lpo.mean_drift(record.config, jax.tree.map(lambda x: x[0], states))
+    weights = b"".join(np.asarray(leaf).tobytes() for leaf in jax.tree.leaves(params))
+    return loss_of(params), hashlib.sha256(weights).hexdigest()
 
 
 def load_dataset(path: str, env=None, env_params=None):

@@ -32,6 +32,8 @@ from rlsuite.app.run_record import Logging as Logging
 from rlsuite.app.run_record import config_of as config_of
 from rlsuite.app.run_record import env_label as env_label
 from rlsuite.app.run_record import load_dataset as load_dataset
+from rlsuite.app.run_record import load_drift as load_drift
+from rlsuite.app.run_record import made_with as made_with
 from rlsuite.app.run_record import read_json as read_json
 from rlsuite.app.run_record import recorded_devices as recorded_devices
 from rlsuite.app.run_record import reference_returns as reference_returns

@@ -48,6 +48,9 @@ def train_args(algo: registry.Algorithm):
         defaults of NAME apply to its variants"""
         dataset: str | None = None
         """offline algorithms: the D4RL-layout HDF5 file to learn from"""
+        drift: str | None = None
+        """PPO's families (ppo, dpo, fixpo): a run directory of rlsuite train lpo whose learned
+        drift (the ES mean of its first run, at its latest checkpoint) is the policy loss"""
         num_seeds: int = 1
         """independent runs, vmapped (and sharded over the devices)"""
         seed: int = 0
@@ -158,7 +161,9 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
         or f"runs/{prefix}{algo.name}_{_file_word(env_name)}_{time.strftime('%Y%m%d-%H%M%S')}"
     )
     runs.check_out(out)
-    agent = _made(algo, args.config, env, env_params, env_name)
+    drift = None if args.drift is None else runs.load_drift(args.drift)
+    variants = {} if drift is None else {"policy_loss": drift[0]}
+    agent = _made(algo, args.config, env, env_params, env_name, variants)
     if check is not None:
         check(algo, agent, args)
     mesh = None if args.mesh is None else runs.mesh_sizes(args.mesh, args.num_seeds, agent)
@@ -195,6 +200,9 @@ def new_run(line: CommandLine, command: str, check=None) -> runs.NewRun:
     if data is not None:
         dataset = str(pathlib.Path(args.dataset).resolve())
         record = dataclasses.replace(record, dataset=dataset, dataset_sha256=sha)
+    if drift is not None:
+        resolved = str(pathlib.Path(args.drift).resolve())
+        record = dataclasses.replace(record, drift=resolved, drift_sha256=drift[1])
     return runs.NewRun(args, agent, record, out, data)
 
 
@@ -210,15 +218,16 @@ def _check_rounding(name: str, per_update: int, steps: int, asked: int | None) -
         )
 
 
-def _made(algo: registry.Algorithm, config, env, env_params, env_name: str):
-    """The run's agent (its hparams are checked once, by `runner.fit`). The family's own
+def _made(algo: registry.Algorithm, config, env, env_params, env_name: str, variants: dict):
+    """The run's agent, with `variants` (`--drift`'s policy loss) passed to its `make` (its
+    hparams are checked once, by `runner.fit`). The family's own
     refusals come first (an action space it does not handle), then an environment with action
     masks for an agent that does not read them (`Agent.reads_action_mask`), naming the
     algorithms that take it."""
     from rlsuite.environment.masks import MasksNotRead
 
     try:
-        agent = algo.make(config, env, env_params)
+        agent = runs.made_with(algo, config, env, env_params, variants)
     except MasksNotRead:
         agent = None
     if agent is None or (env.has_action_mask and not agent.reads_action_mask):

@@ -1,8 +1,9 @@
 """LPO (`rlsuite.agents.lpo`): the drift network's guarantees (0 at ratio 1, never negative, its
 features by hand), PPO recovered when the inner run is given PPO's clip as its drift, the outer
 loop's ES step against evosax's own ask/tell on a quadratic, the command line with a resume that
-ends where the uninterrupted run does, bad input refused by name, and (slow) an outer loop that
-improves its population's fitness beside a control whose ES does not move."""
+ends where the uninterrupted run does, bad input refused by name, the learned drift as an
+ordinary PPO run's policy loss (`--drift RUN_DIR`) with its resume and refusals, and (slow) an
+outer loop that improves its population's fitness beside a control whose ES does not move."""
 
 import dataclasses
 import json
@@ -166,6 +167,76 @@ def test_the_command_line_trains_lpo_and_resumes_it_bitwise(tmp_path, capsys):
         assert refused.value.code == 2 and not bad.exists()
         err = " ".join(re.sub(r"[│╭╮╰╯─]", " ", capsys.readouterr().err).split())
         assert said in err, err
+
+
+def test_the_learned_drift_trains_ordinary_ppo_from_the_command_line(tmp_path, capsys):
+    # An LPO run of 2 generations, then PPO (and DPO) with its ES mean's drift as the policy loss.
+    lpo_run = tmp_path / "lpo"
+    args = ["train", "lpo", "--env", "cartpole", "--total-timesteps", "768"]
+    args += ["--population-size", "2", "--num-envs", "4", "--num-steps", "16"]
+    args += ["--num-minibatches", "2", "--update-epochs", "2", "--inner-timesteps", "128"]
+    args += ["--drift-hidden", "8", "--fitness-episodes", "2", "--eval-episodes", "2"]
+    assert cli.main([*args, "--chunks", "2", "--no-progress", "--out", str(lpo_run)]) == 0
+    # The drift the flag loads: the ES mean of the first run, unravelled, as lpo.drift_loss takes.
+    from rlsuite.app import runs
+
+    record = runs.read_record(lpo_run)
+    states, _ = runs.restore(lpo_run, record, runs.build(record))
+    state = jax.tree.map(lambda x: x[0], states)
+    params = lpo.mean_drift(record.config, state)
+    np.testing.assert_array_equal(jax.flatten_util.ravel_pytree(params)[0], state.es.mean)
+    ratio, adv = jnp.array([1.3, 0.7]), jnp.array([1.0, -2.0])
+    log_prob, old = jnp.log(ratio), jnp.zeros(2)
+    loss, _ = runs.load_drift(str(lpo_run))[0](log_prob, old, adv, 0.2)
+    drift = lpo.learned_drift(lpo.DriftNet(8), params, False, None)(ratio, jnp.log(ratio), adv, 0.2)
+    np.testing.assert_allclose(loss, -jnp.mean(ratio * adv - drift), rtol=1e-6)
+
+    ppo_args = ["train", "ppo", "--env", "cartpole", "--total-timesteps", "512", "--num-envs", "4"]
+    ppo_args += ["--num-steps", "32", "--num-minibatches", "2", "--hidden-sizes", "8"]
+    ppo_args += ["--learning-rate", "0.01", "--eval-episodes", "2", "--chunks", "2"]
+    plain, learned = tmp_path / "plain", tmp_path / "learned"
+    assert cli.main([*ppo_args, "--no-progress", "--out", str(plain)]) == 0
+    flags = [*ppo_args, "--drift", str(lpo_run), "--no-progress"]
+    assert cli.main([*flags, "--out", str(learned)]) == 0
+    record = json.loads((learned / "config.json").read_text())
+    assert record["drift"] == str(lpo_run.resolve()) and len(record["drift_sha256"]) == 64
+    rows = read_metrics(learned)
+    assert rows != read_metrics(plain)  # the learned drift, not the clip
+    # Killed before its last checkpoint, it resumes to the same rows, the drift loaded again.
+    killed = tmp_path / "killed"
+    shutil.copytree(learned, killed)
+    shutil.rmtree(max((killed / "checkpoints").iterdir(), key=lambda p: int(p.name)))
+    (killed / "final.json").unlink()
+    again = tmp_path / "again"
+    shutil.copytree(killed, again)
+    assert cli.main(["train", "--resume", str(killed), "--no-progress"]) == 0
+    assert read_metrics(killed) == rows
+    dpo_args = ["train", "dpo", *ppo_args[2:], "--drift", str(lpo_run), "--no-progress"]
+    assert cli.main([*dpo_args, "--out", str(tmp_path / "dpo")]) == 0
+    capsys.readouterr()
+    # Refused by name, before anything is written: a family without a policy loss, a run that
+    # is not LPO's, a directory with no run, a temporally-aware drift.
+    timed = tmp_path / "timed"  # the run's record says temporal: refused before any restore
+    shutil.copytree(lpo_run, timed)
+    record = json.loads((timed / "config.json").read_text())
+    record["config"]["temporal"] = True
+    (timed / "config.json").write_text(json.dumps(record))
+    sac = ["train", "sac", "--env", "pendulum", "--drift", str(lpo_run)]
+    for words, said in [
+        (sac, "--drift: sac takes no policy loss; the families that do: ppo, dpo, fixpo"),
+        ([*ppo_args, "--drift", str(plain)], "a run of rlsuite train lpo, not of ppo"),
+        ([*ppo_args, "--drift", str(tmp_path / "none")], "holds no run"),
+        ([*ppo_args, "--drift", str(timed)], "reads the inner run's progress"),
+    ]:
+        bad = tmp_path / "bad"
+        assert cli.main([*words, "--out", str(bad)]) == 2
+        assert said in capsys.readouterr().err and not bad.exists()
+    # The LPO run's drift changed since the PPO run started (here its last checkpoint is gone,
+    # so the one before is the latest): the PPO run's resume is refused, and it keeps its files.
+    shutil.rmtree(max((lpo_run / "checkpoints").iterdir(), key=lambda p: int(p.name)))
+    assert cli.main(["train", "--resume", str(again), "--no-progress"]) == 2
+    assert "changed since the run started" in capsys.readouterr().err
+    assert read_metrics(again) == rows[: len(read_metrics(again))]
 
 
 def test_without_evosax_make_says_which_extra_to_install(monkeypatch):
