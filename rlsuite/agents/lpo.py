@@ -39,7 +39,9 @@ Choices, written down:
   and `make` says what to install.
 
 A research variant passes its own inner run (`make(..., inner=fn)`, `train_and_evaluate`'s
-signature): any fitness of a drift's parameters.
+signature): any fitness of a drift's parameters. `num_tasks` wraps the inner run in
+`over_levels`: a member's fitness is its mean over levels drawn from the environment's
+distribution.
 """
 
 from __future__ import annotations
@@ -57,8 +59,10 @@ from flax import struct
 from rlsuite.agents import ppo, registry
 from rlsuite.agents.ppo_config import PPOBase
 from rlsuite.environment import Environment
+from rlsuite.environment.levels import Levels, levels_of
 from rlsuite.loop import episodes
 from rlsuite.loop.agent import Agent, acting, bind
+from rlsuite.loop.driver import EVAL_STEP_CAP
 from rlsuite.loop.rollout import recurrent
 from rlsuite.ops import losses
 from rlsuite.ops.validators import check_field, check_positive, check_positive_ints
@@ -88,6 +92,10 @@ class LPOConfig(PPOBase):
     """standard deviation of the ES's perturbations of the drift network's weights"""
     fitness_episodes: int = 8
     """evaluation episodes of each inner run's final policy; their mean return is its fitness"""
+    num_tasks: int = 0
+    """levels drawn per generation from the environment's distribution (`levels().generate`,
+    domain randomisation's): each member trains one inner run on each, its fitness their mean;
+    0 trains on the environment's own params"""
 
     def __post_init__(self):
         check_positive_ints(self, ("inner_timesteps", "population_size", "drift_hidden"))
@@ -97,9 +105,8 @@ class LPOConfig(PPOBase):
                 f"LPOConfig.population_size={self.population_size} must be even (antithetic pairs)"
             )
         check_positive(self, "es_sigma", owner="LPOConfig", kind="config")
-        check_field(
-            self, "es_learning_rate", lambda v: v >= 0, "a value >= 0", "LPOConfig", "config"
-        )
+        for name in ("es_learning_rate", "num_tasks"):
+            check_field(self, name, lambda v: v >= 0, "a value >= 0", "LPOConfig", "config")
         super().__post_init__()
 
     @property
@@ -110,8 +117,10 @@ class LPOConfig(PPOBase):
 
     @property
     def generation_steps(self) -> int:
-        """Environment steps of one generation: `population_size + 1` inner runs."""
-        return (self.population_size + 1) * self.inner_updates * self.num_envs * self.num_steps
+        """Environment steps of one generation: `population_size + 1` inner runs (on each of
+        `num_tasks` levels)."""
+        runs = (self.population_size + 1) * max(1, self.num_tasks)
+        return runs * self.inner_updates * self.num_envs * self.num_steps
 
     @property
     def num_updates(self) -> int:
@@ -204,10 +213,33 @@ def inner_run(setup: LPOSetup, drift_at: Callable, key, hp):
     played = recurrent(
         lambda key, obs, **mask: (ppo.act(inner, state, obs, key, False, (), **mask)[0], {})
     )
+    horizon = getattr(inner.env, "max_episode_steps", None) or EVAL_STEP_CAP  # as the driver's
     result = episodes.evaluate(
-        inner.env, inner.env_params, played, key_eval, setup.config.fitness_episodes
+        inner.env, inner.env_params, played, key_eval, setup.config.fitness_episodes, horizon
     )
     return state, result.returns.mean(), jax.tree.map(lambda m: m[-1], metrics)
+
+
+def over_levels(inner: Callable, levels: Levels, num_tasks: int) -> Callable:
+    """`inner` over a task distribution: a member's run is `num_tasks` inner runs, vmapped, one
+    on each level `levels.generate` draws from the inner key (so every member of a generation
+    meets the same levels); its fitness is their mean, its PPO state the first level's and its
+    metrics their mean. GROOVE's form would choose the levels by a curriculum instead."""
+
+    def run(setup: LPOSetup, params, key, hp):
+        key_levels, key_runs = jax.random.split(key)
+        drawn = jax.vmap(levels.generate)(jax.random.split(key_levels, num_tasks))
+        tasks = levels.params_for(setup.inner.env_params, drawn)
+
+        def on(task):
+            at_task = setup._replace(inner=setup.inner._replace(env_params=task))
+            return inner(at_task, params, key_runs, hp)
+
+        states, fitness, metrics = jax.vmap(on)(tasks)
+        first = jax.tree.map(lambda x: x[0], states)
+        return first, fitness.mean(), jax.tree.map(lambda m: m.mean(axis=0), metrics)
+
+    return run
 
 
 def init(setup: LPOSetup, key, hp) -> LPOState:
@@ -280,6 +312,14 @@ def prepare(
     if not isinstance(config, LPOConfig):
         raise TypeError(f"lpo.make needs an LPOConfig, got {type(config).__name__}")
     inner_setup = ppo.prepare(inner_config(config), env, env_params)
+    if config.num_tasks:
+        levels = levels_of(env)
+        if levels is None:
+            raise ValueError(
+                f"LPOConfig.num_tasks={config.num_tasks}: {env.name} has no levels to draw tasks "
+                "from; allowed: 0, or an environment with levels (maze/..., meta/bandit, ...)"
+            )
+        inner = over_levels(inner, levels, config.num_tasks)
     net = DriftNet(config.drift_hidden)
     return LPOSetup(config, inner_setup, net, strategy_for(config, _solution(config, net)), inner)
 

@@ -169,6 +169,40 @@ def test_the_command_line_trains_lpo_and_resumes_it_bitwise(tmp_path, capsys):
         assert said in err, err
 
 
+def test_over_a_task_distribution_a_members_fitness_is_the_mean_over_the_drawn_levels():
+    # meta/bandit's levels are bandits (arm probabilities): 2 drawn per generation from the
+    # inner key, one inner run on each. By hand: the same draws, each run alone, averaged.
+    from rlsuite.environment.levels import levels_of
+
+    env, params = envs.make("meta/bandit")
+    config = lpo.LPOConfig(**SMALL, population_size=2, drift_hidden=8, num_tasks=2)
+    setup = lpo.prepare(config, env, params)
+    hp = ppo.PPOHparams()
+    drift = lpo.DriftNet(8).init(jax.random.key(1), jnp.zeros((1, 8)))
+    key = jax.random.key(3)
+    _, fitness, _ = jax.jit(lambda p, k: setup.inner_run(setup, p, k, hp))(drift, key)
+    levels = levels_of(env)
+    key_levels, key_runs = jax.random.split(key)
+    drawn = jax.vmap(levels.generate)(jax.random.split(key_levels, 2))
+    assert not np.allclose(drawn.probs[0], drawn.probs[1])
+    tasks = levels.params_for(params, drawn)
+
+    @jax.jit
+    def alone_on(task):
+        at = setup._replace(inner=setup.inner._replace(env_params=task))
+        return lpo.train_and_evaluate(at, drift, key_runs, hp)[1]
+
+    alone = [float(alone_on(jax.tree.map(lambda x, i=i: x[i], tasks))) for i in range(2)]
+    assert alone[0] != alone[1]  # the levels make a difference (7.25 and 4.25 here)
+    np.testing.assert_allclose(float(fitness), np.mean(alone), rtol=1e-6)
+    # A generation is (population + 1) x num_tasks inner runs.
+    assert config.generation_steps == 3 * 2 * 2 * 64
+    with pytest.raises(ValueError, match=r"num_tasks=2: CartPole has no levels to draw tasks"):
+        lpo.make(config, *envs.make("cartpole"))
+    with pytest.raises(ValueError, match=r"invalid config.num_tasks=-1; allowed: a value >= 0"):
+        lpo.LPOConfig(num_tasks=-1)
+
+
 def test_the_learned_drift_trains_ordinary_ppo_from_the_command_line(tmp_path, capsys):
     # An LPO run of 2 generations, then PPO (and DPO) with its ES mean's drift as the policy loss.
     lpo_run = tmp_path / "lpo"
