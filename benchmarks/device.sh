@@ -8,8 +8,8 @@
 #   2. hopper   benchmarks/off_policy.py --hopper-seeds 1: SAC at brax's published hopper
 #               configuration (MJX), ours and brax.training, the evaluation return reached in 60 s
 #               per side (compilation included) and env steps per second.
-#   3. offline  benchmarks/offline.py: gradient updates per second of IQL, CQL, TD3+BC and BC
-#               (5,000 updates per call, batch 256).
+#   3. offline  benchmarks/offline.py: gradient updates per second of IQL, CQL, TD3+BC, BC, CSVE
+#               and SAQ (5,000 updates per call, batch 256).
 #
 # and, only when named in RLSUITE_DEVICE_PARTS (each needs about a device call of its own):
 #

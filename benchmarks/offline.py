@@ -3,7 +3,9 @@
 JAX-CORL (Nishimori et al., the JAX ports of CORL's single-file offline algorithms) publishes the
 wall time of 1M gradient updates with batch 256 on D4RL's locomotion datasets, compile included,
 for IQL and CQL on a GTX 1080 Ti (`PUBLISHED_MINUTES`). Those figures are quoted, not re-run here
-(its code needs D4RL's downloaded datasets, which nothing in this suite fetches).
+(its code needs D4RL's downloaded datasets, which nothing in this suite fetches). CSVE and SAQ
+have no such figure: theirs is ours alone. SAQ's rate mixes its two phases (its VQ-VAE's steps,
+the first fifth, and its critics'), as a run does.
 
 Ours: each agent with the reference sizes (256x256 networks, batch 256) on a dataset of
 `--dataset-size` transitions shaped like D4RL's halfcheetah (17-dimensional observations, 6
@@ -30,7 +32,7 @@ import tyro
 from report import check_args, command, machine_info, markdown, print_table
 from rich.console import Console
 
-from rlsuite.agents import bc, cql, iql, td3_bc
+from rlsuite.agents import bc, cql, csve, iql, saq, td3_bc
 from rlsuite.data.datasets import Dataset, DatasetInfo
 from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Box
@@ -42,6 +44,8 @@ AGENTS = {
     "td3_bc": (td3_bc.make, td3_bc.TD3BCConfig),
     "iql": (iql.make, iql.IQLConfig),
     "cql": (cql.make, cql.CQLConfig),
+    "csve": (csve.make, csve.CSVEConfig),
+    "saq": (saq.make, saq.SAQConfig),
 }
 
 
@@ -49,7 +53,9 @@ AGENTS = {
 class Args:
     """Flags of the offline benchmark."""
 
-    agents: list[str] = dataclasses.field(default_factory=lambda: ["iql", "cql", "td3_bc", "bc"])
+    agents: list[str] = dataclasses.field(
+        default_factory=lambda: ["iql", "cql", "td3_bc", "bc", "csve", "saq"]
+    )
     """agents to time"""
     updates: int = 2_000
     """gradient updates per timed call (per seed)"""

@@ -1,5 +1,6 @@
-"""Offline RL in one file: make datasets with our own SAC, train BC, TD3+BC, CQL and IQL on each,
-print the table of normalised scores (D4RL's: 0 = random policy, 100 = expert).
+"""Offline RL in one file: make datasets with our own SAC, train every offline family (BC, TD3+BC,
+CQL, IQL, CSVE, SAQ) on each, print the table of normalised scores (D4RL's: 0 = random policy,
+100 = expert).
 
     python experiments/offline.py                           # Pendulum; about 15 min on 2 CPUs
     python experiments/offline.py --qualities medium-replay --num-updates 100 --num-seeds 2
@@ -33,7 +34,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rlsuite import envs
-from rlsuite.agents import cql, registry, sac
+from rlsuite.agents import cql, registry, sac, saq
 from rlsuite.app import collect, tuned
 from rlsuite.app.errors import run_script
 from rlsuite.data.dataset_files import save_d4rl
@@ -41,8 +42,12 @@ from rlsuite.data.datasets import normalized_score
 from rlsuite.loop import driver, files, platform
 
 # Defaults otherwise. CQL: a target entropy of 0 instead of SAC's -1, which on Pendulum's narrow
-# datasets keeps the policy from saturating at the wrong end of the action range (cql.py).
-HPARAMS = {"cql": cql.CQLHparams(target_entropy_scale=0.0)}
+# datasets keeps the policy from saturating at the wrong end of the action range (cql.py). SAQ:
+# its critics at 1e-3, as its tuned Pendulum entry (rlsuite/app/tuned.py).
+HPARAMS = {
+    "cql": cql.CQLHparams(target_entropy_scale=0.0),
+    "saq": saq.SAQHparams(critic_lr=1e-3),
+}
 
 
 @dataclasses.dataclass

@@ -3,7 +3,8 @@ rule as pure functions), and the helpers every learner and loop shares: acting, 
 steps, the observation encoder, Adam with a traced step size, the action-space check.
 
 The online loop (`rlsuite.agents.off_policy`) and the offline one (`rlsuite.agents.offline`) both
-drive a `Learner` through `gradient_steps`; SAC, TD3, CQL, IQL, BC and TD3+BC are `Learner`s.
+drive a `Learner` through `gradient_steps`; SAC, TD3, CQL, IQL, BC, TD3+BC, CSVE and SAQ are
+`Learner`s.
 """
 
 from __future__ import annotations

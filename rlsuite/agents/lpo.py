@@ -39,9 +39,9 @@ Choices, written down:
   and `make` says what to install.
 
 A research variant passes its own inner run (`make(..., inner=fn)`, `train_and_evaluate`'s
-signature): any fitness of a drift's parameters. `num_tasks` wraps the inner run in
-`over_levels`: a member's fitness is its mean over levels drawn from the environment's
-distribution.
+signature): any fitness of a drift's parameters. With `num_tasks`, each member runs it on the
+levels a curriculum chooses (`rlsuite.agents.lpo_tasks`: drawn fresh, or GROOVE's replay by
+algorithmic regret), and its fitness is their mean (`on_levels`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ import jax
 import jax.numpy as jnp
 from flax import struct
 
-from rlsuite.agents import ppo, registry
+from rlsuite.agents import lpo_tasks, ppo, registry
 from rlsuite.agents.ppo_config import PPOBase
 from rlsuite.environment import Environment
 from rlsuite.environment.levels import Levels, levels_of
@@ -93,9 +93,14 @@ class LPOConfig(PPOBase):
     fitness_episodes: int = 8
     """evaluation episodes of each inner run's final policy; their mean return is its fitness"""
     num_tasks: int = 0
-    """levels drawn per generation from the environment's distribution (`levels().generate`,
-    domain randomisation's): each member trains one inner run on each, its fitness their mean;
-    0 trains on the environment's own params"""
+    """levels per generation from the environment's distribution (`levels().generate`): each
+    member trains one inner run on each, its fitness their mean; 0 trains on the environment's
+    own params"""
+    curriculum: str = "dr"
+    """how those levels are chosen (`rlsuite.agents.lpo_tasks`): dr (drawn fresh) or groove
+    (replayed by their algorithmic regret against PPO's clip)"""
+    buffer_capacity: int = 64
+    """groove: the levels its buffer holds"""
 
     def __post_init__(self):
         check_positive_ints(self, ("inner_timesteps", "population_size", "drift_hidden"))
@@ -107,6 +112,17 @@ class LPOConfig(PPOBase):
         check_positive(self, "es_sigma", owner="LPOConfig", kind="config")
         for name in ("es_learning_rate", "num_tasks"):
             check_field(self, name, lambda v: v >= 0, "a value >= 0", "LPOConfig", "config")
+        if self.curriculum not in lpo_tasks.CURRICULA:
+            raise ValueError(
+                f"LPOConfig.curriculum={self.curriculum!r}; allowed: "
+                + ", ".join(lpo_tasks.CURRICULA)
+            )
+        check_positive_ints(self, ("buffer_capacity",))
+        if self.curriculum == "groove" and not 1 <= self.num_tasks <= self.buffer_capacity:
+            raise ValueError(
+                f"LPOConfig.curriculum='groove' replays levels: num_tasks={self.num_tasks} must "
+                f"be >= 1 and at most buffer_capacity={self.buffer_capacity}"
+            )
         super().__post_init__()
 
     @property
@@ -135,6 +151,8 @@ class LPOState:
     ppo: ppo.PPOState
     """the PPO run the ES mean's drift trained last (what the agent acts with)"""
     key: jax.Array
+    levels: Any = None
+    """the curriculum's state over levels (`lpo_tasks`; None without num_tasks or for dr)"""
 
 
 class DriftNet(nn.Module):
@@ -180,6 +198,8 @@ class LPOSetup(NamedTuple):
     net: DriftNet
     strategy: Any
     inner_run: Callable
+    levels: Levels | None = None  # the environment's, with num_tasks
+    curriculum: lpo_tasks.Curriculum | None = None  # what chooses them, with num_tasks
 
 
 def inner_config(config: LPOConfig) -> ppo.PPOConfig:
@@ -220,33 +240,37 @@ def inner_run(setup: LPOSetup, drift_at: Callable, key, hp):
     return state, result.returns.mean(), jax.tree.map(lambda m: m[-1], metrics)
 
 
-def over_levels(inner: Callable, levels: Levels, num_tasks: int) -> Callable:
-    """`inner` over a task distribution: a member's run is `num_tasks` inner runs, vmapped, one
-    on each level `levels.generate` draws from the inner key (so every member of a generation
-    meets the same levels); its fitness is their mean, its PPO state the first level's and its
-    metrics their mean. GROOVE's form would choose the levels by a curriculum instead."""
+def on_levels(setup: LPOSetup, params, key, hp, tasks):
+    """`setup.inner_run` of `params` on each of the levels `tasks` (params, leading axis), from
+    the same `key`, vmapped: `(the first level's PPO state, fitness [N], the metrics' mean)`."""
 
-    def run(setup: LPOSetup, params, key, hp):
-        key_levels, key_runs = jax.random.split(key)
-        drawn = jax.vmap(levels.generate)(jax.random.split(key_levels, num_tasks))
-        tasks = levels.params_for(setup.inner.env_params, drawn)
+    def on(task):
+        return setup.inner_run(
+            setup._replace(inner=setup.inner._replace(env_params=task)), params, key, hp
+        )
 
-        def on(task):
-            at_task = setup._replace(inner=setup.inner._replace(env_params=task))
-            return inner(at_task, params, key_runs, hp)
+    states, fitness, metrics = jax.vmap(on)(tasks)
+    first = jax.tree.map(lambda x: x[0], states)
+    return first, fitness, jax.tree.map(lambda m: m.mean(axis=0), metrics)
 
-        states, fitness, metrics = jax.vmap(on)(tasks)
-        first = jax.tree.map(lambda x: x[0], states)
-        return first, fitness.mean(), jax.tree.map(lambda m: m.mean(axis=0), metrics)
 
-    return run
+def antagonist(setup: LPOSetup, key, hp, tasks):
+    """GROOVE's antagonist on each level of `tasks`: PPO with its clip, from the same key as the
+    population's runs, its fitness `[N]`."""
+    clip = setup._replace(
+        inner_run=lambda s, _, k, h: inner_run(s, lambda p: losses.ppo_drift, k, h)
+    )
+    return on_levels(clip, None, key, hp, tasks)[1]
 
 
 def init(setup: LPOSetup, key, hp) -> LPOState:
     key, key_net, key_ppo, key_es = jax.random.split(key, 4)
     mean = setup.net.init(key_net, jnp.zeros((1, _num_features(setup.config))))
     es = setup.strategy.init(key_es, mean, setup.strategy.default_params)
-    return LPOState(es=es, ppo=ppo.init(setup.inner, key_ppo, hp), key=key)
+    levels = None
+    if setup.curriculum is not None:
+        levels = setup.curriculum.init(setup, jax.random.fold_in(key_net, 1))
+    return LPOState(es=es, ppo=ppo.init(setup.inner, key_ppo, hp), key=key, levels=levels)
 
 
 def _num_features(config: LPOConfig) -> int:
@@ -254,17 +278,24 @@ def _num_features(config: LPOConfig) -> int:
 
 
 def update(setup: LPOSetup, state: LPOState, hp) -> tuple[LPOState, dict]:
-    """One generation (the module docstring)."""
+    """One generation (the module docstring); over a task distribution, every member trains on
+    the levels the curriculum chooses, and it observes the ES mean's fitness on each."""
     strategy, es_params = setup.strategy, setup.strategy.default_params
     key, key_ask, key_inner, key_tell = jax.random.split(state.key, 4)
     population, es = strategy.ask(key_ask, state.es, es_params)
     mean = strategy.get_mean(es)
     members = jax.tree.map(lambda p, m: jnp.concatenate([p, m[None]]), population, mean)
-
-    def run(params):
-        return setup.inner_run(setup, params, key_inner, hp)
-
-    states, fitness, inner_metrics = jax.vmap(run)(members)
+    curriculum, levels = setup.curriculum, state.levels
+    if curriculum is None:
+        states, fitness, inner_metrics = jax.vmap(
+            lambda params: setup.inner_run(setup, params, key_inner, hp)
+        )(members)
+    else:  # the levels from the inner key: every member meets the same ones
+        levels, tasks, chosen = curriculum.choose(setup, levels, jax.random.fold_in(key_inner, 1))
+        states, per_level, inner_metrics = jax.vmap(
+            lambda params: on_levels(setup, params, key_inner, hp, tasks)
+        )(members)
+        fitness = per_level.mean(axis=-1)
     size = setup.config.population_size
     es, _ = strategy.tell(key_tell, population, -fitness[:size], es, es_params)  # it minimises
     trained = jax.tree.map(lambda x: x[size], states)
@@ -276,7 +307,12 @@ def update(setup: LPOSetup, state: LPOState, hp) -> tuple[LPOState, dict]:
         "lpo/mean_norm": jnp.linalg.norm(es.mean),
     }
     metrics.update({k: v[size] for k, v in inner_metrics.items()})
-    return LPOState(es=es, ppo=trained, key=key), metrics
+    if curriculum is not None:
+        levels, observed = curriculum.observe(
+            setup, levels, chosen, per_level[size], lambda: antagonist(setup, key_inner, hp, tasks)
+        )
+        metrics.update(observed)
+    return LPOState(es=es, ppo=trained, key=key, levels=levels), metrics
 
 
 def act(setup: LPOSetup, state: LPOState, obs, key, deterministic=False, carry=(), **mask):
@@ -312,6 +348,7 @@ def prepare(
     if not isinstance(config, LPOConfig):
         raise TypeError(f"lpo.make needs an LPOConfig, got {type(config).__name__}")
     inner_setup = ppo.prepare(inner_config(config), env, env_params)
+    levels = curriculum = None
     if config.num_tasks:
         levels = levels_of(env)
         if levels is None:
@@ -319,9 +356,10 @@ def prepare(
                 f"LPOConfig.num_tasks={config.num_tasks}: {env.name} has no levels to draw tasks "
                 "from; allowed: 0, or an environment with levels (maze/..., meta/bandit, ...)"
             )
-        inner = over_levels(inner, levels, config.num_tasks)
+        curriculum = lpo_tasks.CURRICULA[config.curriculum]
     net = DriftNet(config.drift_hidden)
-    return LPOSetup(config, inner_setup, net, strategy_for(config, _solution(config, net)), inner)
+    strategy = strategy_for(config, _solution(config, net))
+    return LPOSetup(config, inner_setup, net, strategy, inner, levels, curriculum)
 
 
 def _solution(config: LPOConfig, net: DriftNet):

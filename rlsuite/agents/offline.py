@@ -1,5 +1,6 @@
-"""The loop the offline agents (BC, TD3+BC, CQL, IQL) share: minibatches sampled on the device
-from a fixed dataset, a number of gradient steps per update, evaluation in the environment.
+"""The loop the offline agents (BC, TD3+BC, CQL, IQL, CSVE, SAQ) share: minibatches sampled on
+the device from a fixed dataset, a number of gradient steps per update, evaluation in the
+environment.
 
 An algorithm is an off-policy `Learner` (`rlsuite.agents.learner.Learner`: `init`, `explore`,
 `greedy`, `learn` over batches `{"obs", "action", "reward", "discount", "next_obs"}`);

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from rlsuite import envs
-from rlsuite.agents import lpo, ppo, registry
+from rlsuite.agents import lpo, lpo_tasks, ppo, registry
 from rlsuite.app import cli
 from rlsuite.loop.loggers import read_metrics
 from rlsuite.ops import losses
@@ -169,38 +169,123 @@ def test_the_command_line_trains_lpo_and_resumes_it_bitwise(tmp_path, capsys):
         assert said in err, err
 
 
-def test_over_a_task_distribution_a_members_fitness_is_the_mean_over_the_drawn_levels():
-    # meta/bandit's levels are bandits (arm probabilities): 2 drawn per generation from the
-    # inner key, one inner run on each. By hand: the same draws, each run alone, averaged.
-    from rlsuite.environment.levels import levels_of
-
+def _levelled(curriculum):
+    """LPO over meta/bandit's levels (bandits: arm probabilities), 2 per generation, its first
+    generation run, and what it started from: `(setup, state, next state, metrics, hp, the
+    inner key, the ES mean)`."""
     env, params = envs.make("meta/bandit")
-    config = lpo.LPOConfig(**SMALL, population_size=2, drift_hidden=8, num_tasks=2)
+    config = lpo.LPOConfig(
+        **SMALL, population_size=2, drift_hidden=8, num_tasks=2, curriculum=curriculum,
+        buffer_capacity=4,
+    )  # fmt: skip
     setup = lpo.prepare(config, env, params)
-    hp = ppo.PPOHparams()
-    drift = lpo.DriftNet(8).init(jax.random.key(1), jnp.zeros((1, 8)))
-    key = jax.random.key(3)
-    _, fitness, _ = jax.jit(lambda p, k: setup.inner_run(setup, p, k, hp))(drift, key)
-    levels = levels_of(env)
-    key_levels, key_runs = jax.random.split(key)
-    drawn = jax.vmap(levels.generate)(jax.random.split(key_levels, 2))
-    assert not np.allclose(drawn.probs[0], drawn.probs[1])
-    tasks = levels.params_for(params, drawn)
+    hp = ppo.PPOHparams(learning_rate=0.05)  # large steps: the clip and the drift differ
+    state = jax.jit(lambda k: lpo.init(setup, k, hp))(jax.random.key(0))
+    after, metrics = jax.jit(lambda s: lpo.update(setup, s, hp))(state)
+    key_inner = jax.random.split(state.key, 4)[2]
+    mean = setup.strategy.get_mean(state.es)  # (ask leaves the mean as it was)
+    return setup, state, after, metrics, hp, key_inner, mean
+
+
+def _alone(setup, drift, key, hp, tasks):
+    """Each level's inner run of `drift` alone, in its own program."""
 
     @jax.jit
-    def alone_on(task):
+    def on(task):
         at = setup._replace(inner=setup.inner._replace(env_params=task))
-        return lpo.train_and_evaluate(at, drift, key_runs, hp)[1]
+        return lpo.train_and_evaluate(at, drift, key, hp)[1]
 
-    alone = [float(alone_on(jax.tree.map(lambda x, i=i: x[i], tasks))) for i in range(2)]
-    assert alone[0] != alone[1]  # the levels make a difference (7.25 and 4.25 here)
-    np.testing.assert_allclose(float(fitness), np.mean(alone), rtol=1e-6)
+    return np.array([float(on(jax.tree.map(lambda x, i=i: x[i], tasks))) for i in range(2)])
+
+
+def test_over_a_task_distribution_a_members_fitness_is_the_mean_over_the_drawn_levels():
+    # By hand: the levels drawn from the generation's inner key, the ES mean's run on each
+    # alone, averaged.
+    setup, _, after, metrics, hp, key_inner, mean = _levelled("dr")
+    levels, tasks = lpo_tasks.drawn(setup, jax.random.fold_in(key_inner, 1))
+    assert not np.allclose(levels.probs[0], levels.probs[1])
+    alone = _alone(setup, mean, key_inner, hp, tasks)
+    assert alone[0] != alone[1]  # the levels make a difference
+    np.testing.assert_allclose(float(metrics["lpo/mean_fitness"]), alone.mean(), rtol=1e-6)
+    assert after.levels is None  # domain randomisation keeps no state
     # A generation is (population + 1) x num_tasks inner runs.
-    assert config.generation_steps == 3 * 2 * 2 * 64
+    assert setup.config.generation_steps == 3 * 2 * 2 * 64
     with pytest.raises(ValueError, match=r"num_tasks=2: CartPole has no levels to draw tasks"):
-        lpo.make(config, *envs.make("cartpole"))
+        lpo.make(setup.config, *envs.make("cartpole"))
     with pytest.raises(ValueError, match=r"invalid config.num_tasks=-1; allowed: a value >= 0"):
         lpo.LPOConfig(num_tasks=-1)
+    with pytest.raises(ValueError, match=r"curriculum='plr'; allowed: dr, groove"):
+        lpo.LPOConfig(num_tasks=2, curriculum="plr")
+    with pytest.raises(ValueError, match=r"num_tasks=0 must be >= 1 and at most buffer_capacity"):
+        lpo.LPOConfig(curriculum="groove")
+
+
+@pytest.mark.slow
+def test_groove_scores_the_levels_by_algorithmic_regret_against_ppos_clip():
+    # The first generation: the buffer is empty, so it draws new levels and stores them with
+    # their regret, PPO's fitness on each minus the ES mean's drift's, each by hand alone.
+    setup, state, after, metrics, hp, key_inner, mean = _levelled("groove")
+    assert int(state.levels.size) == 0
+    levels, tasks = lpo_tasks.drawn(setup, jax.random.split(jax.random.fold_in(key_inner, 1), 3)[2])
+    drift = _alone(setup, mean, key_inner, hp, tasks)
+    # PPO: the inner run given PPO's clip as its drift.
+    at_clip = setup._replace(
+        inner_run=lambda s, _, k, h: lpo.inner_run(s, lambda p: losses.ppo_drift, k, h)
+    )
+    ppo_fit = np.array(lpo.on_levels(at_clip, None, key_inner, hp, tasks)[1])
+    regret = ppo_fit - drift
+    assert np.any(regret != 0), (ppo_fit, drift)  # the two algorithms differ on these levels
+    assert int(after.levels.size) == 2 and float(metrics["lpo/replayed"]) == 0.0
+    np.testing.assert_allclose(after.levels.scores[:2], regret, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(after.levels.levels.probs[:2], levels.probs)
+    np.testing.assert_allclose(float(metrics["lpo/regret"]), regret.mean(), rtol=1e-5, atol=1e-6)
+
+
+def test_groove_replays_a_warm_buffer_when_the_draw_says_so_and_draws_new_levels_otherwise():
+    from rlsuite.data import level_buffer
+
+    env, params = envs.make("meta/bandit")
+    config = lpo.LPOConfig(**SMALL, num_tasks=2, curriculum="groove", buffer_capacity=4)
+    setup = lpo.prepare(config, env, params)
+    stored = jax.vmap(setup.levels.generate)(jax.random.split(jax.random.key(5), 2))
+    empty = lpo_tasks.GROOVE.init(setup, jax.random.key(0))
+    full, _ = level_buffer.insert_batch(
+        empty, stored, jnp.array([1.0, 2.0]), None, lpo_tasks.REPLAY
+    )  # half full: warm at PLR's minimum fill of 0.5
+    known = np.asarray(stored.probs)
+    outcomes = set()
+    for k in range(12):
+        _, tasks, (replay, _, levels) = lpo_tasks.GROOVE.choose(setup, full, jax.random.key(k))
+        np.testing.assert_array_equal(tasks.params.probs, levels.probs)  # the levels' params
+        old = [any(np.allclose(level, s) for s in known) for level in np.asarray(levels.probs)]
+        assert all(old) if replay else not any(old)
+        outcomes.add(bool(replay))
+    assert outcomes == {True, False}
+    # An empty buffer never replays.
+    assert not any(
+        bool(lpo_tasks.GROOVE.choose(setup, empty, jax.random.key(k))[2][0]) for k in range(6)
+    )
+    # The score: the antagonist's return minus the learned algorithm's.
+    np.testing.assert_array_equal(
+        lpo_tasks.algorithmic_regret(jnp.array([5.0, 2.0]), jnp.array([3.0, 4.0])), [2.0, -2.0]
+    )
+
+
+@pytest.mark.slow
+def test_a_groove_run_resumes_bitwise_with_its_level_buffer(tmp_path):
+    from tests.topics.test_resume import resumes_in_process
+
+    out = tmp_path / "run"
+    args = ["train", "lpo", "--env", "meta/bandit", "--num-tasks", "2", "--curriculum", "groove"]
+    args += ["--buffer-capacity", "4", "--total-timesteps", "6144", "--population-size", "2"]
+    args += ["--num-envs", "4", "--num-steps", "16", "--num-minibatches", "2"]
+    args += ["--update-epochs", "2", "--inner-timesteps", "128", "--drift-hidden", "8"]
+    args += ["--learning-rate", "0.05", "--fitness-episodes", "2", "--eval-episodes", "2"]
+    assert cli.main([*args, "--chunks", "4", "--no-progress", "--out", str(out)]) == 0
+    rows = read_metrics(out)
+    assert len(rows) == 8 and any(r["lpo/replayed"] == 1.0 for r in rows)
+    assert any(r["lpo/regret"] != 0.0 for r in rows)
+    resumes_in_process(out, tmp_path)
 
 
 def test_the_learned_drift_trains_ordinary_ppo_from_the_command_line(tmp_path, capsys):
