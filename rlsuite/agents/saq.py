@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import flax.linen as nn
@@ -187,19 +187,25 @@ def check_hparams(hp: SAQHparams) -> None:
         check(field, lambda v: v >= 0, "a value >= 0")
 
 
-def make(config: SAQConfig, env: Environment, env_params=None) -> Agent:
-    """Bind SAQ to `env` (a bounded 1-D Box action space; used for evaluation)."""
+def make(
+    config: SAQConfig, env: Environment, env_params=None, penalty: Callable | None = None
+) -> Agent:
+    """Bind SAQ to `env` (a bounded 1-D Box action space; used for evaluation). `penalty(q
+    [J, B, K], index [B]) -> [J]` is the conservative term over the codes, weighted by
+    `alpha_cql` (default `discrete_cql_penalty`, CQL's)."""
     if not isinstance(config, SAQConfig):
         raise TypeError(f"saq.make needs a SAQConfig, got {type(config).__name__}")
     env_params = env.check_params(env_params)
     dim = action_dim(env, env_params, "saq")
     obs_shape = env.observation_space(env_params).shape
-    algo = learner(config, obs_shape, dim)
+    algo = learner(config, obs_shape, dim, penalty)
     rewards = Rewards(gamma=hp_gamma)  # SAQ scales no rewards
     return make_agent("saq", config, env, env_params, algo, SAQHparams(), check_hparams, rewards)
 
 
-def learner(config: SAQConfig, obs_shape: tuple[int, ...], dim: int) -> Learner:
+def learner(
+    config: SAQConfig, obs_shape: tuple[int, ...], dim: int, penalty: Callable | None = None
+) -> Learner:
     """SAQ's networks and update rule for `obs_shape` observations and `dim` actions in
     `[-1, 1]`: the functions below over the `Nets` this builds."""
     hidden, act = config.hidden_sizes, config.activation
@@ -209,6 +215,7 @@ def learner(config: SAQConfig, obs_shape: tuple[int, ...], dim: int) -> Learner:
         dim=dim,
         vq=VQVAE(hidden, dim, config.num_codes, config.latent_dim, act),
         critic=TwinQ(hidden, config.num_codes, act),
+        penalty=discrete_cql_penalty if penalty is None else penalty,
     )
     return bind(nets, init, explore, greedy, learn)
 
@@ -234,6 +241,7 @@ class Nets(NamedTuple):
     dim: int
     vq: VQVAE
     critic: TwinQ
+    penalty: Callable  # (q [J, B, K], index [B]) -> [J], the conservative term over the codes
 
 
 def init(nets: Nets, key, hp: SAQHparams) -> SAQLearner:
@@ -285,7 +293,7 @@ def vq_step(nets: Nets, learner: SAQLearner, batch, hp: SAQHparams):
 def critic_loss(nets: Nets, params, batch, index, target, hp: SAQHparams):
     q = nets.critic.apply(params, batch["obs"])  # [2, B, K]
     taken = jnp.take_along_axis(q, index[None, :, None], axis=-1)[..., 0]
-    penalty = discrete_cql_penalty(q, index)
+    penalty = nets.penalty(q, index)
     loss = losses.critic_loss(taken, target) + hp.alpha_cql * penalty.sum()
     return loss, (penalty.mean(), taken.mean())
 

@@ -671,3 +671,44 @@ def test_csve_script_ideas_by_hand():
         np.testing.assert_allclose(module.PENALISED[idea](nets, state, obs, key), expected)
     assert module.PENALISED["policy-mean"] is csve.penalised_states
     assert float(jnp.abs(uniform - csve.greedy(nets, state, obs)).max()) > 0.1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_saq_script_smoke_with_the_penalty_passed_in(tmp_path):
+    from tests.app.test_cli import rlsuite
+
+    data = tmp_path / "pendulum-random.hdf5"
+    proc = rlsuite(
+        "dataset", "collect", "--env", "pendulum", "--quality", "random", "--size", "400",
+        "--total-timesteps", "300", "--eval-episodes", "2", "--out", data,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    args = ["--dataset", str(data), "--num-seeds", "2", "--num-updates", "4"]
+    args += ["--gradient-steps", "4", "--batch-size", "16", "--hidden-sizes", "8"]
+    args += ["--vq-fraction", "0.5", "--eval-episodes", "2", "--penalty", "large-margin"]
+    proc = run_script("saq.py", *args, "--out", str(tmp_path / "run"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    said = re.search(
+        r"^saq \(large-margin\) on pendulum-random.hdf5 \(pendulum, 400 transitions\): "
+        r"2 seeds x 16 gradient steps; normalised score \S+, \S+ \(mean \S+\); last penalty",
+        proc.stdout,
+        re.M,
+    )
+    assert said, proc.stdout
+    bad = run_script("saq.py", *args[:2], "--penalty", "huber", "--out", str(tmp_path / "b"))
+    assert bad.returncode == 2 and "huber" in bad.stderr and not (tmp_path / "b").exists()
+
+
+def test_saq_script_ideas_by_hand():
+    module = load_script("saq.py")
+    # One critic, two states, three codes; the dataset's codes 0 and 2, margin 1:
+    # max(1, 2 + 1, 3 + 1) - 1 = 3 and max(0 + 1, 0 + 1, 0) - 0 = 1, mean 2.
+    q = jnp.array([[[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]]])
+    index = jnp.array([0, 2])
+    np.testing.assert_allclose(module.large_margin(q, index), [2.0], rtol=1e-6)
+    np.testing.assert_array_equal(module.no_penalty(q, index), [0.0])
+    assert module.PENALTIES["cql"] is module.saq.discrete_cql_penalty
+    # Passed in, it is the learner's term.
+    algo = module.saq.learner(module.saq.SAQConfig(hidden_sizes=(8,)), (2,), 1, module.large_margin)
+    assert algo.learn.args[0].penalty is module.large_margin
