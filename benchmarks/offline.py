@@ -36,7 +36,7 @@ from rlsuite.agents import bc, cql, csve, iql, saq, td3_bc
 from rlsuite.data.datasets import Dataset, DatasetInfo
 from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Box
-from rlsuite.loop import driver
+from rlsuite.loop import divergence, driver
 
 PUBLISHED_MINUTES = {"iql": 9.0, "cql": 56.0}  # JAX-CORL, 1M updates, GTX 1080 Ti
 AGENTS = {
@@ -123,7 +123,9 @@ def time_agent(name: str, data: Dataset, seeds: int, args: Args) -> dict:
         start = time.perf_counter()
         out = jax.block_until_ready(run(agent, states, hp, num_updates, None, data))
         best = min(best, time.perf_counter() - start)
-    assert all(np.isfinite(np.asarray(v)).all() for v in jax.tree.leaves(out[1]))
+    # Every run's networks stayed finite (the driver's own check; a metric may be NaN by design,
+    # as SAQ's of the phase a step is not in).
+    assert np.asarray(divergence.finite_check(agent.trainable)(out[0])).all()
     done = num_updates * args.gradient_steps
     rate = done / best  # updates per second of one seed
     compile_s = max(first - best, 0.0)
