@@ -15,7 +15,6 @@ expert) and the last penalty.
 """
 
 import dataclasses
-import hashlib
 import pathlib
 import sys
 from typing import Annotated, Literal
@@ -28,7 +27,7 @@ import tyro
 from rlsuite import envs
 from rlsuite.agents import saq
 from rlsuite.app.errors import run_script
-from rlsuite.data.dataset_files import load_d4rl
+from rlsuite.app.run_record import load_dataset, reference_returns
 from rlsuite.loop import platform, runner
 
 
@@ -79,15 +78,9 @@ def main(argv: list[str]) -> dict:
     args = tyro.cli(Args, args=argv, default=default)
     if args.num_seeds < 1:
         raise ValueError(f"--num-seeds must be >= 1, got {args.num_seeds}")
-    if not args.dataset.is_file():
-        raise FileNotFoundError(f"--dataset {args.dataset}: no such file")
-    data = load_d4rl(args.dataset)
+    data, sha = load_dataset(str(args.dataset))  # a missing file: one line, as rlsuite says it
     env, env_params = envs.make(data.info.env)
     agent = saq.make(args.config, env, env_params, penalty=PENALTIES[args.penalty])
-    info = data.info  # D4RL's normalised scores where the dataset has its reference returns
-    known = info.random_return is not None and info.expert_return is not None
-    references = (info.random_return, info.expert_return) if known else None
-    sha = hashlib.sha256(args.dataset.read_bytes()).hexdigest()
     result = runner.fit(
         agent,
         jax.random.key(args.seed),
@@ -100,7 +93,9 @@ def main(argv: list[str]) -> dict:
             # a resume with another idea or another dataset is refused
             metadata={"penalty": args.penalty, "dataset_sha256": sha},
         ),
-        final=runner.Final(eval_episodes=args.eval_episodes, reference_returns=references),
+        final=runner.Final(
+            eval_episodes=args.eval_episodes, reference_returns=reference_returns(data)
+        ),
         data=data,
     )
     summary = result.summary

@@ -627,17 +627,25 @@ def test_ada_script_near_best_by_hand():
     np.testing.assert_allclose(module.near_best(None, tr, None, jnp.array([5.0])), [0.0])
 
 
-@pytest.mark.slow
-@pytest.mark.timeout(240)
-def test_csve_script_smoke_with_the_penalised_states_passed_in(tmp_path):
+@pytest.fixture(scope="module")
+def random_dataset(tmp_path_factory):
+    """A small Pendulum dataset of random actions, as `rlsuite dataset collect` writes it (the
+    offline scripts' smokes)."""
     from tests.app.test_cli import rlsuite
 
-    data = tmp_path / "pendulum-random.hdf5"
+    data = tmp_path_factory.mktemp("data") / "pendulum-random.hdf5"
     proc = rlsuite(
         "dataset", "collect", "--env", "pendulum", "--quality", "random", "--size", "400",
         "--total-timesteps", "300", "--eval-episodes", "2", "--out", data,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-3000:]
+    return data
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_csve_script_smoke_with_the_penalised_states_passed_in(random_dataset, tmp_path):
+    data = random_dataset
     args = ["--dataset", str(data), "--num-seeds", "2", "--num-updates", "3"]
     args += ["--gradient-steps", "4", "--batch-size", "16", "--hidden-sizes", "8"]
     args += ["--num-models", "2", "--eval-episodes", "2", "--penalised", "random-actions"]
@@ -652,6 +660,8 @@ def test_csve_script_smoke_with_the_penalised_states_passed_in(tmp_path):
     assert said, proc.stdout
     bad = run_script("csve.py", *args[:2], "--penalised", "uniform", "--out", str(tmp_path / "b"))
     assert bad.returncode == 2 and "uniform" in bad.stderr and not (tmp_path / "b").exists()
+    gone = run_script("csve.py", "--dataset", str(tmp_path / "none.hdf5"))
+    assert gone.returncode == 2 and "no such file" in gone.stderr and "Traceback" not in gone.stderr
 
 
 def test_csve_script_ideas_by_hand():
@@ -675,15 +685,8 @@ def test_csve_script_ideas_by_hand():
 
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-def test_saq_script_smoke_with_the_penalty_passed_in(tmp_path):
-    from tests.app.test_cli import rlsuite
-
-    data = tmp_path / "pendulum-random.hdf5"
-    proc = rlsuite(
-        "dataset", "collect", "--env", "pendulum", "--quality", "random", "--size", "400",
-        "--total-timesteps", "300", "--eval-episodes", "2", "--out", data,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_saq_script_smoke_with_the_penalty_passed_in(random_dataset, tmp_path):
+    data = random_dataset
     args = ["--dataset", str(data), "--num-seeds", "2", "--num-updates", "4"]
     args += ["--gradient-steps", "4", "--batch-size", "16", "--hidden-sizes", "8"]
     args += ["--vq-fraction", "0.5", "--eval-episodes", "2", "--penalty", "large-margin"]
