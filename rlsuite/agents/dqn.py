@@ -24,30 +24,37 @@ the reading of 2026-12-05 on the gap to rejax).
 
 Research variants are functions passed in, never flags: `make(..., target=fn)` replaces the
 Q-learning target (`rlsuite.ops.losses.q_learning_target`'s signature) and
-`make(..., epsilon=fn)` the exploration schedule (`exploration.linear_epsilon`'s).
+`make(..., epsilon=fn)` the exploration schedule (`exploration.linear_epsilon`'s). What the network
+predicts per action and how it learns it is a record of parts, `make(..., head=)`
+(`rlsuite.agents.value_heads`): DQN's scalar values by default; C51's, QR-DQN's and IQN's
+distributions are the families `c51`, `qrdqn` and `iqn` on this same learner.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import optax
 from flax import struct
 
-from rlsuite.agents import registry
+from rlsuite.agents import registry, value_heads
 from rlsuite.agents.learner import Learner, adam_init, adam_step, bind, obs_encoder
 from rlsuite.agents.off_policy import make_agent
 from rlsuite.agents.off_policy_parts import OffPolicyConfig, Plugins, discrete_actions
+from rlsuite.data import prioritized
 from rlsuite.data.buffers import ReplayBuffer
+from rlsuite.data.prioritized import PrioritizedReplay
 from rlsuite.environment import Environment, masks, spaces
 from rlsuite.loop.agent import Agent
-from rlsuite.networks import KERNEL_INITS, QNetwork
+from rlsuite.networks import KERNEL_INITS
 from rlsuite.ops import exploration, losses
 from rlsuite.ops.validators import check_field, check_positive, check_positive_ints
+
+REPLAYS = ("uniform", "prioritized")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,10 +84,28 @@ class DQNConfig(OffPolicyConfig):
     init: str = "lecun_normal"
     """how the Q network's dense kernels start: lecun_normal (flax's default, CleanRL's and
     rejax's) or orthogonal (gain sqrt 2, PPO's)"""
+    replay: str = "uniform"
+    """how batches are drawn: uniform, or prioritized (in proportion to each item's last loss to
+    priority_exponent; Schaul et al. 2016, `rlsuite.data.prioritized`)"""
+    priority_exponent: float = 0.6
+    """prioritized replay's alpha: items drawn in proportion to priority^alpha (0: uniformly)"""
+    importance_exponent: float = 0.4
+    """prioritized replay's beta at the first gradient step, annealed linearly to 1 by the last:
+    the exponent of the importance weights that correct for the prioritized draw"""
+    noisy: bool = False
+    """noisy networks (factorised Gaussian, Fortunato et al. 2018): the layers after the encoder
+    draw new noise at every acting and gradient step, and a greedy evaluation uses their mean"""
 
     def __post_init__(self):
         super().__post_init__()
         check_positive_ints(self, ("target_update_period",))
+        if self.replay not in REPLAYS:
+            raise ValueError(
+                f"DQNConfig.replay={self.replay!r} is not one of: {', '.join(REPLAYS)}"
+            )
+        for name in ("priority_exponent", "importance_exponent"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"DQNConfig.{name} must be in [0, 1], got {getattr(self, name)}")
         if self.init not in KERNEL_INITS:
             raise ValueError(
                 f"DQNConfig.init={self.init!r} is not one of: {', '.join(KERNEL_INITS)}"
@@ -150,22 +175,71 @@ def make(
     epsilon: Callable = exploration.linear_epsilon,
     *,
     buffer: ReplayBuffer | None = None,
+    head: value_heads.ValueHead = value_heads.SCALAR,
 ) -> Agent:
     """Bind DQN to `env` (a `Discrete` action space; another is a `TypeError` naming it).
 
     `target(reward, discount, next_q_target [B, A], next_q_online [B, A] or None) -> y [B]`
     (the online values only with `config.double`) and `epsilon(env_steps, hparams,
-    total_timesteps) -> []` may be replaced by research variants; so may the replay `buffer`."""
+    total_timesteps) -> []` may be replaced by research variants; so may the replay `buffer`
+    and the value `head` (`rlsuite.agents.value_heads`; `target` is the scalar head's)."""
     if not isinstance(config, DQNConfig):
-        raise TypeError(f"dqn.make needs a DQNConfig, got {type(config).__name__}")
+        raise TypeError(f"{head.name}.make needs a DQNConfig, got {type(config).__name__}")
+    if head.target is not value_heads.SCALAR.target and target is not losses.q_learning_target:
+        raise ValueError(
+            f"{head.name}.make: target= replaces the scalar head's TD target; the {head.name} "
+            "head bootstraps its distribution itself (pass a ValueHead of your own instead)"
+        )
     env_params = env.check_params(env_params)
-    actions = discrete_actions(env, env_params, "dqn")
+    actions = discrete_actions(env, env_params, head.name)
     num_actions = int(env.action_space(env_params).n)
     obs_space = env.observation_space(env_params)
     categories = spaces.categories(obs_space)
-    algo = learner(config, tuple(obs_space.shape), num_actions, target, epsilon, categories)
+    algo = learner(config, tuple(obs_space.shape), num_actions, target, epsilon, categories, head)
+    if buffer is None and config.replay == "prioritized":
+        buffer = prioritized_buffer(config)
     plugins = Plugins(buffer=buffer, actions=actions, reads_action_mask=True)
-    return make_agent("dqn", config, env, env_params, algo, DQNHparams(), check_hparams, plugins)
+    hparams = DQNHparams()
+    return make_agent(head.name, config, env, env_params, algo, hparams, check_hparams, plugins)
+
+
+def prioritized_buffer(config: DQNConfig) -> PrioritizedReplay:
+    """`config`'s prioritized replay: its capacity and exponents, beta annealed over the run's
+    gradient steps after `learning_starts`."""
+    collections = config.num_updates * config.collections_per_update
+    warm_up = -(-config.learning_starts // config.num_envs)  # collections before learning
+    steps = max(1, (collections - warm_up) * config.gradient_steps)
+    alpha, beta = config.priority_exponent, config.importance_exponent
+    return prioritized.prioritized_replay(config.buffer_size, alpha, beta, beta_steps=steps)
+
+
+def make_with_head(config_cls: type, head_of: Callable, hparams_cls: type = DQNHparams) -> Callable:
+    """The `make` of a family that is DQN with the value head `head_of(config)`
+    (`rlsuite.agents.value_heads`) for configs of `config_cls` (a `DQNConfig`), its default
+    hyperparameters `hparams_cls()` (a `DQNHparams`): C51, QR-DQN, IQN and Rainbow. It takes
+    DQN's `epsilon` and `buffer`; the head is the family's."""
+
+    def make_family(
+        config, env, env_params=None, epsilon=exploration.linear_epsilon, *, buffer=None
+    ):
+        if not isinstance(config, config_cls):
+            raise TypeError(f"make needs a {config_cls.__name__}, got {type(config).__name__}")
+        head = head_of(config)
+        agent = make(config, env, env_params, epsilon=epsilon, buffer=buffer, head=head)
+        return agent._replace(default_hparams=hparams_cls())
+
+    return make_family
+
+
+def refuse_scalar_loss(config: DQNConfig, learns_by: str) -> None:
+    """Raise a `ValueError` where a distributional family's `config.loss` (the scalar head's TD
+    loss, which it does not use) is not the default; `learns_by` says what it uses."""
+    if config.loss != DQNConfig.loss:
+        name = type(config).__name__
+        raise ValueError(
+            f"{name}.loss={config.loss!r}: loss is DQN's scalar TD loss; this family learns by "
+            f"{learns_by} (leave loss at {DQNConfig.loss!r})"
+        )
 
 
 def learner(
@@ -175,19 +249,14 @@ def learner(
     target: Callable = losses.q_learning_target,
     epsilon: Callable = exploration.linear_epsilon,
     categories: tuple[int, ...] | None = None,
+    head: value_heads.ValueHead = value_heads.SCALAR,
 ) -> Learner:
     """DQN's network and update rule for `obs_shape` observations and `num_actions` actions:
     the functions below over the `Nets` this builds; `categories`, the sizes of an observation
-    made of category ids (`rlsuite.environment.spaces.Categories`)."""
-    network = QNetwork(
-        config.hidden_sizes,
-        num_actions,
-        config.activation,
-        config.dueling,
-        obs_encoder(config, obs_shape, categories),
-        kernel_init=config.init,
-    )
-    nets = Nets(config, obs_shape, num_actions, network, target, epsilon)
+    made of category ids (`rlsuite.environment.spaces.Categories`); `head`, what the network
+    predicts and learns (`rlsuite.agents.value_heads`)."""
+    network = head.network(config, num_actions, obs_encoder(config, obs_shape, categories))
+    nets = Nets(config, obs_shape, num_actions, network, target, epsilon, head)
     return bind(nets, init, explore, greedy, learn, scheduled=True)
 
 
@@ -197,9 +266,10 @@ class Nets(NamedTuple):
     config: DQNConfig
     obs_shape: tuple[int, ...]
     num_actions: int
-    q: QNetwork
+    q: Any
     target: Callable
     epsilon: Callable
+    head: value_heads.ValueHead
 
 
 def init(nets: Nets, key, hp: DQNHparams) -> DQNLearner:
@@ -211,7 +281,7 @@ def init(nets: Nets, key, hp: DQNHparams) -> DQNLearner:
 def greedy(nets: Nets, learner: DQNLearner, obs, action_mask=None):
     """The action of the highest value (the lowest index among ties), int32; with an
     `action_mask`, among the legal actions."""
-    q = masks.masked_values(nets.q.apply(learner.q, obs), action_mask)
+    q = masks.masked_values(nets.head.values(nets.q, learner.q, obs), action_mask)
     return jnp.argmax(q, axis=-1).astype(jnp.int32)
 
 
@@ -220,7 +290,8 @@ def explore(nets: Nets, learner: DQNLearner, obs, key, env_steps=None, action_ma
     the greedy one (every leading axis of `obs` an observation of its own); with an
     `action_mask`, both among the legal actions."""
     eps = nets.epsilon(env_steps, learner, nets.config.total_timesteps)
-    return exploration.epsilon_greedy(nets.q.apply(learner.q, obs), key, eps, action_mask)
+    values = nets.head.values(nets.q, learner.q, obs, value_heads.noise(nets, key, 0))
+    return exploration.epsilon_greedy(values, key, eps, action_mask)
 
 
 def clip_by_global_norm(grads, max_norm):
@@ -234,24 +305,17 @@ def clip_by_global_norm(grads, max_norm):
 
 
 def learn(nets: Nets, learner: DQNLearner, batch, key, hp: DQNHparams):
-    """One gradient step on the TD loss against `nets.target`, then, every
+    """One gradient step on the head's loss against its target (the scalar head's: the TD loss
+    against `nets.target`; bootstrapping from the next state's legal actions only), then, every
     `target_update_period` steps, a Polyak step of `tau` of the target network."""
-    del key  # deterministic given the batch
     config = nets.config
-    # On an environment with action masks, the next state's legal actions only (`for_max`).
-    mask = batch.get("next_action_mask")
-    next_target = masks.for_max(nets.q.apply(learner.target_q, batch["next_obs"]), mask)
-    next_online = None
-    if config.double:
-        next_online = masks.for_max(nets.q.apply(learner.q, batch["next_obs"]), mask)
-    y = nets.target(batch["reward"], batch["discount"], next_target, next_online)
+    targets = nets.head.target(nets, learner, batch, key)
 
     def loss_fn(params):
-        q = nets.q.apply(params, batch["obs"])
-        taken = jnp.take_along_axis(q, batch["action"][..., None].astype(jnp.int32), -1)[..., 0]
-        return losses.td_loss(taken, y, config.loss), taken
+        loss, taken, per_item = nets.head.loss(nets, params, batch, targets, key)
+        return loss, (taken, per_item)
 
-    (loss, taken), grads = jax.value_and_grad(loss_fn, has_aux=True)(learner.q)
+    (loss, (taken, per_item)), grads = jax.value_and_grad(loss_fn, has_aux=True)(learner.q)
     grads, grad_norm = clip_by_global_norm(grads, hp.max_grad_norm)
     params, opt = adam_step(learner.q, grads, learner.opt, hp.learning_rate)
     steps = learner.steps + 1
@@ -260,6 +324,8 @@ def learn(nets: Nets, learner: DQNLearner, batch, key, hp: DQNHparams):
     target_q = jax.tree.map(lambda new, old: jnp.where(due, new, old), moved, learner.target_q)
     learner = learner.replace(q=params, target_q=target_q, opt=opt, steps=steps)
     metrics = {"q_loss": loss, "q_mean": taken.mean(), "grad_norm": grad_norm}
+    if "index" in batch:  # a prioritized replay's batch: its items' new priorities
+        metrics["priority"] = per_item
     return learner, metrics
 
 

@@ -296,23 +296,47 @@ def collect_and_store(setup: Setup, state: OffPolicyState, hp, key):
 
 def learn(setup: Setup, learner_state, buffer_state, obs_stats, key, hp):
     """An update's gradient steps, each on a batch sampled from the buffer (relabelled, if the
-    agent relabels), its rewards scaled and its observations normalised."""
-    config, buffer, relabel = setup.config, setup.buffer, setup.relabel
-
-    def sample(key):
-        if relabel is None:
-            batch = dict(buffer.sample(buffer_state, key, config.batch_size))
-        else:
-            key, key_relabel = jax.random.split(key)
-            batch = buffer.sample(buffer_state, key, config.batch_size)
-            batch = dict(relabel(key_relabel, batch))
-        batch["reward"] = batch["reward"] * setup.items.reward_scale(hp)
-        batch["obs"] = normalize(setup, obs_stats, batch["obs"])
-        batch["next_obs"] = normalize(setup, obs_stats, batch["next_obs"])
-        return batch
-
-    keys = jax.random.split(key, config.gradient_steps * config.collections_per_update)
+    agent relabels), its rewards scaled and its observations normalised. With a buffer that
+    takes feedback (an `update`, prioritized replay's), `learn_with_feedback`."""
+    keys = jax.random.split(key, setup.config.gradient_steps * setup.config.collections_per_update)
+    sample = functools.partial(sample_batch, setup, buffer_state, obs_stats, hp)
     return gradient_steps(setup.learner, learner_state, sample, keys, hp)
+
+
+def sample_batch(setup: Setup, buffer_state, obs_stats, hp, key):
+    """A batch sampled from `buffer_state` (relabelled, if the agent relabels), its rewards
+    scaled and its observations normalised."""
+    config, buffer, relabel = setup.config, setup.buffer, setup.relabel
+    if relabel is None:
+        batch = dict(buffer.sample(buffer_state, key, config.batch_size))
+    else:
+        key, key_relabel = jax.random.split(key)
+        batch = buffer.sample(buffer_state, key, config.batch_size)
+        batch = dict(relabel(key_relabel, batch))
+    batch["reward"] = batch["reward"] * setup.items.reward_scale(hp)
+    batch["obs"] = normalize(setup, obs_stats, batch["obs"])
+    batch["next_obs"] = normalize(setup, obs_stats, batch["next_obs"])
+    return batch
+
+
+def learn_with_feedback(setup: Setup, learner_state, buffer_state, obs_stats, key, hp):
+    """`learn` for a buffer with an `update`: after each gradient step, the buffer is told the
+    learner's `priority` of each sampled item (its `index`), and the next batch is sampled from
+    the buffer so updated. `(learner_state, buffer_state, metrics)`, `priority` not among them."""
+    keys = jax.random.split(key, setup.config.gradient_steps * setup.config.collections_per_update)
+
+    def step(carry, key):
+        learner_state, buffer_state = carry
+        # the key `gradient_steps` splits for its one step: its first half samples
+        batch = sample_batch(setup, buffer_state, obs_stats, hp, jax.random.split(key)[0])
+        one = lambda _: batch  # noqa: E731
+        learner_state, metrics = gradient_steps(setup.learner, learner_state, one, key[None], hp)
+        metrics = jax.tree.map(lambda m: m[0], metrics)
+        buffer_state = setup.buffer.update(buffer_state, batch["index"], metrics.pop("priority"))
+        return (learner_state, buffer_state), metrics
+
+    (learner_state, buffer_state), metrics = jax.lax.scan(step, (learner_state, buffer_state), keys)
+    return learner_state, buffer_state, metrics
 
 
 def update(setup: Setup, state: OffPolicyState, hp):
@@ -333,11 +357,16 @@ def update(setup: Setup, state: OffPolicyState, hp):
     )
     args = (state.learner, state.buffer, state.obs_stats, key_learn, hp)
 
-    def skip(shapes, learner_state, *_):
-        nan = jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes[1])
-        return learner_state, nan
+    def skip(shapes, learner_state, buffer_state, *_):
+        nan = jax.tree.map(lambda s: jnp.full(s.shape, jnp.nan, s.dtype), shapes[-1])
+        return (learner_state, nan) if len(shapes) == 2 else (learner_state, buffer_state, nan)
 
-    learner_state, losses = batching.gate(ready, functools.partial(learn, setup), skip, *args)
+    if hasattr(setup.buffer, "update"):
+        learned = batching.gate(ready, functools.partial(learn_with_feedback, setup), skip, *args)
+        learner_state, buffer_state, losses = learned
+        state = state.replace(buffer=buffer_state)
+    else:
+        learner_state, losses = batching.gate(ready, functools.partial(learn, setup), skip, *args)
     state = state.replace(learner=learner_state, key=key)
     metrics = {f"losses/{k}": jnp.nanmean(v) for k, v in losses.items()}
     metrics.update(episode_metrics(info))

@@ -267,6 +267,12 @@ class Plugins(NamedTuple):
         - `sample(state, key, batch_size) -> batch`, every leaf `[batch_size, ...]`, holding at
           least the keys the learner reads (`obs`, `action`, `reward`, `discount`, `next_obs`);
         - `can_sample(state, batch_size) -> bool []`, whether learning may start;
+        - optionally `update(state, index, priorities) -> state`: its `sample` then gives each
+          batch the items' slots, `"index"` `[batch_size]` (and importance weights, `"weight"`,
+          which the learner's loss applies), and after each gradient step the loop calls it
+          with the learner's per-item `priority` metric, which is not logged
+          (`rlsuite.data.prioritized`, DQN's `--replay prioritized`);
+
         and the state has a `size` (a field or a property, a `[]` integer array: the items it
         holds), logged as `charts/buffer_size` (checked before anything is compiled).
     relabel: `(key, batch) -> batch` rewrites every sampled batch (raw observations and

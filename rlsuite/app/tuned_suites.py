@@ -78,6 +78,30 @@ def _ued_tasks(num_envs: int, num_steps: int, updates: int) -> dict:
     return {"config": config, "hparams": hparams}
 
 
+MINATAR_GAMES = ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
+_DQN_MINATAR = {
+    "config": {
+        "num_envs": 8,
+        "gradient_steps": 2,
+        "batch_size": 32,
+        "buffer_size": 100_000,
+        "learning_starts": 5_000,
+        "target_update_period": 250,
+        "hidden_sizes": (128,),
+        "loss": "huber",
+        "total_timesteps": 500_000,
+        "init": "orthogonal",
+    },
+    "hparams": {
+        "learning_rate": 2.5e-4,
+        "end_e": 0.1,
+        "exploration_fraction": 0.1,
+        "max_grad_norm": 10.0,
+    },
+}
+_DQN_MINATAR_HEADLESS = {k: v for k, v in _DQN_MINATAR["config"].items() if k != "loss"}
+
+
 SUITES: dict[tuple[str, str], dict[str, dict]] = {
     # PQN on the five MinAtar games (gymnax): purejaxql's pqn_minatar.yaml, one configuration
     # for all (128 envs x 32 steps, 2 epochs of 32 minibatches, lr 5e-4 decayed linearly,
@@ -104,28 +128,23 @@ SUITES: dict[tuple[str, str], dict[str, dict]] = {
     # run), Asterix 2.5 and 6.9 (0.48; 496 s), Freeway 41.5 and 54.7 (0.36; 1,028 s), Seaquest
     # 2.5 and 1.3 (0.09; 1,190 s), Space Invaders 133.0 and 22.0 (4.14; 623 s), the last four
     # with other work beside them. tests/agents/test_dqn.py (slow): Breakout at 200,000 steps.
+    **{("dqn", f"gymnax/{game}-MinAtar"): _DQN_MINATAR for game in MINATAR_GAMES},
+    # C51, QR-DQN and IQN on the five MinAtar games: DQN's entry above with each family's own
+    # loss (DQN's Huber loss is the scalar head's) and its head's sizes: C51 51 atoms on
+    # [-10, 10] (Dopamine's Atari support; MinAtar's rewards are at most 1 a step), QR-DQN 51
+    # quantiles, IQN Dopamine's 64, 64 and 32 fractions. tests/agents/test_value_heads.py
+    # (slow): Breakout at 200,000 steps.
     **{
-        ("dqn", f"gymnax/{game}-MinAtar"): {
-            "config": {
-                "num_envs": 8,
-                "gradient_steps": 2,
-                "batch_size": 32,
-                "buffer_size": 100_000,
-                "learning_starts": 5_000,
-                "target_update_period": 250,
-                "hidden_sizes": (128,),
-                "loss": "huber",
-                "total_timesteps": 500_000,
-                "init": "orthogonal",
-            },
-            "hparams": {
-                "learning_rate": 2.5e-4,
-                "end_e": 0.1,
-                "exploration_fraction": 0.1,
-                "max_grad_norm": 10.0,
-            },
+        (algo, f"gymnax/{game}-MinAtar"): {
+            "config": {**_DQN_MINATAR_HEADLESS, **sizes},
+            "hparams": _DQN_MINATAR["hparams"],
         }
-        for game in ("Asterix", "Breakout", "Freeway", "Seaquest", "SpaceInvaders")
+        for game in MINATAR_GAMES
+        for algo, sizes in (
+            ("c51", {"num_atoms": 51, "v_min": -10.0, "v_max": 10.0}),
+            ("qrdqn", {"num_quantiles": 51}),
+            ("iqn", {}),
+        )
     },
     # RL^2 on Duan et al.'s bandits (k = 5, n = 10) with A2C (RL2Config's defaults: one epoch of
     # one minibatch, LSTM-64), 256 trials of 10 pulls per update, Adam 1e-3, 3,000 updates.

@@ -8,8 +8,11 @@ whole target distribution at its (n-step) reward, and a time-limit truncation bo
 next state's distribution like any other step.
 
     target = categorical_target(reward, discount, next_probs, support)   # [B, N] on the support
-    loss = categorical_loss(logits, target)                               # cross-entropy
-    loss = quantile_huber_loss(quantiles, taus, target_samples, kappa=1.0)
+    loss = categorical_loss(logits, target)                               # cross-entropy [B]
+    loss = quantile_huber_loss(quantiles, taus, target_samples, kappa=1.0)  # [B]
+
+The losses are per item, `[B]`: the caller averages them, or weights them first (prioritized
+replay's importance weights) and keeps them as the items' new priorities.
 """
 
 from __future__ import annotations
@@ -53,11 +56,11 @@ def categorical_target(reward: Array, discount: Array, next_probs: Array, atoms:
 
 
 def categorical_loss(logits: Array, target: Array) -> Array:
-    """The cross-entropy of the predicted distribution (`logits [B, N]`, softmax over atoms) to
-    the `target [B, N]` (held constant), averaged over the batch."""
+    """The cross-entropy of each predicted distribution (`logits [B, N]`, softmax over atoms) to
+    the `target [B, N]` (held constant): `[B]`."""
     chex.assert_equal_shape([logits, target])
     log_probs = jax.nn.log_softmax(logits, axis=-1)
-    return -jnp.mean(jnp.sum(jax.lax.stop_gradient(target) * log_probs, axis=-1))
+    return -jnp.sum(jax.lax.stop_gradient(target) * log_probs, axis=-1)
 
 
 def quantile_midpoints(num_quantiles: int) -> Array:
@@ -69,14 +72,14 @@ def quantile_huber_loss(quantiles: Array, taus: Array, targets: Array, kappa: fl
     """The quantile Huber loss (QR-DQN eq. 10; IQN eq. 3): for the predicted `quantiles [B, N]`
     at fractions `taus [N]` or `[B, N]` and samples of the target distribution `targets [B, M]`
     (held constant), with `u = target_j - quantile_i`,
-    `sum_i mean_j |tau_i - 1(u < 0)| Huber_kappa(u) / kappa`, averaged over the batch (`kappa` 0:
-    the plain quantile loss `|tau - 1(u < 0)| |u|`)."""
+    `sum_i mean_j |tau_i - 1(u < 0)| Huber_kappa(u) / kappa` per item, `[B]` (`kappa` 0: the
+    plain quantile loss `|tau - 1(u < 0)| |u|`)."""
     chex.assert_rank([quantiles, targets], 2)
     u = jax.lax.stop_gradient(targets)[:, None, :] - quantiles[:, :, None]  # [B, N, M]
     taus = jnp.broadcast_to(taus, quantiles.shape)[:, :, None]
     weight = jnp.abs(taus - (u < 0).astype(u.dtype))
     if kappa == 0:
-        return jnp.mean(jnp.sum(jnp.mean(weight * jnp.abs(u), axis=-1), axis=-1))
+        return jnp.sum(jnp.mean(weight * jnp.abs(u), axis=-1), axis=-1)
     abs_u = jnp.abs(u)
     huber = jnp.where(abs_u <= kappa, 0.5 * u**2, kappa * (abs_u - 0.5 * kappa))
-    return jnp.mean(jnp.sum(jnp.mean(weight * huber / kappa, axis=-1), axis=-1))
+    return jnp.sum(jnp.mean(weight * huber / kappa, axis=-1), axis=-1)

@@ -200,18 +200,28 @@ def q_learning_target(reward, discount, next_q_target, next_q_online=None):
 TD_LOSSES = ("huber", "mse")
 
 
-def td_loss(q, targets, kind: str = "huber"):
-    """The TD regression loss of `q [B]` (the values of the actions taken) against `targets [B]`:
-    `huber`, the mean Huber loss with delta 1 (quadratic within 1, linear beyond: the Nature
-    DQN's clipped error), or `mse`, half the mean squared error."""
+def td_errors_loss(q, targets, kind: str = "huber"):
+    """`td_loss` item by item: `[B]`, the Huber loss (delta 1) or half the squared error of each
+    of `q [B]` against its target (held constant)."""
     _same("td_loss", q=q, targets=targets)
     diff = q - jax.lax.stop_gradient(targets)
     if kind == "huber":
         abs_diff = jnp.abs(diff)
-        return jnp.where(abs_diff <= 1.0, 0.5 * diff**2, abs_diff - 0.5).mean()
+        return jnp.where(abs_diff <= 1.0, 0.5 * diff**2, abs_diff - 0.5)
     if kind == "mse":
-        return 0.5 * jnp.square(diff).mean()
+        return 0.5 * jnp.square(diff)
     raise ValueError(f"td_loss: kind={kind!r} is not one of: {', '.join(TD_LOSSES)}")
+
+
+def td_loss(q, targets, kind: str = "huber"):
+    """The TD regression loss of `q [B]` (the values of the actions taken) against `targets [B]`:
+    `huber`, the mean Huber loss with delta 1 (quadratic within 1, linear beyond: the Nature
+    DQN's clipped error), or `mse`, half the mean squared error (`td_errors_loss`'s mean)."""
+    if kind != "mse":
+        return td_errors_loss(q, targets, kind).mean()
+    _same("td_loss", q=q, targets=targets)
+    # half of the mean, in this order: the runs' last bits depend on it
+    return 0.5 * jnp.square(q - jax.lax.stop_gradient(targets)).mean()
 
 
 # ------------------------------------------------------------------------------------- offline

@@ -9,6 +9,7 @@ import pytest
 
 from rlsuite.agents import (
     bc,
+    c51,
     cql,
     crl,
     csve,
@@ -16,9 +17,12 @@ from rlsuite.agents import (
     dqn,
     fixpo,
     iql,
+    iqn,
     lpo,
     ppo,
     pqn,
+    qrdqn,
+    rainbow,
     rarl,
     registry,
     rl2,
@@ -49,6 +53,10 @@ BUILT_IN = {
     "crl": (crl, crl.CRLConfig, crl.CRLHparams, False, "goal/point_reach"),
     "sac_her": (sac_her, sac_her.SACHERConfig, sac.SACHparams, False, "goal/point_reach"),
     "dqn": (dqn, dqn.DQNConfig, dqn.DQNHparams, False, "cartpole"),
+    "c51": (c51, c51.C51Config, dqn.DQNHparams, False, "cartpole"),
+    "qrdqn": (qrdqn, qrdqn.QRDQNConfig, dqn.DQNHparams, False, "cartpole"),
+    "iqn": (iqn, iqn.IQNConfig, dqn.DQNHparams, False, "cartpole"),
+    "rainbow": (rainbow, rainbow.RainbowConfig, rainbow.RainbowHparams, False, "cartpole"),
     "pqn": (pqn, pqn.PQNConfig, pqn.PQNHparams, False, "cartpole"),
     "fixpo": (fixpo, fixpo.FixPOConfig, fixpo.FixPOHparams, False, "cartpole"),
     "rarl": (rarl, rarl.RARLConfig, ppo.PPOHparams, False, "pendulum"),
@@ -81,6 +89,10 @@ def test_every_built_in_family_is_registered_with_its_record():
         "crl",
         "sac_her",
         "dqn",
+        "c51",
+        "qrdqn",
+        "iqn",
+        "rainbow",
         "pqn",
         "fixpo",
         "rarl",
@@ -104,7 +116,7 @@ def test_every_built_in_family_is_registered_with_its_record():
         assert registry.get(name) == expected, name
         assert registry.ALGORITHMS[name] is registry.get(name) is module.ALGORITHM
         assert tuned.default_env(name) == default_env
-    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 19
+    assert list(registry.ALGORITHMS) == list(BUILT_IN) and len(registry.ALGORITHMS) == 23
 
 
 def test_the_tuned_table_names_registered_algorithms():
@@ -119,6 +131,9 @@ def test_the_tuned_table_names_registered_algorithms():
         "crl",
         "sac_her",
         "dqn",
+        "c51",
+        "qrdqn",
+        "iqn",
         "pqn",
         "fixpo",
         "rarl",
@@ -167,7 +182,8 @@ def test_a_registered_toy_family_trains_and_evaluates_with_no_cli_change(toy, tm
 def test_an_unknown_algorithm_is_refused_with_the_registered_names(capsys):
     assert cli.main(["train", "nosuch"]) == 2
     err = capsys.readouterr().err
-    allowed = "(allowed: ppo, sac, td3, bc, td3_bc, iql, cql, rl2, ued, crl, sac_her, dqn, pqn, "
+    allowed = "(allowed: ppo, sac, td3, bc, td3_bc, iql, cql, rl2, ued, crl, sac_her, dqn, c51, "
+    allowed += "qrdqn, iqn, rainbow, pqn, "
     allowed += "fixpo, rarl, dpo, lpo, csve, saq)"
     assert err == f"rlsuite train: error: unknown algorithm 'nosuch' {allowed}\n"
     with pytest.raises(ValueError, match="unknown algorithm 'nosuch'; registered: ppo, sac, td3"):

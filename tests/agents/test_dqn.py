@@ -89,7 +89,7 @@ def test_exploration_follows_the_schedule_and_greedy_takes_the_argmax():
     state = agent.init(jax.random.key(0), hp)
     obs = jax.random.normal(jax.random.key(1), (4000, 4))
     greedy = np.asarray(agent.act(state, obs, jax.random.key(2), True))
-    q = dqn.QNetwork((8,), 2).apply(state.learner.q, obs)
+    q = QNetwork((8,), 2).apply(state.learner.q, obs)
     assert greedy.dtype == np.int32 and (greedy == np.asarray(q.argmax(-1))).all()
     # At step 0 (epsilon 1) actions are uniform: half of them differ from the greedy ones.
     explored = np.asarray(agent.act(state, obs, jax.random.key(3), False))

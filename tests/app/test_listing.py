@@ -53,10 +53,10 @@ def test_list_envs_with_a_pattern_gives_spaces_and_the_algorithms_that_take_them
     # done and time flags (RL^2's inputs, 5 + 3); the probe's a one-element zero, 2 actions.
     assert lines == [
         "pendulum: observation Box(3,), action Box(1,); ppo, sac, td3, fixpo, rarl, dpo, lpo",
-        "probe/action_reward: observation Box(1,), action Discrete(2); ppo, dqn, pqn, fixpo, dpo, "
-        "lpo",
-        "meta/bandit: observation Box(8,), action Discrete(5); ppo, rl2, ued, dqn, pqn, fixpo, "
-        "dpo, lpo",
+        "probe/action_reward: observation Box(1,), action Discrete(2); ppo, dqn, c51, qrdqn, iqn, "
+        "rainbow, pqn, fixpo, dpo, lpo",
+        "meta/bandit: observation Box(8,), action Discrete(5); ppo, rl2, ued, dqn, c51, qrdqn, "
+        "iqn, rainbow, pqn, fixpo, dpo, lpo",
     ]
     # A pattern without a wildcard selects the names that hold it.
     assert cli.main(["list", "envs", "bandit"]) == 0

@@ -160,7 +160,8 @@ def test_an_agent_that_does_not_read_masks_is_refused_an_environment_with_them(t
     finally:
         registry.unregister("toy")
     said = capsys.readouterr().err
-    assert "toy does not read them" in said and "take it: ppo, dqn, pqn, fixpo, dpo, lpo\n" in said
+    takers = "take it: ppo, dqn, c51, qrdqn, iqn, rainbow, pqn, fixpo, dpo, lpo\n"
+    assert "toy does not read them" in said and takers in said
     # ... after the family's own refusal of the environment (UED's: it has no levels).
     assert cli.main(["train", "ued", "--env", "probe/masked_action", "--out", str(out)]) == 2
     assert "ued trains on an environment with levels" in capsys.readouterr().err
@@ -172,13 +173,14 @@ def test_the_families_that_take_a_masked_environment_are_those_whose_agents_read
     on its default environment say so, and the registry finds exactly the readers that take a
     discrete environment (RL^2 takes only meta-environments) among the online families that
     take the masked probe."""
-    readers = ["ppo", "rl2", "dqn", "pqn", "fixpo", "dpo", "lpo"]
+    readers = ["ppo", "rl2", "dqn", "c51", "qrdqn", "iqn", "rainbow", "pqn", "fixpo", "dpo"]
+    readers.append("lpo")
     for name in registry.online():
         algo = registry.get(name)
         agent = algo.make(algo.config_cls(), *envs.make(algo.default_env))
         assert agent.reads_action_mask == (name in readers), name
     taken = registry.taking(*envs.make("probe/masked_action"))
-    assert taken == ["ppo", "dqn", "pqn", "fixpo", "dpo", "lpo"]
+    assert taken == ["ppo", "dqn", "c51", "qrdqn", "iqn", "rainbow", "pqn", "fixpo", "dpo", "lpo"]
     # A family whose agent does not read masks (the toy's) takes the probe only unmasked.
     registry.register(toy_algorithm.ALGORITHM)
     try:

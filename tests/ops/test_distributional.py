@@ -69,7 +69,7 @@ def test_categorical_target_and_loss_equal_rlax_categorical_q_learning():
     theirs = jax.vmap(rlax.categorical_q_learning, in_axes=(None, 0, 0, 0, 0, None, 0))(
         atoms, logits_tm1, action, reward, discount, atoms, logits_t
     )
-    np.testing.assert_allclose(ours, theirs.mean(), rtol=1e-5)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5)  # item by item
 
 
 def test_quantile_huber_loss_by_hand_and_against_rlax():
@@ -86,7 +86,7 @@ def test_quantile_huber_loss_by_hand_and_against_rlax():
         ours = dist.quantile_huber_loss(quantiles, taus, targets, kappa)
         theirs = jax.vmap(rlax.quantile_regression_loss, in_axes=(0, None, 0, None))(
             quantiles, taus, targets, kappa
-        ).mean()
+        )  # item by item
         scale = kappa if kappa > 0 else 1.0  # QR-DQN's rho divides the Huber loss by kappa
         np.testing.assert_allclose(ours, theirs / scale, rtol=1e-5)
     # Per-sample fractions (IQN's) broadcast the same way as shared ones.
@@ -95,6 +95,7 @@ def test_quantile_huber_loss_by_hand_and_against_rlax():
     np.testing.assert_allclose(shared, tiled, rtol=1e-6)
     # The gradient pulls each quantile towards its fraction of the targets: at the median of
     # one target it is 0 only at the target.
-    grad = jax.grad(lambda q: dist.quantile_huber_loss(q, jnp.array([0.5]), jnp.array([[1.0]])))
+    one = jnp.array([[1.0]])
+    grad = jax.grad(lambda q: dist.quantile_huber_loss(q, jnp.array([0.5]), one).sum())
     assert float(grad(jnp.array([[0.0]]))[0, 0]) < 0 < float(grad(jnp.array([[2.0]]))[0, 0])
     assert float(grad(jnp.array([[1.0]]))[0, 0]) == 0.0

@@ -58,6 +58,12 @@ def test_random_rollout_smoke():
         ("random_rollout.py", ["--num-envs", "0"], "num_envs and num_steps must be >= 1"),
         ("ued.py", ["--updates", "0"], "--updates must be >= 1, got 0"),
         ("dqn.py", ["--env", "pendulum"], "dqn handles Discrete action spaces; Pendulum has Box"),
+        (
+            "distributional.py",
+            ["--algo", "dqn"],
+            "--algo 'dqn' is not one of: c51, qrdqn, iqn, rainbow",
+        ),
+        ("distributional.py", ["--alpha", "0"], r"--alpha must be in \(0, 1\], got 0.0"),
     ],
 )
 def test_scripts_report_bad_input_in_one_line(script, args, message, tmp_path):
@@ -472,6 +478,46 @@ def test_dqn_script_ideas_by_hand():
     expected = 0.1 + 0.9 * np.exp(-5.0)
     assert float(module.exponential_epsilon(500, hp, 1000)) == pytest.approx(expected, rel=1e-6)
     assert float(module.exponential_epsilon(None, hp, 1000)) == pytest.approx(0.1)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("algo", ["c51", "qrdqn", "iqn", "rainbow"])
+def test_distributional_script_smoke_with_cvar_values_passed_in(algo, tmp_path):
+    args = ["--algo", algo, "--num-seeds", "2", "--total-timesteps", "400", "--num-envs", "4"]
+    args += ["--learning-starts", "80", "--batch-size", "16", "--buffer-size", "200"]
+    args += ["--hidden-sizes", "8", "--eval-episodes", "2", "--out", str(tmp_path / "run")]
+    proc = run_script("distributional.py", *args, "--values-idea", "cvar", "--alpha", "0.5")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    line = rf"^{algo} \(cvar values\) on cartpole: 2 seeds x 400 steps"
+    assert re.search(line, proc.stdout, re.M), proc.stdout
+    final = json.loads((tmp_path / "run" / "final.json").read_text())
+    assert final["algo"] == algo and len(final["eval_return_per_seed"]) == 2
+
+
+def test_distributional_script_cvar_by_hand():
+    module = load_script("distributional.py")
+    # Mass 0.2, 0.3, 0.5 at -1, 0, 2: the lowest 0.25 is 0.2 at -1 and 0.05 at 0 -> -0.8;
+    # the lowest 0.5 is 0.2 at -1, 0.3 at 0 -> -0.4; all of it is the mean, 0.8.
+    values, probs = jnp.array([-1.0, 0.0, 2.0]), jnp.array([0.2, 0.3, 0.5])
+    for alpha, expected in ((0.25, -0.8), (0.5, -0.4), (1.0, 0.8)):
+        got = module.cvar_of_masses(values, probs, alpha)
+        assert float(got) == pytest.approx(expected, rel=1e-6)
+    # QR-DQN's: quantiles 3, 1, 2, 0 (unsorted), 1/4 each; the lowest half is 0 and 1 -> 0.5.
+    config = types.SimpleNamespace()
+    values = module.cvar_values("qrdqn", config, 0.5)
+    module_ = types.SimpleNamespace(apply=lambda params, obs: jnp.array([[[3.0, 1.0, 2.0, 0.0]]]))
+    assert float(values(module_, None, None)[0, 0]) == pytest.approx(0.5)
+    # IQN's: the quantiles at alpha times the K midpoints (1/4, 3/4 -> 1/8, 3/8 at alpha 1/2).
+    seen = {}
+
+    def apply(params, obs, taus):
+        seen["taus"] = taus
+        return jnp.ones((1, 1, 2))
+
+    values = module.cvar_values("iqn", types.SimpleNamespace(num_policy_taus=2), 0.5)
+    values(types.SimpleNamespace(apply=apply), None, None)
+    np.testing.assert_allclose(seen["taus"], [0.125, 0.375])
 
 
 @pytest.mark.slow

@@ -48,6 +48,12 @@ AGENTS = {
     # Discrete actions in the replay buffer and the n-step window, the target network and the
     # count of gradient steps.
     "dqn": ["--env", "cartpole", *OFF_POLICY, "--n-step", "2", "--target-update-period", "3"],
+    # The value heads: C51's atoms, QR-DQN's quantiles, IQN's fractions drawn from the key.
+    "c51": ["--env", "cartpole", *OFF_POLICY, "--num-atoms", "11", "--dueling"],
+    "qrdqn": ["--env", "cartpole", *OFF_POLICY, "--num-quantiles", "5", "--n-step", "2"],
+    "iqn": ["--env", "cartpole", *OFF_POLICY, "--num-taus", "4", "--num-target-taus", "4"],
+    # Rainbow: the prioritized replay's sum tree and its count of updates, and noisy layers.
+    "rainbow": ["--env", "cartpole", *OFF_POLICY, "--num-atoms", "11"],
     # PPO's shape without a policy: the Q network, Adam's state and the exploration schedule.
     "pqn": PPO,
     # PPO's state and FixPO's across updates: the KL penalty's weight and its Adam state.
