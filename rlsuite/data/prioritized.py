@@ -75,25 +75,32 @@ def set_leaves(tree: Array, slots: Array, values: Array) -> Array:
     """`tree` with the leaves of `slots [n]` set to `values [n]` and their ancestors summed
     again."""
     leaves = tree.shape[0] // 2
-    nodes = leaves + slots.astype(jnp.int32)
-    tree = tree.at[nodes].set(values)
-    for _ in range(leaves.bit_length() - 1):
+
+    def level(_, carry):
+        tree, nodes = carry
         nodes = nodes // 2
-        tree = tree.at[nodes].set(tree[2 * nodes] + tree[2 * nodes + 1])
-    return tree
+        return tree.at[nodes].set(tree[2 * nodes] + tree[2 * nodes + 1]), nodes
+
+    # a loop carrying the tree: XLA updates a loop's carry in place, where a chain of
+    # scatters after the sample's reads of the same tree may copy it at each level
+    nodes = leaves + slots.astype(jnp.int32)
+    carry = (tree.at[nodes].set(values), nodes)
+    return jax.lax.fori_loop(0, leaves.bit_length() - 1, level, carry)[0]
 
 
 def find(tree: Array, mass: Array) -> Array:
     """The slot of each point of `mass [n]` in `[0, tree[1])`: the first leaf whose cumulative
     sum exceeds it, by descending the tree."""
     leaves = tree.shape[0] // 2
-    node = jnp.ones(mass.shape, jnp.int32)
-    for _ in range(leaves.bit_length() - 1):
+
+    def level(_, carry):
+        node, mass = carry
         left = tree[2 * node]
         right = mass >= left
-        mass = jnp.where(right, mass - left, mass)
-        node = 2 * node + right.astype(jnp.int32)
-    return node - leaves
+        return 2 * node + right.astype(jnp.int32), jnp.where(right, mass - left, mass)
+
+    node = jnp.ones(mass.shape, jnp.int32)
+    return jax.lax.fori_loop(0, leaves.bit_length() - 1, level, (node, mass))[0] - leaves
 
 
 def prioritized_replay(

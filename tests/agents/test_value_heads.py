@@ -335,19 +335,22 @@ def test_cartpole_learns_and_a_target_that_ignores_terminations_does_not(name):
     assert (broken < 30).all(), broken
 
 
-# MinAtar Breakout at the tuned entry (DQN's, the family's loss and sizes), 200,000 env steps,
-# 2 seeds: the evaluations on the CI machine are MINATAR_READINGS; a uniformly random policy
-# earns 0.41 per episode (tests/agents/test_dqn.py). Asserted: 3 times random on each seed.
+# MinAtar Breakout at the tuned entry (DQN's, the family's loss and sizes), 200,000 of its 500,000
+# env steps, 2 seeds, through the command line. On the CI machine (10 greedy episodes per seed,
+# each run beside other work): C51 17.6 and 24.6 in 354 s, QR-DQN 8.3 and 9.6 in 404 s, IQN 9.1
+# and 8.4 in 1,039 s (DQN's 7.3 and 10.6, tests/agents/test_dqn.py); a uniformly random policy
+# earns 0.41 per episode. Asserted: 4 on each seed (half the worst seed of the three, ten times
+# random).
 @pytest.mark.slow
-@pytest.mark.timeout(1200)
+@pytest.mark.timeout(2400)
 @pytest.mark.parametrize("name", ["c51", "qrdqn", "iqn"])
 def test_minatar_breakout_learns_with_the_tuned_entry(name, tmp_path):
     from tests.app.test_cli import rlsuite
 
     out = tmp_path / "breakout"
     args = ["--env", "gymnax/Breakout-MinAtar", "--total-timesteps", "200000", "--num-seeds", "2"]
-    proc = rlsuite("train", name, *args, "--no-progress", "--out", out, timeout=1180)
+    proc = rlsuite("train", name, *args, "--no-progress", "--out", out, timeout=2380)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "no tuned defaults" not in proc.stderr
     returns = json.loads((out / "final.json").read_text())["eval_return_per_seed"]
-    assert min(returns) >= 1.23, returns
+    assert min(returns) >= 4.0, returns

@@ -134,3 +134,42 @@ def test_dqn_learns_through_it_and_its_priorities_follow_the_losses():
     leaves = np.asarray(buffer.tree[512 : 512 + int(buffer.size)])
     assert len(np.unique(leaves)) > 10  # no longer all at the first priority
     np.testing.assert_allclose(buffer.tree[1], leaves.sum(), rtol=1e-5)
+
+
+def _cliffwalk_errors(replay: str, length: int = 10, steps: int = 10_000) -> np.ndarray:
+    """Per seed (5), the mean over the chain of |Q(s, right) - gamma^(steps to the reward)| of
+    DQN learning Schaul et al.'s Blind Cliffwalk from a uniformly random behaviour (epsilon 1:
+    both replays see the same transitions from the same keys)."""
+    from rlsuite.networks import QNetwork
+    from tests.cliffwalk_env import Cliffwalk
+
+    env = Cliffwalk(length)
+    config = dqn.DQNConfig(
+        num_envs=4, buffer_size=10_000, batch_size=32, learning_starts=1_000, hidden_sizes=(32,),
+        total_timesteps=steps, replay=replay, target_update_period=10, init="orthogonal",
+    )  # fmt: skip
+    agent = dqn.make(config, env, env.default_params)
+    hp = dqn.DQNHparams(learning_rate=1e-3, gamma=0.9, start_e=1.0, end_e=1.0)
+    keys = jax.random.split(jax.random.key(0), 5)
+    train = jax.jit(jax.vmap(driver.train, in_axes=(None, 0, None, None)), static_argnums=(0, 3))
+    states, _ = train(agent, keys, hp, config.num_updates)
+    network = QNetwork(config.hidden_sizes, 2, config.activation, kernel_init=config.init)
+    q = jax.vmap(lambda p: network.apply(p, jnp.eye(length)))(states.learner.q)
+    right = np.asarray(env.right)
+    true = 0.9 ** (length - 1 - np.arange(length))
+    return np.abs(np.asarray(q)[:, np.arange(length), right] - true).mean(axis=1)
+
+
+# Where prioritized replay should help, Schaul et al.'s Blind Cliffwalk: 10 states, so a random
+# behaviour reaches the reward once in 1,024 episodes, 10,000 env steps. On the CI machine the 5
+# seeds' mean errors were 0.001, 0.085, 0.104, 0.383 and 0.045 with uniform replay and 0.000,
+# 0.033, 0.017, 0.234 and 0.003 with prioritized: lower on every seed, the paired difference
+# 0.066 with a 95% bootstrap interval of [0.026, 0.112]. (At 12 states and 40,000 steps, where
+# both have learned the chain, uniform ended the closer, 0.022 against 0.036 on average.)
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_prioritized_replay_learns_the_blind_cliffwalk_faster_than_uniform():
+    difference = _cliffwalk_errors("uniform") - _cliffwalk_errors("prioritized")
+    means = np.random.default_rng(0).choice(difference, (10_000, 5)).mean(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    assert low > 0, (difference, low, high)

@@ -383,7 +383,7 @@ RESULTS_OF = {
     "c51": None,
     "qrdqn": None,
     "iqn": None,
-    "rainbow": None,
+    "rainbow": "replay",
     "pqn": "value_based",
     "bc": "offline",
     "td3_bc": "offline",
