@@ -26,7 +26,7 @@ import jax.numpy as jnp
 import tyro
 
 from rlsuite import envs
-from rlsuite.agents import dqn, registry
+from rlsuite.agents import dqn, registry, value_heads
 from rlsuite.app.argv import env_from_argv, flag_value
 from rlsuite.app.errors import run_script
 from rlsuite.app.tuned import tuned
@@ -45,24 +45,25 @@ def cvar_of_masses(values, probs, alpha):
 
 
 def cvar_values(algo: str, config, alpha: float):
-    """The head's `values` replaced by each action's CVaR at level `alpha`."""
+    """The head's `values` replaced by each action's CVaR at level `alpha` (`key`: a noisy
+    network's draw, as the head's own `values` takes it)."""
     if algo in ("c51", "rainbow"):
         atoms = distributional.support(config.num_atoms, config.v_min, config.v_max)
 
-        def values(module, params, obs):
-            probs = jax.nn.softmax(module.apply(params, obs), axis=-1)
+        def values(module, params, obs, key=None):
+            probs = jax.nn.softmax(value_heads.apply(module, params, obs, key=key), axis=-1)
             return cvar_of_masses(atoms, probs, alpha)
 
     elif algo == "qrdqn":
 
-        def values(module, params, obs):
-            quantiles = jnp.sort(module.apply(params, obs), axis=-1)
+        def values(module, params, obs, key=None):
+            quantiles = jnp.sort(value_heads.apply(module, params, obs, key=key), axis=-1)
             uniform = jnp.full(quantiles.shape, 1.0 / quantiles.shape[-1])
             return cvar_of_masses(quantiles, uniform, alpha)
 
     else:  # iqn: quantiles at the fractions below alpha, alpha times the midpoints
 
-        def values(module, params, obs):
+        def values(module, params, obs, key=None):  # IQN has no noisy layers here
             taus = alpha * distributional.quantile_midpoints(config.num_policy_taus)
             return module.apply(params, obs, taus).mean(axis=-1)
 

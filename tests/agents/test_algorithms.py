@@ -134,6 +134,7 @@ def test_the_tuned_table_names_registered_algorithms():
         "c51",
         "qrdqn",
         "iqn",
+        "rainbow",
         "pqn",
         "fixpo",
         "rarl",
