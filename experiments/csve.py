@@ -26,8 +26,8 @@ import tyro
 from rlsuite import envs
 from rlsuite.agents import csve
 from rlsuite.app.errors import run_script
-from rlsuite.app.run_record import load_dataset, reference_returns
-from rlsuite.loop import platform, runner
+from rlsuite.app.run_record import fit_on_dataset, load_dataset
+from rlsuite.loop import platform
 
 
 def random_actions(nets, learner, obs, key):
@@ -80,27 +80,8 @@ def main(argv: list[str]) -> dict:
     data, sha = load_dataset(str(args.dataset))  # a missing file: one line, as rlsuite says it
     env, env_params = envs.make(data.info.env)
     agent = csve.make(args.config, env, env_params, penalised=PENALISED[args.penalised])
-    result = runner.fit(
-        agent,
-        jax.random.key(args.seed),
-        args.hparams,
-        schedule=runner.Schedule(num_seeds=args.num_seeds),
-        output=runner.Output(
-            out_dir=args.out,
-            resume=args.resume,
-            env_name=data.info.env,
-            # a resume with another idea or another dataset is refused
-            metadata={"penalised": args.penalised, "dataset_sha256": sha},
-        ),
-        final=runner.Final(
-            eval_episodes=args.eval_episodes, reference_returns=reference_returns(data)
-        ),
-        data=data,
-    )
+    result, said, scores = fit_on_dataset(agent, data, sha, args, {"penalised": args.penalised})
     summary = result.summary
-    scores = summary.get("normalized_score_per_seed")  # none where the dataset has no references
-    said = "normalised score" if scores is not None else "evaluation return"
-    scores = summary["eval_return_per_seed"] if scores is None else scores
     penalty = float(np.asarray(result.metrics["losses/state_penalty"])[..., -1].mean())
     print(
         f"csve ({args.penalised}) on {args.dataset.name} ({data.info.env}, {len(data):,} "

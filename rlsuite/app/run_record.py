@@ -345,3 +345,34 @@ def restore(out: pathlib.Path, record: RunRecord, built: Built):
     target = jax.eval_shape(init, keys, built.hparams, record.hparams_axis, built.data)
     expect = {"algo": record.algo, "env": record.env}
     return checkpoint.restore(pathlib.Path(out) / "checkpoints", target, expect=expect)
+
+
+def fit_on_dataset(agent, data, sha: str, args, idea: dict):
+    """An experiment script's offline run of `agent` on `data` (its file's SHA-256 `sha`): the
+    seeds, output and evaluation of `args` (its fields `hparams`, `seed`, `num_seeds`, `out`,
+    `resume` and `eval_episodes`), scored against the dataset's references where it has them;
+    the script's `idea` flags and the dataset's hash are recorded, so that a resume with another
+    of either is refused. `(result, said, scores)`: the fit's result, what the scores are
+    (`normalised score` or `evaluation return`) and one per seed."""
+    from rlsuite.loop import runner
+
+    result = runner.fit(
+        agent,
+        jax.random.key(args.seed),
+        args.hparams,
+        schedule=runner.Schedule(num_seeds=args.num_seeds),
+        output=runner.Output(
+            out_dir=args.out,
+            resume=args.resume,
+            env_name=data.info.env,
+            metadata={**idea, "dataset_sha256": sha},
+        ),
+        final=runner.Final(
+            eval_episodes=args.eval_episodes, reference_returns=reference_returns(data)
+        ),
+        data=data,
+    )
+    scores = result.summary.get("normalized_score_per_seed")  # none without references
+    if scores is None:
+        return result, "evaluation return", result.summary["eval_return_per_seed"]
+    return result, "normalised score", scores
