@@ -62,12 +62,18 @@ from rlsuite.data.transition import Transition
 from rlsuite.environment import Environment, masks
 from rlsuite.environment.wrappers import EpisodeStatistics, episode_metrics
 from rlsuite.loop.agent import Agent, acting, bind
-from rlsuite.loop.rollout import TRIAL_END, EnvBatch, RecurrentPolicy, reset_batch, rollout
+from rlsuite.loop.mesh import split_minibatch
+from rlsuite.loop.rollout import (
+    EnvBatch,
+    RecurrentPolicy,
+    reset_batch,
+    rollout,
+    sequence_starts,
+)
 from rlsuite.networks.action_heads import for_policy
 from rlsuite.ops import batching, losses, running_stats
 from rlsuite.ops import epochs as ops_epochs
 from rlsuite.ops.returns import gae
-from rlsuite.ops.sharding import split_envs
 
 
 class Epochs(NamedTuple):
@@ -154,14 +160,6 @@ def advantages(setup: PPOSetup, state: PPOState, tr: Transition, rewards, hp: PP
     return gae(rewards, values, next_values, tr.terminated, tr.truncated, hp.gamma, hp.gae_lambda)
 
 
-def sequence_starts(tr: Transition) -> jax.Array:
-    """`[num_steps, num_envs]`: where a rollout's step began with a fresh carry, i.e. the step
-    before ended an episode (or reported a trial end, `TRIAL_END`); never the first step, whose
-    carry is the one the rollout started from. The rollout resets the carry at the same places."""
-    ends = tr.info.get(TRIAL_END, tr.terminated | tr.truncated)
-    return jnp.concatenate([jnp.zeros_like(ends[:1]), ends[:-1]])
-
-
 def learning_batch(setup: PPOSetup, tr: Transition, advantages: jax.Array, carry=()) -> dict:
     """What the epochs learn from, time-major (`[num_steps, num_envs, ...]` leaves), and what the
     network keeps of the memory (`carry`, the rollout's starting one, and `starts`)."""
@@ -222,7 +220,7 @@ def gradient_step(setup: PPOSetup, lr, hp: PPOHparams, loss_of: Callable) -> Cal
 
     def step(carry, minibatch, key):
         params, opt_state, variant = carry
-        minibatch = split_minibatch(setup, minibatch)
+        minibatch = split_minibatch(setup.network, minibatch)
         grads, metrics = jax.grad(loss_of, has_aux=True)(params, variant, minibatch, key)
         updates, opt_state = tx.update(grads, opt_state, params)
         params = optax.apply_updates(params, jax.tree.map(lambda u: -lr * u, updates))
@@ -260,14 +258,6 @@ def learn(setup: PPOSetup, state: PPOState, batch: dict, key, lr, hp: PPOHparams
 
     carry, metrics = epochs(setup, state, batch, key, gradient_step(setup, lr, hp, loss_of))
     return (*carry, metrics)
-
-
-def split_minibatch(setup: PPOSetup, minibatch: dict) -> dict:
-    """`minibatch` split over a mesh's envs devices along its samples (the network's
-    `sample_axis`: steps, or with memory environments), its starting carry along axis 0."""
-    samples = {k: v for k, v in minibatch.items() if k != "carry"}
-    samples = split_envs(samples, axis=setup.network.sample_axis)
-    return {**samples, "carry": split_envs(minibatch["carry"])}
 
 
 class Experience(NamedTuple):

@@ -17,7 +17,7 @@ from flax import struct
 
 from rlsuite.environment import Environment, spaces
 from rlsuite.environment.spaces import Box, Discrete
-from rlsuite.loop.mesh import Split, field_splits
+from rlsuite.loop.mesh import Split, minibatch_splits
 from rlsuite.loop.rollout import EnvBatch
 from rlsuite.networks import (
     TORSOS,
@@ -327,12 +327,5 @@ def entropy_weight(state: PPOState, hp: PPOHparams):
 
 def env_split(setup: PPOSetup) -> tuple[Split, ...]:
     """What a split over environments divides: the environments, and each minibatch (of whole
-    environments with memory, of steps without: the network's `minibatch_size`)."""
-    config, count = setup.config, setup.config.num_minibatches
-    size = setup.network.minibatch_size(config.num_envs, config.num_steps, count)
-    owner = f"{type(config).__name__}.num_minibatches={count}"
-    advice = "choose num_minibatches so that each minibatch is a multiple of it"
-    return (
-        *field_splits(config, "num_envs"),
-        Split(size, f"the minibatch of {size} ({owner})", advice),
-    )
+    environments with memory, of steps without: `rlsuite.loop.mesh.minibatch_splits`)."""
+    return minibatch_splits(setup.config, setup.network)

@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import jax
 
 from rlsuite.agents import ppo
+from rlsuite.loop.mesh import split_minibatch
 
 
 def no_state(hp) -> tuple:
@@ -82,7 +83,7 @@ class Hooks(NamedTuple):
 
         def measure(carry, minibatch, key):
             params, _, variant = carry
-            minibatch = ppo.split_minibatch(setup, minibatch)
+            minibatch = split_minibatch(setup.network, minibatch)
             return self._loss(setup, state, hp, weight, False)(params, variant, minibatch, key)[1]
 
         last = jax.random.split(key, setup.config.update_epochs)[-1]

@@ -27,6 +27,14 @@ Action masks (`rlsuite.environment.masks`): where the environment has them, the 
 exploring actions are chosen among the legal actions, and the targets' maximum is over the legal
 actions at each next observation (`next_mask`, from the pre-reset state's masks).
 
+Memory (`recurrent="gru"` or `"lstm"`, `rlsuite train pqn --recurrent gru`): the Q-network in
+the carry shape of `rlsuite.networks.memory`, as recurrent PPO's. The rollout keeps the memory
+after each step; the targets bootstrap from `Q(s'_t, .)` under that memory (a truncated step's
+true last observation included); each minibatch is whole sequences of environments re-run from
+the rollout's starting carry, a fresh carry where an episode began. purejaxql's PQN-RNN differs:
+its targets are re-computed by the network of each minibatch step, over a window that reaches
+back into the previous rollout, and it feeds the last action to the core.
+
 Research variants are functions passed in: `make(..., targets=fn)` replaces the target
 computation (`q_lambda_targets`' signature; it is given `next_mask=` where the environment has
 masks) and `make(..., epsilon=fn)` the schedule.
@@ -49,15 +57,15 @@ from rlsuite.agents.learner import obs_encoder
 from rlsuite.environment import Environment, masks, spaces
 from rlsuite.environment.spaces import Discrete
 from rlsuite.environment.wrappers import EpisodeStatistics, episode_metrics
-from rlsuite.loop.agent import Agent, bind
-from rlsuite.loop.mesh import Split, field_splits
-from rlsuite.loop.rollout import EnvBatch, reset_batch, rollout
+from rlsuite.loop.agent import Agent, acting, bind
+from rlsuite.loop.mesh import minibatch_splits, split_minibatch
+from rlsuite.loop.rollout import EnvBatch, RecurrentPolicy, reset_batch, rollout, sequence_starts
 from rlsuite.networks import TORSOS, QNetwork, activation_fn
-from rlsuite.networks.memory import shuffled_steps
+from rlsuite.networks.memory import FeedForward, Recurrent
+from rlsuite.networks.recurrent import RecurrentQNetwork, check_cell
 from rlsuite.ops import exploration
 from rlsuite.ops.epochs import epochs, linear_decay
 from rlsuite.ops.returns import td_lambda
-from rlsuite.ops.sharding import split_envs
 from rlsuite.ops.validators import (
     check_field,
     check_hidden_sizes,
@@ -93,6 +101,11 @@ class PQNConfig:
     for images below 36x36, nature above), mlp, minatar or nature"""
     reset_slots: int | None = None
     """reset the environments that finished this many at a time (None: the whole batch)"""
+    recurrent: str | None = None
+    """a recurrent core after the hidden layers, memory carried as recurrent PPO's: gru or lstm
+    (None: none). Each minibatch is then whole sequences of num_envs / num_minibatches envs"""
+    recurrent_size: int = 128
+    """units of the recurrent core"""
 
     def __post_init__(self):
         name = type(self).__name__
@@ -105,6 +118,15 @@ class PQNConfig:
             raise ValueError(f"{name}.torso={self.torso!r} is not one of: {', '.join(TORSOS)}")
         check_hidden_sizes(self)
         activation_fn(self.activation)
+        if self.recurrent is not None:
+            check_cell(self.recurrent, name)
+            check_positive_ints(self, ("recurrent_size",))
+            if self.num_envs % self.num_minibatches:
+                raise ValueError(
+                    f"{name}.num_minibatches={self.num_minibatches} must divide num_envs="
+                    f"{self.num_envs} with recurrent={self.recurrent!r} (minibatches are whole "
+                    "sequences of the environments)"
+                )
         if (self.num_envs * self.num_steps) % self.num_minibatches:
             raise ValueError(
                 f"{name}.num_minibatches={self.num_minibatches} must divide the rollout's "
@@ -160,7 +182,7 @@ class PQNSetup(NamedTuple):
     config: PQNConfig
     env: Environment  # wrapped: episode statistics in `info`
     env_params: Any
-    network: QNetwork
+    network: FeedForward | Recurrent  # the Q-network in the carry shape (rlsuite.networks.memory)
     targets: Callable
     epsilon: Callable
 
@@ -188,12 +210,13 @@ def init(setup: PQNSetup, key, hp: PQNHparams) -> PQNState:
     config = setup.config
     key, key_net, key_env = jax.random.split(key, 3)
     obs_shape = setup.env.observation_space(setup.env_params).shape
-    params = setup.network.init(key_net, jnp.zeros((1, *obs_shape)))
+    params = setup.network.init(key_net, obs_shape)
     schedule = exploration.schedule_of(hp)
+    env = reset_batch(setup.env, setup.env_params, key_env, config.num_envs)
     return PQNState(
         params=params,
         opt_state=optimizer(hp).init(params),
-        env=reset_batch(setup.env, setup.env_params, key_env, config.num_envs),
+        env=env._replace(carry=setup.network.initial(config.num_envs)),
         key=key,
         update_step=jnp.zeros((), jnp.int32),
         **schedule,
@@ -210,40 +233,46 @@ def env_steps(setup: PQNSetup, state: PQNState):
     return state.update_step * setup.config.num_envs * setup.config.num_steps
 
 
-def epsilon_greedy(setup: PQNSetup, params, obs, key, eps, action_mask=None):
-    """`exploration.epsilon_greedy` on the network's values of `obs` (among the legal actions of
-    `action_mask`, where one is given)."""
-    return exploration.epsilon_greedy(setup.network.apply(params, obs), key, eps, action_mask)
+def initial_carry(setup: PQNSetup, state: PQNState, num_envs: int):
+    """The memory of `num_envs` fresh episodes (`Agent.initial_carry`; `()` without memory)."""
+    return setup.network.initial(num_envs)
 
 
 def collect(setup: PQNSetup, state: PQNState, key):
     """A rollout of `num_steps` steps of every environment, epsilon-greedy at this update's
-    epsilon."""
+    epsilon, keeping the memory after each step (`extras["carry"]`, `()` without memory)."""
     eps = setup.epsilon(env_steps(setup, state), state, setup.config.total_timesteps)
 
-    def policy(key, obs, action_mask=None):
-        return epsilon_greedy(setup, state.params, obs, key, eps, action_mask), {}
+    def policy(key, obs, carry, action_mask=None):
+        def read(q):
+            return exploration.epsilon_greedy(q, key, eps, action_mask)
+
+        action, carry = setup.network.step(state.params, carry, obs, read)
+        return action, {"carry": carry}, carry
 
     config = setup.config
     env_batch, tr = rollout(
-        setup.env, setup.env_params, policy, key, state.env, config.num_steps,
-        reset_slots=config.reset_slots,
+        setup.env, setup.env_params, RecurrentPolicy(policy, setup.network.initial), key,
+        state.env, config.num_steps, reset_slots=config.reset_slots,
     )  # fmt: skip
     return env_batch, tr, eps
 
 
 def targets(setup: PQNSetup, state: PQNState, tr, hp: PQNHparams):
     """The rollout's regression targets `[num_steps, num_envs]` (`setup.targets`, Q(lambda) by
-    default) from the network's values at every step's true next observation."""
-    next_q = setup.network.apply(state.params, tr.next_obs)
+    default) from the network's values at every step's true next observation (under the memory
+    after that step)."""
+    next_q = setup.network.values_after(state.params, tr.extras["carry"], tr.next_obs)
     reward = tr.reward * hp.reward_scale
     mask = {} if masks.FINAL not in tr.info else {"next_mask": tr.info[masks.FINAL]}
     return setup.targets(reward, tr.terminated, tr.truncated, next_q, hp.gamma, hp.q_lambda, **mask)
 
 
 def loss(setup: PQNSetup, params, minibatch: dict):
-    """Half the mean squared error between the values of the actions taken and their targets."""
-    q = setup.network.apply(params, minibatch["obs"])
+    """Half the mean squared error between the values of the actions taken and their targets
+    (with memory, of whole sequences re-run from their starting carry)."""
+    memory = minibatch["carry"], minibatch["obs"], minibatch["starts"]
+    q = setup.network.apply(params, *memory)
     taken = jnp.take_along_axis(q, minibatch["action"][..., None], axis=-1)[..., 0]
     error = taken - jax.lax.stop_gradient(minibatch["targets"])
     return 0.5 * jnp.square(error).mean(), taken.mean()
@@ -262,7 +291,7 @@ def learn(setup: PQNSetup, state: PQNState, batch: dict, key, lr, hp: PQNHparams
 
     def minibatch_step(carry, minibatch):
         params, opt_state = carry
-        minibatch = split_envs(minibatch)  # its samples over a mesh's envs devices
+        minibatch = split_minibatch(setup.network, minibatch)  # over a mesh's envs devices
         (value, q_mean), grads = jax.value_and_grad(functools.partial(loss, setup), has_aux=True)(
             params, minibatch
         )
@@ -272,7 +301,7 @@ def learn(setup: PQNSetup, state: PQNState, batch: dict, key, lr, hp: PQNHparams
         return (params, opt_state), {"q_loss": value, "q_mean": q_mean, "grad_norm": grad_norm}
 
     def slices(key):
-        return shuffled_steps(key, batch, config.num_minibatches)
+        return setup.network.minibatches(key, batch, config.num_minibatches)
 
     carry = (state.params, state.opt_state)
     (params, opt_state), metrics = epochs(carry, key, config.update_epochs, slices, minibatch_step)
@@ -284,6 +313,7 @@ def update(setup: PQNSetup, state: PQNState, hp: PQNHparams):
     key, key_collect, key_learn = jax.random.split(state.key, 3)
     env_batch, tr, eps = collect(setup, state, key_collect)
     batch = {"obs": tr.obs, "action": tr.action, "targets": targets(setup, state, tr, hp)}
+    batch.update(setup.network.learning_memory(state.env.carry, sequence_starts(tr)))
     lr = learning_rate(setup, state, hp)
     params, opt_state, learned = learn(setup, state, batch, key_learn, lr, hp)
     state = state.replace(
@@ -300,24 +330,32 @@ def update(setup: PQNSetup, state: PQNState, hp: PQNHparams):
     return state, metrics
 
 
-def act(setup: PQNSetup, state: PQNState, obs, key, deterministic=False, action_mask=None):
-    """The greedy action, or epsilon-greedy at the epsilon of the environment steps taken
-    (among the legal actions of `action_mask`, where one is given)."""
-    if deterministic:
-        q = masks.masked_values(setup.network.apply(state.params, obs), action_mask)
-        return jnp.argmax(q, axis=-1).astype(jnp.int32)
+def act(
+    setup: PQNSetup, state: PQNState, obs, key, deterministic=False, carry=(), action_mask=None
+):
+    """`(action, carry after it)`: the greedy action, or epsilon-greedy at the epsilon of the
+    environment steps taken (among the legal actions of `action_mask`, where one is given), from
+    the memory `carry` (`()` without memory, where `obs` may be one observation or a batch)."""
     eps = setup.epsilon(env_steps(setup, state), state, setup.config.total_timesteps)
-    return epsilon_greedy(setup, state.params, obs, key, eps, action_mask)
+
+    def read(q):
+        if deterministic:
+            return jnp.argmax(masks.masked_values(q, action_mask), axis=-1).astype(jnp.int32)
+        return exploration.epsilon_greedy(q, key, eps, action_mask)
+
+    return setup.network.step(state.params, carry, obs, read)
 
 
-def make(
+def prepare(
     config: PQNConfig,
     env: Environment,
     env_params=None,
     targets: Callable = q_lambda_targets,
     epsilon: Callable = exploration.linear_epsilon,
-) -> Agent:
-    """Bind PQN to `env` (a `Discrete` action space; another is a `TypeError` naming it).
+) -> PQNSetup:
+    """The `PQNSetup` of PQN on `env` (a `Discrete` action space; another is a `TypeError`
+    naming it): the environment wrapped as PQN steps it and the Q-network; `make` binds the
+    stages to it.
 
     `targets(reward, terminated, truncated, next_q [T, E, A], gamma, q_lambda) -> [T, E]` and
     `epsilon(env_steps, schedule, total_timesteps) -> []` (`exploration.linear_epsilon`'s) may
@@ -331,37 +369,46 @@ def make(
     obs_space = env.observation_space(env_params)
     if isinstance(obs_space, Discrete):
         raise TypeError(f"pqn needs Box observations (vectors or images); got {obs_space!r}")
-    obs_shape = tuple(obs_space.shape)
-    network = QNetwork(
-        config.hidden_sizes,
-        int(space.n),
-        config.activation,
-        encoder=obs_encoder(config, obs_shape, spaces.categories(obs_space)),
-        layer_norm=config.layer_norm,
-    )
-    setup = PQNSetup(config, EpisodeStatistics(env), env_params, network, targets, epsilon)
-    minibatch = config.num_envs * config.num_steps // config.num_minibatches
-    owner = f"PQNConfig.num_minibatches={config.num_minibatches}"
-    advice = "choose num_minibatches so that each minibatch is a multiple of it"
+    network = q_network(config, int(space.n), obs_space)
+    return PQNSetup(config, EpisodeStatistics(env), env_params, network, targets, epsilon)
+
+
+def make(config: PQNConfig, env: Environment, env_params=None, **variants) -> Agent:
+    """Bind PQN to `env`; `variants` are `prepare`'s research variants (`targets`, `epsilon`)."""
+    setup = prepare(config, env, env_params, **variants)
+    config, network = setup.config, setup.network
     return bind(
         setup,
         init=init,
         update=update,
-        act=act,
+        **acting(act, initial_carry, network.memory),
         name="pqn",
         config=config,
         env=setup.env,
-        env_params=env_params,
+        env_params=setup.env_params,
         default_hparams=PQNHparams(),
         check_hparams=check_hparams,
         env_steps_per_update=config.num_envs * config.num_steps,
-        env_split=(
-            *field_splits(config, "num_envs"),
-            Split(minibatch, f"the minibatch of {minibatch} ({owner})", advice),
-        ),
+        env_split=minibatch_splits(config, network),
         trainable=trainable,
         reads_action_mask=True,
     )
+
+
+def q_network(config: PQNConfig, num_actions: int, obs_space) -> FeedForward | Recurrent:
+    """PQN's Q-network in the carry shape: `FeedForward(QNetwork)`, or with `config.recurrent`
+    `Recurrent(RecurrentQNetwork)`, the hidden layers LayerNorm'd with `config.layer_norm`."""
+    shape = tuple(obs_space.shape)
+    layers = {
+        "hidden_sizes": config.hidden_sizes,
+        "num_actions": num_actions,
+        "activation": config.activation,
+        "encoder": obs_encoder(config, shape, spaces.categories(obs_space)),
+        "layer_norm": config.layer_norm,
+    }
+    if config.recurrent is None:
+        return FeedForward(QNetwork(**layers))
+    return Recurrent(RecurrentQNetwork(config.recurrent, config.recurrent_size, **layers))
 
 
 def trainable(state: PQNState):
@@ -378,5 +425,6 @@ ALGORITHM = registry.register(
         hparams_cls=PQNHparams,
         offline=False,
         default_env="cartpole",
+        memory=True,
     )
 )

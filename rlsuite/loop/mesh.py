@@ -25,7 +25,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh
 
-from rlsuite.ops.sharding import ENVS
+from rlsuite.ops.sharding import ENVS, split_envs
 
 RUNS = "runs"  # the mesh axis the runs are placed on
 AXES = (RUNS, ENVS)
@@ -52,6 +52,20 @@ def field_splits(config: Any, *fields: str) -> tuple[Split, ...]:
         )
         for field in fields
         for value in [getattr(config, field)]
+    )
+
+
+def minibatch_splits(config: Any, network: Any) -> tuple[Split, ...]:
+    """An on-policy learner's splits over environments: its `num_envs`, and each minibatch of
+    `config.num_minibatches` (of whole environments with memory, of steps without: the
+    `network`'s `minibatch_size`, `rlsuite.networks.memory`)."""
+    count = config.num_minibatches
+    size = network.minibatch_size(config.num_envs, config.num_steps, count)
+    owner = f"{type(config).__name__}.num_minibatches={count}"
+    advice = "choose num_minibatches so that each minibatch is a multiple of it"
+    return (
+        *field_splits(config, "num_envs"),
+        Split(size, f"the minibatch of {size} ({owner})", advice),
     )
 
 
@@ -137,3 +151,12 @@ def context_mesh() -> Any:
     if RUNS in names or ENVS in names:
         raise ValueError(f"mesh: the suite's mesh has the axes {AXES}, got {names} (make_mesh)")
     return None
+
+
+def split_minibatch(network, minibatch: dict) -> dict:
+    """`minibatch` split over a mesh's envs devices along its samples (the network's
+    `sample_axis`, `rlsuite.networks.memory`: steps, or with memory environments), its starting
+    carry along axis 0."""
+    samples = {k: v for k, v in minibatch.items() if k != "carry"}
+    samples = split_envs(samples, axis=network.sample_axis)
+    return {**samples, "carry": split_envs(minibatch["carry"])}

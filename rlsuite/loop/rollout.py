@@ -241,3 +241,11 @@ def transition_bytes(env: Environment, env_params: Any) -> int:
     obs, action = env.observation_space(env_params), env.action_space(env_params)
     shapes = [jax.ShapeDtypeStruct(space.shape, space.dtype) for space in (obs, obs, action)]
     return footprint.tree_bytes(shapes) + jnp.dtype(jnp.float32).itemsize + 2  # reward, flags
+
+
+def sequence_starts(tr: Transition) -> jax.Array:
+    """`[num_steps, num_envs]`: where a rollout's step began with a fresh carry, i.e. the step
+    before ended an episode (or reported a trial end, `TRIAL_END`); never the first step, whose
+    carry is the one the rollout started from. The rollout resets the carry at the same places."""
+    ends = tr.info.get(TRIAL_END, tr.terminated | tr.truncated)
+    return jnp.concatenate([jnp.zeros_like(ends[:1]), ends[:-1]])

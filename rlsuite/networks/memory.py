@@ -12,9 +12,12 @@ carry is `()`: it has no leaves, so its programs are the ones it had without a c
     dist, value = network.apply(params, carry, obs, starts)   # learning, a minibatch
     values = network.values_after(params, carries, next_obs)  # V(next_obs_t) [T, B]
 
-`step` hands the distribution and the value to `read` (sample, or take the mode) and returns what
-it read, so a recurrent network runs its one step as a sequence of length 1 and drops the time
-axis of the arrays, not of a distribution.
+A network's outputs are `(distribution, value)` for an actor-critic, or one array for a
+Q-network (its values of every action, `[..., A]`). `step` hands them to `read` as its arguments
+(sample, take the mode, or choose epsilon-greedily) and returns what it read, so a recurrent
+network runs its one step as a sequence of length 1 and drops the time axis of the arrays, not of
+a distribution. The last output is what a learner bootstraps from (`values_after`): `V(s')`, or
+`Q(s', .)`.
 
 What memory changes in the data a learner learns from is the network's too: a feed-forward one
 learns from the rollout's steps shuffled independently (`shuffled_steps`, samples on axis 0); a
@@ -62,11 +65,16 @@ def env_sequences(key: jax.Array, batch: dict, num_minibatches: int) -> dict:
     return minibatches
 
 
+def outputs_of(outputs) -> tuple:
+    """A network's outputs as a tuple: `(distribution, value)` as it is, one array as `(q,)`."""
+    return outputs if isinstance(outputs, tuple) else (outputs,)
+
+
 @dataclasses.dataclass(frozen=True)
 class FeedForward:
-    """A network without memory, `module.apply(params, obs) -> (distribution, value)` for any
-    leading batch shape (`rlsuite.networks.ActorCritic`), in the carry shape: its carry is `()`
-    and the `starts` of a sequence are not read."""
+    """A network without memory, `module.apply(params, obs) -> (distribution, value)` (or `q`)
+    for any leading batch shape (`rlsuite.networks.ActorCritic`, `QNetwork`), in the carry shape:
+    its carry is `()` and the `starts` of a sequence are not read."""
 
     module: Any
     memory: ClassVar[bool] = False
@@ -83,10 +91,10 @@ class FeedForward:
         return self.module.apply(params, obs)
 
     def step(self, params, carry, obs, read):
-        return read(*self.module.apply(params, obs)), carry
+        return read(*outputs_of(self.module.apply(params, obs))), carry
 
     def values_after(self, params, carries, next_obs):
-        return self.module.apply(params, next_obs)[1]
+        return outputs_of(self.module.apply(params, next_obs))[-1]
 
     def learning_memory(self, carry, starts) -> dict:
         """What the learning batch keeps of the rollout's memory: nothing (leafless values)."""
@@ -99,8 +107,8 @@ class FeedForward:
 @dataclasses.dataclass(frozen=True)
 class Recurrent:
     """A network with memory, `module.apply(params, carry, obs [T, B, ...], starts [T, B]) ->
-    (carry, carries, distribution, value)` and `module.initial(batch)`
-    (`rlsuite.networks.recurrent.RecurrentActorCritic`), time-major."""
+    (carry, carries, distribution, value)` (or `(carry, carries, q)`) and `module.initial(batch)`
+    (`rlsuite.networks.recurrent.RecurrentActorCritic`, `RecurrentQNetwork`), time-major."""
 
     module: Any
     memory: ClassVar[bool] = True
@@ -115,24 +123,26 @@ class Recurrent:
         return self.module.init(key, self.module.initial(1), obs, starts)
 
     def apply(self, params, carry, obs, starts):
-        _, _, dist, value = self.module.apply(params, carry, obs, starts)
-        return dist, value
+        """The module's outputs after its carries, as its feed-forward counterpart's."""
+        outputs = self.module.apply(params, carry, obs, starts)[2:]
+        return outputs if len(outputs) > 1 else outputs[0]
 
     def step(self, params, carry, obs, read):
         """One step of a batch `obs` `[B, ...]`: a sequence of length 1 from `carry`."""
         starts = jnp.zeros((1, jax.tree.leaves(obs)[0].shape[0]), bool)
-        carry, _, dist, value = self.module.apply(params, carry, obs[None], starts)
-        return jax.tree.map(lambda x: x[0], read(dist, value)), carry
+        carry, _, *outputs = self.module.apply(params, carry, obs[None], starts)
+        return jax.tree.map(lambda x: x[0], read(*outputs)), carry
 
     def values_after(self, params, carries, next_obs):
-        """`V(next_obs_t)` `[T, B]`, each under the memory after step `t` (`carries`, leaves
-        `[T, B, ...]`, before any reset): one call of length 1 over all `T * B` of them, so the
-        sequence is not run again."""
+        """`V(next_obs_t)` `[T, B]` (or `Q(next_obs_t, .)` `[T, B, A]`), each under the memory
+        after step `t` (`carries`, leaves `[T, B, ...]`, before any reset): one call of length 1
+        over all `T * B` of them, so the sequence is not run again."""
         num_steps, num_envs = next_obs.shape[:2]
         merge = lambda x: x.reshape(num_steps * num_envs, *x.shape[2:])  # noqa: E731
         starts = jnp.zeros((1, num_steps * num_envs), bool)
-        values = self.apply(params, jax.tree.map(merge, carries), merge(next_obs)[None], starts)[1]
-        return values.reshape(num_steps, num_envs)
+        outputs = self.apply(params, jax.tree.map(merge, carries), merge(next_obs)[None], starts)
+        values = outputs_of(outputs)[-1]
+        return values.reshape(num_steps, num_envs, *values.shape[2:])
 
     def learning_memory(self, carry, starts) -> dict:
         """What the learning batch keeps of the rollout's memory: the carry it started from

@@ -107,3 +107,35 @@ class RecurrentActorCritic(nn.Module):
         log_std = self.param("log_std", nn.initializers.zeros, (self.action_dim,))
         dist = distrax.MultivariateNormalDiag(mean, jnp.exp(log_std) * jnp.ones_like(mean))
         return carry, carries, dist, value
+
+
+class RecurrentQNetwork(nn.Module):
+    """`__call__(carry, obs [T, B, ...], starts [T, B]) -> (carry, carries, q [T, B, A])`: a value
+    per discrete action under the memory, as `RecurrentActorCritic` runs its sequences.
+
+    The `encoder`, then `hidden_sizes` dense layers (each LayerNorm'd before the activation with
+    `layer_norm`, as PQN's `QNetwork`), the core, then a linear layer of `num_actions` (the
+    shape of purejaxql's PQN-RNN, without its last action among the inputs)."""
+
+    cell: str = "gru"
+    size: int = 128
+    hidden_sizes: Sequence[int] = (256,)
+    num_actions: int = 2
+    activation: str = "relu"
+    layer_norm: bool = True
+    encoder: Encoder | None = None
+
+    def initial(self, batch: int):
+        """The fresh carry of `batch` sequences (zeros)."""
+        return initial_carry(self.cell, self.size, batch)
+
+    @nn.compact
+    def __call__(self, carry, obs: jnp.ndarray, starts: jnp.ndarray):
+        act = activation_fn(self.activation)
+        x = _encode(self.encoder, obs)
+        for size in self.hidden_sizes:
+            x = nn.Dense(size, kernel_init=orthogonal(np.sqrt(2)))(x)
+            x = act(nn.LayerNorm()(x) if self.layer_norm else x)
+        scan = nn.scan(ResettingCell, variable_broadcast="params", split_rngs={"params": False})
+        carry, (y, carries) = scan(self.cell, self.size, name="core")(carry, (x, starts))
+        return carry, carries, MLP((), self.num_actions, self.activation)(y)

@@ -65,7 +65,7 @@ BUILT_IN = {
     "csve": (csve, csve.CSVEConfig, csve.CSVEHparams, True, "pendulum"),
     "saq": (saq, saq.SAQConfig, saq.SAQHparams, True, "pendulum"),
 }
-WITH_MEMORY = ("ppo", "rl2", "ued", "fixpo", "dpo")
+WITH_MEMORY = ("ppo", "rl2", "ued", "pqn", "fixpo", "dpo")
 
 
 @pytest.fixture

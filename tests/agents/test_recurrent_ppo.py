@@ -14,6 +14,7 @@ from rlsuite.agents import ppo
 from rlsuite.loop import agent as agent_lib
 from rlsuite.loop import driver
 from rlsuite.loop.episodes import evaluate
+from rlsuite.loop.rollout import sequence_starts
 from rlsuite.networks import memory
 from rlsuite.ops import losses
 from tests.tiers import slow_but
@@ -65,7 +66,7 @@ def test_learning_reruns_the_rollout_from_its_starting_carry():
     for key in jax.random.split(jax.random.key(3), 2):
         start = state.env.carry
         env_batch, tr = ppo.collect(setup, state, key)
-        starts = ppo.sequence_starts(tr)
+        starts = sequence_starts(tr)
         # Episodes of 4 steps begin at steps 4, 8, ... of the run: here step 4 of the first
         # rollout (index 4) and step 8 (index 3) of the second.
         assert np.asarray(starts).any(axis=1).tolist() in (

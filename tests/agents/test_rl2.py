@@ -241,7 +241,7 @@ def test_a_recurrent_policy_for_a_family_without_memory_is_refused(capsys):
 
     assert cli.main(["train", "sac", "--recurrent", "lstm"]) == 2
     err = capsys.readouterr().err
-    with_memory = "the families with memory: ppo, rl2, ued, fixpo, dpo\n"
+    with_memory = "the families with memory: ppo, rl2, ued, pqn, fixpo, dpo\n"
     assert f"sac takes no recurrent policy (--recurrent); {with_memory}" in err
     assert cli.main(["train", "td3", "--recurrent-size=8"]) == 2
     assert "td3 takes no recurrent policy (--recurrent-size)" in capsys.readouterr().err
