@@ -28,6 +28,9 @@ Choices, written down:
   n-step returns, `discount` 0 on termination (so a terminal step's target is `r` at any `tau`)
   and bootstrapping on truncation.
 - The expectile of the current step is logged as `losses/expectile`.
+
+`fit_batch` is how SAC's and TD3's critics fit any batch with the operator chosen, a prioritized
+replay's (`--replay prioritized`: importance weights, new priorities) included.
 """
 
 from __future__ import annotations
@@ -101,22 +104,39 @@ def annealed_expectile(start, step, horizon):
     return 0.5 + linear_decay(jnp.asarray(start, jnp.float32) - 0.5, step, horizon)
 
 
-def fit_mean(q, targets, step):
-    """The critics' plain squared error (`losses.critic_loss`): `(loss, {})`."""
+def fit_mean(q, targets, step, weight=None):
+    """The critics' plain squared error (`losses.critic_loss`, each item's weighted by `weight`
+    where given): `(loss, {})`."""
     del step
-    return losses.critic_loss(q, targets), {}
+    return losses.critic_loss(q, targets, weight), {}
 
 
 def critic_fit(config) -> Callable:
     """How the critics of a `config` with `CriticTargetConfig`'s fields fit their targets:
-    `(q [K, B], targets [B], step) -> (loss, metrics)`, where `step` is the gradient steps
-    taken before this one."""
+    `(q [K, B], targets [B], step, weight=None) -> (loss, metrics)`, where `step` is the
+    gradient steps taken before this one and `weight [B]` a prioritized replay's importance
+    weights (`fit_batch` passes them)."""
     if config.critic_target == "policy":
         return fit_mean
     horizon = config.anneal_fraction * planned_gradient_steps(config)
 
-    def fit_annealed(q, targets, step):
+    def fit_annealed(q, targets, step, weight=None):
         expectile = annealed_expectile(config.expectile_start, step, horizon)
-        return losses.expectile_critic_loss(q, targets, expectile), {"expectile": expectile}
+        loss = losses.expectile_critic_loss(q, targets, expectile, weight)
+        return loss, {"expectile": expectile}
 
     return fit_annealed
+
+
+def fit_batch(fit: Callable, q, targets, step, batch: dict):
+    """SAC's and TD3's critics fitting a replay `batch`'s `targets [B]` with `fit` (`critic_fit`'s
+    signature): `fit(q, targets, step)`, or, for a prioritized replay's batch (it carries
+    `index` and importance weights, `weight [B]`), `fit(q, targets, step, weight)`, each item's
+    loss weighted, with the items' new priorities among the metrics, `priority [B]`: the absolute
+    TD error averaged over the critics (`losses.critic_priority`; Schaul et al.'s |TD error|,
+    whichever operator the critics fit, so that it means the same with `annealed`; the mean, as
+    every critic learns from the item alike). `(loss, metrics)`."""
+    if "index" not in batch:
+        return fit(q, targets, step)
+    loss, metrics = fit(q, targets, step, batch["weight"])
+    return loss, {**metrics, "priority": losses.critic_priority(q, targets)}

@@ -44,22 +44,25 @@ from flax import struct
 from rlsuite.agents import registry, value_heads
 from rlsuite.agents.learner import Learner, adam_init, adam_step, bind, obs_encoder
 from rlsuite.agents.off_policy import make_agent
-from rlsuite.agents.off_policy_parts import OffPolicyConfig, Plugins, discrete_actions
-from rlsuite.data import prioritized
+from rlsuite.agents.off_policy_parts import (
+    OffPolicyConfig,
+    Plugins,
+    SamplingConfig,
+    discrete_actions,
+    sampling_buffer,
+)
 from rlsuite.data.buffers import ReplayBuffer
-from rlsuite.data.prioritized import PrioritizedReplay
 from rlsuite.environment import Environment, masks, spaces
 from rlsuite.loop.agent import Agent
 from rlsuite.networks import KERNEL_INITS
 from rlsuite.ops import exploration, losses
 from rlsuite.ops.validators import check_field, check_positive, check_positive_ints
 
-REPLAYS = ("uniform", "prioritized")
-
 
 @dataclasses.dataclass(frozen=True)
-class DQNConfig(OffPolicyConfig):
-    """Static configuration of DQN (the shared off-policy fields, CleanRL's CartPole values)."""
+class DQNConfig(SamplingConfig, OffPolicyConfig):
+    """Static configuration of DQN (the shared off-policy fields, how batches are drawn,
+    `rlsuite.agents.off_policy_parts.SamplingConfig`, and these: CleanRL's CartPole values)."""
 
     num_envs: int = 10
     """parallel environments; one gradient step per collection of all of them"""
@@ -84,14 +87,6 @@ class DQNConfig(OffPolicyConfig):
     init: str = "lecun_normal"
     """how the Q network's dense kernels start: lecun_normal (flax's default, CleanRL's and
     rejax's) or orthogonal (gain sqrt 2, PPO's)"""
-    replay: str = "uniform"
-    """how batches are drawn: uniform, or prioritized (in proportion to each item's last loss to
-    priority_exponent; Schaul et al. 2016, `rlsuite.data.prioritized`)"""
-    priority_exponent: float = 0.6
-    """prioritized replay's alpha: items drawn in proportion to priority^alpha (0: uniformly)"""
-    importance_exponent: float = 0.4
-    """prioritized replay's beta at the first gradient step, annealed linearly to 1 by the last:
-    the exponent of the importance weights that correct for the prioritized draw"""
     noisy: bool = False
     """noisy networks (factorised Gaussian, Fortunato et al. 2018): the layers after the encoder
     draw new noise at every acting and gradient step, and a greedy evaluation uses their mean"""
@@ -99,13 +94,6 @@ class DQNConfig(OffPolicyConfig):
     def __post_init__(self):
         super().__post_init__()
         check_positive_ints(self, ("target_update_period",))
-        if self.replay not in REPLAYS:
-            raise ValueError(
-                f"DQNConfig.replay={self.replay!r} is not one of: {', '.join(REPLAYS)}"
-            )
-        for name in ("priority_exponent", "importance_exponent"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"DQNConfig.{name} must be in [0, 1], got {getattr(self, name)}")
         if self.init not in KERNEL_INITS:
             raise ValueError(
                 f"DQNConfig.init={self.init!r} is not one of: {', '.join(KERNEL_INITS)}"
@@ -196,21 +184,9 @@ def make(
     obs_space = env.observation_space(env_params)
     categories = spaces.categories(obs_space)
     algo = learner(config, tuple(obs_space.shape), num_actions, target, epsilon, categories, head)
-    if buffer is None and config.replay == "prioritized":
-        buffer = prioritized_buffer(config)
-    plugins = Plugins(buffer=buffer, actions=actions, reads_action_mask=True)
+    plugins = Plugins(sampling_buffer(config, buffer), actions=actions, reads_action_mask=True)
     hparams = DQNHparams()
     return make_agent(head.name, config, env, env_params, algo, hparams, check_hparams, plugins)
-
-
-def prioritized_buffer(config: DQNConfig) -> PrioritizedReplay:
-    """`config`'s prioritized replay: its capacity and exponents, beta annealed over the run's
-    gradient steps after `learning_starts`."""
-    collections = config.num_updates * config.collections_per_update
-    warm_up = -(-config.learning_starts // config.num_envs)  # collections before learning
-    steps = max(1, (collections - warm_up) * config.gradient_steps)
-    alpha, beta = config.priority_exponent, config.importance_exponent
-    return prioritized.prioritized_replay(config.buffer_size, alpha, beta, beta_steps=steps)
 
 
 def make_with_head(config_cls: type, head_of: Callable, hparams_cls: type = DQNHparams) -> Callable:

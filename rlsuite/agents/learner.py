@@ -96,35 +96,47 @@ def gradient_steps(learner: Learner, learner_state, sample: Callable, keys: jax.
     `(learner_state, metrics)` with metrics stacked `[n]`. Each step splits its key into the
     sampling and the learning key.
 
-    The online and offline loops both learn through this, in a `lax.scan`; for a learner with a
-    cycle (`period > 1`; `n` must then be a multiple of it) the scan runs over cycles, each
-    unrolled so that every step gets its static `phase`.
+    The online and offline loops both learn through this, in a `lax.scan` (`over_cycles`); for
+    a learner with a cycle (`period > 1`; `n` must then be a multiple of it) the scan runs over
+    cycles, each unrolled so that every step gets its static `phase`.
     """
-    period = learner.period
 
     def one(state, key, phase):
         key_sample, key_learn = jax.random.split(key)
         batch = split_envs(sample(key_sample))  # over a mesh's envs devices (docs/scaling.md)
-        if period == 1:
-            return learner.learn(state, batch, key_learn, hp)
-        return learner.learn(state, batch, key_learn, hp, phase=phase)
+        return learn_step(learner, state, batch, key_learn, hp, phase)
 
+    return over_cycles(learner.period, one, learner_state, keys)
+
+
+def learn_step(learner: Learner, learner_state, batch, key, hp, phase: int = 0):
+    """`learner.learn` on one batch, given its static `phase` where the learner has a cycle."""
+    if learner.period == 1:
+        return learner.learn(learner_state, batch, key, hp)
+    return learner.learn(learner_state, batch, key, hp, phase=phase)
+
+
+def over_cycles(period: int, step: Callable, carry, keys: jax.Array):
+    """`lax.scan` of `step(carry, key, phase) -> (carry, metrics)` over `keys` `[n]`: with
+    `period` 1 over the keys (`phase` 0); else over cycles of `period` keys (`n` must be a
+    multiple of it), each unrolled so that every step gets its static `phase`. `(carry,
+    metrics)`, metrics stacked `[n]`."""
     if period == 1:
-        return jax.lax.scan(lambda state, key: one(state, key, 0), learner_state, keys)
+        return jax.lax.scan(lambda carry, key: step(carry, key, 0), carry, keys)
     num_steps = keys.shape[0]
     if num_steps % period:
         raise ValueError(f"{num_steps} gradient steps are not whole cycles of {period}")
 
-    def cycle(state, cycle_keys):
+    def cycle(carry, cycle_keys):
         metrics = []
         for phase in range(period):
-            state, step_metrics = one(state, cycle_keys[phase], phase)
+            carry, step_metrics = step(carry, cycle_keys[phase], phase)
             metrics.append(step_metrics)
-        return state, jax.tree.map(lambda *x: jnp.stack(x), *metrics)
+        return carry, jax.tree.map(lambda *x: jnp.stack(x), *metrics)
 
     cycles = keys.reshape(num_steps // period, period, *keys.shape[1:])  # raw keys: [n, 2]
-    learner_state, metrics = jax.lax.scan(cycle, learner_state, cycles)
-    return learner_state, jax.tree.map(lambda x: x.reshape(num_steps, *x.shape[2:]), metrics)
+    carry, metrics = jax.lax.scan(cycle, carry, cycles)
+    return carry, jax.tree.map(lambda x: x.reshape(num_steps, *x.shape[2:]), metrics)
 
 
 def obs_encoder(config: Any, obs_shape: tuple[int, ...], categories=None):

@@ -70,8 +70,10 @@ from flax import struct
 from rlsuite.agents.learner import (
     Learner,
     gradient_steps,
+    learn_step,
     learner_act,
     learner_explore,
+    over_cycles,
 )
 from rlsuite.agents.off_policy_parts import (
     Actions,
@@ -322,21 +324,23 @@ def sample_batch(setup: Setup, buffer_state, obs_stats, hp, key):
 def learn_with_feedback(setup: Setup, learner_state, buffer_state, obs_stats, key, hp):
     """`learn` for a buffer with an `update`: after each gradient step, the buffer is told the
     learner's `priority` of each sampled item (its `index`), and the next batch is sampled from
-    the buffer so updated. `(learner_state, buffer_state, metrics)`, `priority` not among them."""
+    the buffer so updated (a learner's cycle, TD3's, unrolled as `learn` unrolls it).
+    `(learner_state, buffer_state, metrics)`, `priority` not among them."""
     keys = jax.random.split(key, setup.config.gradient_steps * setup.config.collections_per_update)
 
-    def step(carry, key):
+    def step(carry, key, phase):
         learner_state, buffer_state = carry
-        # the key `gradient_steps` splits for its one step: its first half samples
-        batch = sample_batch(setup, buffer_state, obs_stats, hp, jax.random.split(key)[0])
-        one = lambda _: batch  # noqa: E731
-        learner_state, metrics = gradient_steps(setup.learner, learner_state, one, key[None], hp)
-        metrics = jax.tree.map(lambda m: m[0], metrics)
+        key_sample, key_learn = jax.random.split(key)  # as `gradient_steps` splits each key
+        batch = split_envs(sample_batch(setup, buffer_state, obs_stats, hp, key_sample))
+        learner_state, metrics = learn_step(
+            setup.learner, learner_state, batch, key_learn, hp, phase
+        )
         buffer_state = setup.buffer.update(buffer_state, batch["index"], metrics.pop("priority"))
         return (learner_state, buffer_state), metrics
 
-    (learner_state, buffer_state), metrics = jax.lax.scan(step, (learner_state, buffer_state), keys)
-    return learner_state, buffer_state, metrics
+    period = setup.learner.period
+    carry, metrics = over_cycles(period, step, (learner_state, buffer_state), keys)
+    return *carry, metrics
 
 
 def update(setup: Setup, state: OffPolicyState, hp):

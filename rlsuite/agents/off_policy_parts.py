@@ -1,5 +1,6 @@
 """What the shared off-policy loop (`rlsuite.agents.off_policy`) is made of: its configs
-(`ReplayConfig`, `OffPolicyConfig`), what the actions are (`Actions`: `box_actions`,
+(`ReplayConfig`, `OffPolicyConfig`, and `SamplingConfig`, how a family's batches are drawn, with
+the buffer it makes: `sampling_buffer`), what the actions are (`Actions`: `box_actions`,
 `discrete_actions`), what it stores and samples (`Items`, `td_items`, `replay_item`), the plug-ins
 a family passes to `make_agent` (`Plugins`) and the replay buffer they make, checked (`replay`)."""
 
@@ -17,6 +18,7 @@ import jax.numpy as jnp
 from rlsuite.agents.learner import (
     action_dim,
 )
+from rlsuite.data import prioritized
 from rlsuite.data.buffers import ReplayBuffer, replay_buffer
 from rlsuite.environment import Environment
 from rlsuite.environment.spaces import Discrete
@@ -124,6 +126,60 @@ class OffPolicyConfig(ReplayConfig):
                 f"environment has taken n_step steps, and the run takes {steps:,} of each "
                 f"(total_timesteps / num_envs); allowed: 1 to {steps:,}"
             )
+
+
+REPLAYS = ("uniform", "prioritized")
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplingConfig:
+    """How a family's replay batches are drawn (fields of `DQNConfig`, `SACConfig` and
+    `TD3Config`, mixed in before `OffPolicyConfig`, whose checks run first); the buffer they
+    make is `sampling_buffer`'s. A prioritized batch carries `index` and `weight`: the learner
+    weights each item's loss by `weight` and reports each item's priority, after which the loop
+    gives it back to the buffer (`Plugins.buffer`'s `update`)."""
+
+    replay: str = "uniform"
+    """how batches are drawn: uniform, or prioritized (in proportion to each item's last
+    priority to the power priority_exponent; Schaul et al. 2016, `rlsuite.data.prioritized`):
+    DQN's priority is an item's loss, SAC's and TD3's the mean over their critics of its
+    absolute TD error"""
+    priority_exponent: float = 0.6
+    """prioritized replay's alpha: items drawn in proportion to priority^alpha (0: uniformly)"""
+    importance_exponent: float = 0.4
+    """prioritized replay's beta at the first gradient step, annealed linearly to 1 by the last:
+    the exponent of the importance weights that correct for the prioritized draw"""
+
+    def __post_init__(self):
+        super().__post_init__()
+        name = type(self).__name__
+        if self.replay not in REPLAYS:
+            raise ValueError(f"{name}.replay={self.replay!r} is not one of: {', '.join(REPLAYS)}")
+        for field in ("priority_exponent", "importance_exponent"):
+            value = getattr(self, field)
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not (number and 0 <= value <= 1):
+                raise ValueError(f"{name}.{field} must be in [0, 1], got {value!r}")
+
+
+def prioritized_buffer(config) -> prioritized.PrioritizedReplay:
+    """The prioritized replay of a `SamplingConfig` that is an `OffPolicyConfig`: its
+    `buffer_size`, its exponents, beta annealed over the run's gradient steps after
+    `learning_starts`."""
+    collections = config.num_updates * config.collections_per_update
+    warm_up = -(-config.learning_starts // config.num_envs)  # collections before learning
+    steps = max(1, (collections - warm_up) * config.gradient_steps)
+    alpha, beta = config.priority_exponent, config.importance_exponent
+    return prioritized.prioritized_replay(config.buffer_size, alpha, beta, beta_steps=steps)
+
+
+def sampling_buffer(config, buffer: ReplayBuffer | None = None) -> ReplayBuffer | None:
+    """The replay buffer a family of a `SamplingConfig` gives `make_agent` (`Plugins.buffer`):
+    `buffer` where one is passed in (it brings its own way of drawing), else the prioritized one
+    where `config.replay` says so, else None (the loop's uniform one)."""
+    if buffer is None and config.replay == "prioritized":
+        return prioritized_buffer(config)
+    return buffer
 
 
 class Actions(NamedTuple):
@@ -271,7 +327,8 @@ class Plugins(NamedTuple):
           batch the items' slots, `"index"` `[batch_size]` (and importance weights, `"weight"`,
           which the learner's loss applies), and after each gradient step the loop calls it
           with the learner's per-item `priority` metric, which is not logged
-          (`rlsuite.data.prioritized`, DQN's `--replay prioritized`);
+          (`rlsuite.data.prioritized`: `sampling_buffer` for DQN's, SAC's and TD3's
+          `--replay prioritized`);
 
         and the state has a `size` (a field or a property, a `[]` integer array: the items it
         holds), logged as `charts/buffer_size` (checked before anything is compiled).

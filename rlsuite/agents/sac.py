@@ -14,6 +14,12 @@ learner state, n-step returns and observation normalisation are the shared off-p
 One gradient step updates the critics, then the actor and the temperature on the same batch
 (every step, as in the paper's algorithm 1), then the target critics. `learner` is that update
 rule on its own, with a hook for a penalty on the critics (CQL builds on it).
+
+With prioritized replay (`replay="prioritized"`, `--replay prioritized`; Schaul et al. 2016),
+each item's critic loss is weighted by its importance weight and its new priority is its
+absolute TD error averaged over the critics (`annealed_q.fit_batch`); the actor's and the
+temperature's losses are not reweighted: the weights correct the critics' regression for the
+prioritized draw, and the policy improves on the states of the batch as drawn.
 """
 
 from __future__ import annotations
@@ -41,7 +47,12 @@ from rlsuite.agents.learner import (
     temperature_step,
 )
 from rlsuite.agents.off_policy import make_agent
-from rlsuite.agents.off_policy_parts import OffPolicyConfig, Plugins
+from rlsuite.agents.off_policy_parts import (
+    OffPolicyConfig,
+    Plugins,
+    SamplingConfig,
+    sampling_buffer,
+)
 from rlsuite.data.buffers import ReplayBuffer
 from rlsuite.environment import Environment
 from rlsuite.loop.agent import Agent
@@ -51,8 +62,9 @@ from rlsuite.ops.validators import check_field, check_positive, check_positive_i
 
 
 @dataclasses.dataclass(frozen=True)
-class SACConfig(annealed_q.CriticTargetConfig, OffPolicyConfig):
-    """Static configuration of SAC (the shared off-policy fields, the operator the critics fit,
+class SACConfig(annealed_q.CriticTargetConfig, SamplingConfig, OffPolicyConfig):
+    """Static configuration of SAC (the shared off-policy fields, how batches are drawn,
+    `rlsuite.agents.off_policy_parts.SamplingConfig`, the operator the critics fit,
     `rlsuite.agents.annealed_q`, and these)."""
 
     num_critics: int = 2
@@ -130,16 +142,16 @@ def make(
 ) -> Agent:
     """Bind SAC to `env` (a bounded 1-D Box action space). `critic_target(reward, discount,
     next_q [K, B], next_log_prob, alpha) -> y [B]` may be replaced by a research variant; so may
-    the replay `buffer` (default: uniform, `config.buffer_size` items) and a `relabel(key, batch)
-    -> batch` of every sampled batch (`rlsuite.agents.off_policy.make_agent` says what they
-    receive and return)."""
+    the replay `buffer` (default: `config.replay`'s, `config.buffer_size` items) and a
+    `relabel(key, batch) -> batch` of every sampled batch (`rlsuite.agents.off_policy.make_agent`
+    says what they receive and return)."""
     if not isinstance(config, SACConfig):
         raise TypeError(f"sac.make needs a SACConfig, got {type(config).__name__}")
     env_params = env.check_params(env_params)
     dim = action_dim(env, env_params, "sac")
     obs_shape = env.observation_space(env_params).shape
     algo = learner(config, obs_shape, dim, critic_target, critic_fit=annealed_q.critic_fit(config))
-    plugins = Plugins(buffer=buffer, relabel=relabel)
+    plugins = Plugins(buffer=sampling_buffer(config, buffer), relabel=relabel)
     return make_agent("sac", config, env, env_params, algo, SACHparams(), check_hparams, plugins)
 
 
@@ -161,7 +173,9 @@ def learner(
     `q_fn(obs, action) -> q [K, ...]` are the critics being trained, `q_data` their values at the
     batch's actions, `policy(obs)` the current policy's distribution; its metrics join `learn`'s.
     `critic_fit(q [K, B], targets [B], step) -> (loss, metrics)` is how the critics fit their
-    targets at gradient step `step` (`rlsuite.agents.annealed_q.critic_fit`).
+    targets at gradient step `step` (`rlsuite.agents.annealed_q.critic_fit`); on a prioritized
+    replay's batch it is also given the importance weights, `weight [B]`
+    (`annealed_q.fit_batch`).
     """
     features = obs_encoder(config, obs_shape)
     actor = SquashedGaussianActor(config.hidden_sizes, dim, config.activation, encoder=features)
@@ -214,7 +228,8 @@ def critic_loss(nets: Nets, params, learner: SACLearner, batch, key, alpha, hp, 
     next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
     target = nets.critic_target(batch["reward"], batch["discount"], next_q, next_log_prob, alpha)
     q = critic.apply(params, batch["obs"], batch["action"])
-    loss, metrics = nets.critic_fit(q, target, learner.critic_opt.count)
+    step = learner.critic_opt.count  # gradient steps taken before this one
+    loss, metrics = annealed_q.fit_batch(nets.critic_fit, q, target, step, batch)
     metrics = {"q_mean": q.mean(), **metrics}
     if critic_penalty is not None:
         penalty, extra = critic_penalty(

@@ -42,6 +42,11 @@ class SACHERConfig(sac.SACConfig):
             raise ValueError(f"{name}.relabel_prob must be in [0, 1], got {self.relabel_prob!r}")
         if not 0.0 < self.her_gamma < 1.0:
             raise ValueError(f"{name}.her_gamma must be in (0, 1), got {self.her_gamma!r}")
+        if self.replay != "uniform":
+            raise ValueError(
+                f"{name}.replay={self.replay!r}: SAC + HER draws its batches from the trajectory "
+                "buffer (uniformly, with future goals); allowed: uniform"
+            )
 
 
 def make(config: SACHERConfig, env: Environment, env_params=None) -> Agent:

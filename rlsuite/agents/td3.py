@@ -15,6 +15,12 @@ Noise scales are in the agent's action units, `[-1, 1]` (the environment's bound
 so `exploration_noise=0.1` is 5% of the action range, as in the paper's experiments on the
 MuJoCo tasks whose bounds are +-1. The exploration noise is kept in the learner state (it is
 part of the behaviour policy `agent.act(..., deterministic=False)` follows).
+
+With prioritized replay (`replay="prioritized"`, `--replay prioritized`; Schaul et al. 2016),
+each item's critic loss is weighted by its importance weight and its new priority, after every
+critic step, is its absolute TD error averaged over the two critics (`annealed_q.fit_batch`);
+the delayed actor step is not reweighted: the weights correct the critics' regression for the
+prioritized draw, and the policy improves on the states of the batch as drawn.
 """
 
 from __future__ import annotations
@@ -32,7 +38,12 @@ from flax import struct
 from rlsuite.agents import annealed_q, registry
 from rlsuite.agents.learner import Learner, action_dim, adam_init, adam_step, bind, obs_encoder
 from rlsuite.agents.off_policy import make_agent
-from rlsuite.agents.off_policy_parts import OffPolicyConfig, Plugins
+from rlsuite.agents.off_policy_parts import (
+    OffPolicyConfig,
+    Plugins,
+    SamplingConfig,
+    sampling_buffer,
+)
 from rlsuite.data.buffers import ReplayBuffer
 from rlsuite.environment import Environment
 from rlsuite.loop.agent import Agent
@@ -42,8 +53,9 @@ from rlsuite.ops.validators import check_field, check_positive, check_positive_i
 
 
 @dataclasses.dataclass(frozen=True)
-class TD3Config(annealed_q.CriticTargetConfig, OffPolicyConfig):
-    """Static configuration of TD3 (the shared off-policy fields, the operator the critics fit,
+class TD3Config(annealed_q.CriticTargetConfig, SamplingConfig, OffPolicyConfig):
+    """Static configuration of TD3 (the shared off-policy fields, how batches are drawn,
+    `rlsuite.agents.off_policy_parts.SamplingConfig`, the operator the critics fit,
     `rlsuite.agents.annealed_q`, and these)."""
 
     policy_delay: int = 2
@@ -123,8 +135,8 @@ def make(
 ) -> Agent:
     """Bind TD3 to `env` (a bounded 1-D Box action space). `critic_target(reward, discount,
     next_q [2, B]) -> y [B]` may be replaced by a research variant; so may the replay `buffer`
-    (default: uniform, `config.buffer_size` items) and a `relabel(key, batch) -> batch` of
-    every sampled batch (`rlsuite.agents.off_policy.make_agent` says what they receive and
+    (default: `config.replay`'s, `config.buffer_size` items) and a `relabel(key, batch) ->
+    batch` of every sampled batch (`rlsuite.agents.off_policy.make_agent` says what they receive and
     return)."""
     if not isinstance(config, TD3Config):
         raise TypeError(f"td3.make needs a TD3Config, got {type(config).__name__}")
@@ -133,7 +145,7 @@ def make(
     obs_shape = env.observation_space(env_params).shape
     fit = annealed_q.critic_fit(config)
     algo = learner(config, obs_shape, dim, config.policy_delay, critic_target, critic_fit=fit)
-    plugins = Plugins(buffer=buffer, relabel=relabel)
+    plugins = Plugins(buffer=sampling_buffer(config, buffer), relabel=relabel)
     return make_agent("td3", config, env, env_params, algo, TD3Hparams(), check_hparams, plugins)
 
 
@@ -150,8 +162,9 @@ def learner(
     `[-1, 1]`; `config` gives `hidden_sizes` and `activation`. `actor_loss(q [2, B], action,
     batch, hparams) -> loss` is the actor's objective (TD3+BC passes its own); `critic_fit(q,
     targets, step) -> (loss, metrics)` how the critics fit their targets at gradient step `step`
-    (`rlsuite.agents.annealed_q.critic_fit`). The functions below (`init`, `explore`, `greedy`,
-    `learn`) over the `Nets` this builds."""
+    (`rlsuite.agents.annealed_q.critic_fit`; given a prioritized replay's importance weights
+    too, `weight [B]`, on its batches: `annealed_q.fit_batch`). The functions below (`init`,
+    `explore`, `greedy`, `learn`) over the `Nets` this builds."""
     features = obs_encoder(config, obs_shape)
     actor = DeterministicActor(config.hidden_sizes, dim, config.activation, features)
     critic = QEnsemble(config.hidden_sizes, 2, config.activation, features)
@@ -208,7 +221,8 @@ def critic_loss(nets: Nets, params, learner: TD3Learner, batch, key, hp: TD3Hpar
     next_q = critic.apply(learner.target_critic, batch["next_obs"], next_action)
     target = nets.critic_target(batch["reward"], batch["discount"], next_q)
     q = critic.apply(params, batch["obs"], batch["action"])
-    loss, metrics = nets.critic_fit(q, target, learner.critic_opt.count)
+    step = learner.critic_opt.count  # gradient steps taken before this one
+    loss, metrics = annealed_q.fit_batch(nets.critic_fit, q, target, step, batch)
     return loss, {"q_mean": q.mean(), **metrics}
 
 

@@ -129,10 +129,24 @@ def normalize_advantages(advantages, eps: float = 1e-8):
 
 
 # ------------------------------------------------------------------------ off-policy (SAC, TD3)
-def critic_loss(q, targets):
-    """Ensemble TD loss: `q [K, B]` against `targets [B]`, `0.5 * sum_k E_B[(q_k - y)^2]`."""
+def critic_loss(q, targets, weight=None):
+    """Ensemble TD loss: `q [K, B]` against `targets [B]`, `0.5 * sum_k E_B[(q_k - y)^2]`; with
+    importance weights `weight [B]` (a prioritized replay's, held constant), each item's squared
+    errors weighted: `0.5 * sum_k E_B[w (q_k - y)^2]`."""
     _per_critic("critic_loss", q, targets=targets)
-    return 0.5 * jnp.square(q - jax.lax.stop_gradient(targets)).mean(axis=-1).sum()
+    if weight is None:
+        return 0.5 * jnp.square(q - jax.lax.stop_gradient(targets)).mean(axis=-1).sum()
+    _same("critic_loss", targets=targets, weight=weight)
+    squares = jnp.square(q - jax.lax.stop_gradient(targets))
+    return 0.5 * (jax.lax.stop_gradient(weight) * squares).mean(axis=-1).sum()
+
+
+def critic_priority(q, targets):
+    """Each item's priority for a prioritized replay of an ensemble's items: its absolute TD
+    error (Schaul et al. 2016) averaged over the critics, `mean_k |q_k - y|` `[B]` for `q [K, B]`
+    and `targets [B]`, held constant."""
+    _per_critic("critic_priority", q, targets=targets)
+    return jax.lax.stop_gradient(jnp.abs(q - targets).mean(axis=0))
 
 
 def soft_td_target(reward, discount, next_q, next_log_prob, alpha):
@@ -250,16 +264,22 @@ def expectile_loss(diff, expectile):
     return (weight * jnp.square(diff)).mean()
 
 
-def expectile_critic_loss(q, targets, expectile):
+def expectile_critic_loss(q, targets, expectile, weight=None):
     """Annealed Q-learning's critic loss (Omura et al. 2025, arXiv:2506.05968): each critic of
     `q [K, B]` fits the `expectile` of its `targets [B]` (held constant), summed over the
     critics, `sum_k E_B[L_2^tau(y - q_k)]` (`expectile_loss`). At `expectile` 0.5 it is
     `critic_loss` (the mean: the Bellman operator of the policy whose next actions the targets
     took); towards 1 it fits the largest target over the next actions sampled (the optimality
-    operator)."""
+    operator). With importance weights `weight [B]` (a prioritized replay's, held constant),
+    each item's losses weighted: `sum_k E_B[w L_2^tau(y - q_k)]`."""
     _per_critic("expectile_critic_loss", q, targets=targets)
     diff = jax.lax.stop_gradient(targets) - q  # positive where the target is above the critic
-    return expectile_loss(diff, expectile) * q.shape[0]  # the mean over [K, B] times K
+    if weight is None:
+        return expectile_loss(diff, expectile) * q.shape[0]  # the mean over [K, B] times K
+    _same("expectile_critic_loss", targets=targets, weight=weight)
+    asymmetry = jnp.where(diff < 0, 1.0 - expectile, expectile)
+    weighted = jax.lax.stop_gradient(weight) * asymmetry * jnp.square(diff)
+    return weighted.mean() * q.shape[0]
 
 
 def advantage_weights(advantage, beta, max_weight):

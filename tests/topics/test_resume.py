@@ -45,6 +45,11 @@ AGENTS = {
     "crl": ["--env", "goal/point_reach", *OFF_POLICY, "--buffer-size", "200", "--width", "8"]
     + ["--repr-dim", "4"],
     "sac_her": ["--env", "goal/point_reach", *OFF_POLICY, "--buffer-size", "200"],
+    # Prioritized replay (`family:variant` runs the family with these flags): the sum tree and
+    # its count of updates beside SAC's learner, and TD3's two critic steps a cycle, each
+    # feeding the tree.
+    "sac:prioritized": ["--env", "pendulum", *OFF_POLICY, "--replay", "prioritized"],
+    "td3:prioritized": ["--env", "pendulum", *OFF_POLICY, "--replay", "prioritized"],
     # Discrete actions in the replay buffer and the n-step window, the target network and the
     # count of gradient steps.
     "dqn": ["--env", "cartpole", *OFF_POLICY, "--n-step", "2", "--target-update-period", "3"],
@@ -130,8 +135,8 @@ def test_env_split_runs_resume_bitwise_on_a_two_by_two_mesh(algo, dataset, tmp_p
     _resumes_bitwise(algo, dataset, tmp_path, MESH)
 
 
-def _resumes_bitwise(algo, dataset, tmp_path, flags):
-    args = list(AGENTS[algo])
+def _resumes_bitwise(case, dataset, tmp_path, flags):
+    args, algo = list(AGENTS[case]), case.partition(":")[0]
     if registry.get(algo).offline:
         args += ["--dataset", dataset]
     full = tmp_path / "full"
