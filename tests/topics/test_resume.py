@@ -61,6 +61,8 @@ AGENTS = {
     "rainbow": ["--env", "cartpole", *OFF_POLICY, "--num-atoms", "11"],
     # PPO's shape without a policy: the Q network, Adam's state and the exploration schedule.
     "pqn": PPO,
+    # PQN with memory: the GRU's carry of every environment resumes with the Q network.
+    "pqn:gru": [*PPO, "--recurrent", "gru", "--recurrent-size", "8"],
     # PPO's state and FixPO's across updates: the KL penalty's weight and its Adam state.
     "fixpo": PPO,
     # Two PPO learners, each with its own environments, and the key of the alternation.
