@@ -63,6 +63,21 @@ class ResettingCell(nn.Module):
         return carry, (y, carry)
 
 
+def remember(module: nn.Module, carry, obs, starts, layer_norm: bool = False):
+    """What a network with memory reads its sequence through, inside `module`'s compact
+    `__call__`: its `encoder`, its `hidden_sizes` dense layers (each LayerNorm'd before the
+    activation with `layer_norm`), then its core (`cell`, `size`) over time from `carry`, reset
+    where `starts`. `(carry, carries, core outputs [T, B, size])`."""
+    act = activation_fn(module.activation)
+    x = _encode(module.encoder, obs)
+    for size in module.hidden_sizes:
+        x = nn.Dense(size, kernel_init=orthogonal(np.sqrt(2)))(x)
+        x = act(nn.LayerNorm()(x) if layer_norm else x)
+    scan = nn.scan(ResettingCell, variable_broadcast="params", split_rngs={"params": False})
+    carry, (y, carries) = scan(module.cell, module.size, name="core")(carry, (x, starts))
+    return carry, carries, y
+
+
 class RecurrentActorCritic(nn.Module):
     """`__call__(carry, obs [T, B, ...], starts [T, B]) -> (carry, carries, distribution, value)`.
 
@@ -88,12 +103,7 @@ class RecurrentActorCritic(nn.Module):
 
     @nn.compact
     def __call__(self, carry, obs: jnp.ndarray, starts: jnp.ndarray):
-        act = activation_fn(self.activation)
-        x = _encode(self.encoder, obs)
-        for size in self.hidden_sizes:
-            x = act(nn.Dense(size, kernel_init=orthogonal(np.sqrt(2)))(x))
-        scan = nn.scan(ResettingCell, variable_broadcast="params", split_rngs={"params": False})
-        carry, (y, carries) = scan(self.cell, self.size, name="core")(carry, (x, starts))
+        carry, carries, y = remember(self, carry, obs, starts)
         value = MLP(self.head_sizes, 1, self.activation, 1.0)(y)[..., 0]
         if self.num_actions is not None:
             logits = MLP(self.head_sizes, self.num_actions, self.activation, 0.01)(y)
@@ -131,11 +141,5 @@ class RecurrentQNetwork(nn.Module):
 
     @nn.compact
     def __call__(self, carry, obs: jnp.ndarray, starts: jnp.ndarray):
-        act = activation_fn(self.activation)
-        x = _encode(self.encoder, obs)
-        for size in self.hidden_sizes:
-            x = nn.Dense(size, kernel_init=orthogonal(np.sqrt(2)))(x)
-            x = act(nn.LayerNorm()(x) if self.layer_norm else x)
-        scan = nn.scan(ResettingCell, variable_broadcast="params", split_rngs={"params": False})
-        carry, (y, carries) = scan(self.cell, self.size, name="core")(carry, (x, starts))
+        carry, carries, y = remember(self, carry, obs, starts, self.layer_norm)
         return carry, carries, MLP((), self.num_actions, self.activation)(y)
