@@ -40,6 +40,7 @@ from rlsuite import envs
 from rlsuite.loop import driver, platform
 from rlsuite.loop.agent import config_dict
 from rlsuite.loop.episodes import evaluate
+from rlsuite.loop.rollout import RecurrentPolicy
 from rlsuite.ops.bootstrap import bootstrap_ci
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -396,16 +397,25 @@ def brax_run(train_fn: Callable, seed: int, epochs: int) -> dict:
     }
 
 
-def evaluate_params(env, env_params, act: Callable, params, key, episodes: int) -> jax.Array:
+def evaluate_params(
+    env, env_params, act: Callable, params, key, episodes: int, initial: Callable | None = None
+) -> jax.Array:
     """`[N, episodes]` returns of N policies through our evaluator on our env (the one every side
     is scored with): `params` holds N parameter sets stacked on a leading axis, and
-    `act(params, key, obs) -> action` is one set's policy."""
+    `act(params, key, obs) -> action` is one set's policy. A policy with memory gives `initial(
+    num_envs) -> carry`, the carry of fresh episodes, and `act(params, key, obs, carry) ->
+    (action, carry)`: each episode starts from that carry and keeps what `act` returns."""
 
     def one(params, key):
         def policy(key, obs):
             return act(params, key, obs), {}
 
-        return evaluate(env, env_params, policy, key, episodes).returns
+        def with_memory(key, obs, carry):
+            action, carry = act(params, key, obs, carry)
+            return action, {}, carry
+
+        played = policy if initial is None else RecurrentPolicy(with_memory, initial)
+        return evaluate(env, env_params, played, key, episodes).returns
 
     keys = jax.random.split(key, jax.tree.leaves(params)[0].shape[0])
     return jax.jit(jax.vmap(one))(params, keys)

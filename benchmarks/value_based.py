@@ -131,7 +131,9 @@ class Anchor:
     """One implementation beside ours: `train(raw_keys [N, 2] uint32) -> output`, `curve(output)
     -> [N, U]` mean return of the training episodes that ended in each update (NaN: none),
     `params(output)` the N trained parameter sets stacked, `act(params, key, obs_batch)` one
-    set's greedy action, and its version for the JSON."""
+    set's greedy action, and its version for the JSON. A policy with memory gives `initial(
+    num_envs) -> carry` too, and its `act(params, key, obs_batch, carry) -> (action, carry)`
+    (`side_by_side.evaluate_params`)."""
 
     label: str
     train: Callable
@@ -139,6 +141,7 @@ class Anchor:
     params: Callable
     act: Callable
     version: str
+    initial: Callable | None = None
 
 
 @dataclasses.dataclass
@@ -324,10 +327,12 @@ def _stub_module(name: str, **attributes) -> None:
     sys.modules[name] = module
 
 
-def load_purejaxql(directory: Path) -> types.ModuleType:
-    """purejaxql's `pqn_minatar.py` from `directory`, unmodified (module docstring, part 3):
-    `hydra`, `omegaconf` and `wandb` are stub modules where they are not installed."""
-    missing = [f for f in PUREJAXQL_FILES if not (directory / f).exists()]
+def load_purejaxql(directory: Path, files: tuple[str, ...] = PUREJAXQL_FILES) -> types.ModuleType:
+    """purejaxql's script `files[0]` (`pqn_minatar.py`) from `directory`, unmodified (module
+    docstring, part 3), once every one of `files` (the script and its yaml) is there: `hydra`,
+    `omegaconf` and `wandb` are stub modules where they are not installed, and its `LogWrapper`
+    name is `PureJaxQLLog`."""
+    missing = [f for f in files if not (directory / f).exists()]
     if missing:
         raise FileNotFoundError(
             f"purejaxql's {', '.join(missing)} not in {directory}; benchmarks/README.md says how "
@@ -336,24 +341,24 @@ def load_purejaxql(directory: Path) -> types.ModuleType:
     _stub_module("hydra", main=lambda **_: lambda fn: fn)
     _stub_module("omegaconf", OmegaConf=None)
     _stub_module("wandb")
-    path = directory / PUREJAXQL_FILES[0]
-    spec = importlib.util.spec_from_file_location("purejaxql_pqn_minatar", path)
+    path = directory / files[0]
+    spec = importlib.util.spec_from_file_location(f"purejaxql_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.LogWrapper = PureJaxQLLog
     return module
 
 
-def purejaxql_config(args: Args) -> dict:
-    """purejaxql's MinAtar configuration (its yaml and top-level defaults) at the benchmark's
-    budget, without in-training tests or wandb."""
+def purejaxql_yaml(directory: Path, file: str, timesteps: int) -> dict:
+    """A purejaxql configuration (the yaml `file` of `directory`, and its top-level defaults) at
+    the benchmark's budget of `timesteps` env steps per seed (over which epsilon and the learning
+    rate decay, as in purejaxql's full runs), without in-training tests or wandb."""
     import yaml
 
-    config = yaml.safe_load((args.purejaxql_dir / PUREJAXQL_FILES[1]).read_text())
+    config = yaml.safe_load((directory / file).read_text())
     config.update(
-        TOTAL_TIMESTEPS=args.minatar_timesteps,
-        TOTAL_TIMESTEPS_DECAY=args.minatar_timesteps,
-        ENV_NAME=f"{args.game}-MinAtar",
+        TOTAL_TIMESTEPS=timesteps,
+        TOTAL_TIMESTEPS_DECAY=timesteps,
         TEST_DURING_TRAINING=False,
         WANDB_MODE="disabled",
         NUM_SEEDS=1,
@@ -366,6 +371,34 @@ def purejaxql_config(args: Args) -> dict:
     return config
 
 
+def purejaxql_config(args: Args) -> dict:
+    """purejaxql's MinAtar configuration at the benchmark's budget, on `--game`."""
+    config = purejaxql_yaml(args.purejaxql_dir, PUREJAXQL_FILES[1], args.minatar_timesteps)
+    config["ENV_NAME"] = f"{args.game}-MinAtar"
+    return config
+
+
+def purejaxql_curve(out) -> np.ndarray:
+    """`[N, U]` mean return of the episodes that ended in each update of purejaxql's vmapped
+    `train` output (NaN: none), from `PureJaxQLLog`'s info averaged over the rollout."""
+    metrics = out["metrics"]
+    ended = np.asarray(metrics["returned_episode"], np.float64)
+    total = np.asarray(metrics["ended_return"], np.float64)
+    return np.where(ended > 0, total / np.maximum(ended, 1e-12), np.nan)
+
+
+def purejaxql_variables(out) -> dict:
+    """The N trained variable sets (`params`, `batch_stats`) of purejaxql's `train` output."""
+    state = out["runner_state"][0]
+    return {"params": state.params, "batch_stats": state.batch_stats}
+
+
+def purejaxql_version(directory: Path, files: tuple[str, ...]) -> str:
+    """purejaxql's commit and the SHA-256 of the `files` of `directory` that ran."""
+    hashes = {f: hashlib.sha256((directory / f).read_bytes()).hexdigest() for f in files}
+    return f"{PUREJAXQL_COMMIT} (sha256 {hashes})"
+
+
 def purejaxql_anchor(args: Args, config: dict) -> Anchor:
     """purejaxql's `make_train(config)` vmapped over raw keys, as its `single_run` does."""
     module = load_purejaxql(args.purejaxql_dir)
@@ -376,49 +409,33 @@ def purejaxql_anchor(args: Args, config: dict) -> Anchor:
         norm_input=config.get("NORM_INPUT", False),
     )
 
-    def curve(out):
-        metrics = out["metrics"]
-        ended = np.asarray(metrics["returned_episode"], np.float64)
-        total = np.asarray(metrics["ended_return"], np.float64)
-        return np.where(ended > 0, total / np.maximum(ended, 1e-12), np.nan)
-
-    def params(out):
-        state = out["runner_state"][0]
-        return {"params": state.params, "batch_stats": state.batch_stats}
-
     def act(variables, key, obs):
         return jnp.argmax(network.apply(variables, obs, train=False), axis=-1)
 
-    files = {
-        f: hashlib.sha256((args.purejaxql_dir / f).read_bytes()).hexdigest()
-        for f in PUREJAXQL_FILES
-    }
     return Anchor(
         label="purejaxql",
         train=jax.jit(jax.vmap(module.make_train(dict(config)))),
-        curve=curve,
-        params=params,
+        curve=purejaxql_curve,
+        params=purejaxql_variables,
         act=act,
-        version=f"{PUREJAXQL_COMMIT} (sha256 {files})",
+        version=purejaxql_version(args.purejaxql_dir, PUREJAXQL_FILES),
     )
 
 
-def pqn_minatar_ours(args: Args, torso: str, hidden_sizes: tuple[int, ...]):
-    """Our PQN on `--game` at purejaxql's MinAtar configuration with the given network:
-    `(env, env_params, agent, hparams, purejaxql's config)`."""
+def pqn_purejaxql_made(pjq: dict, env, env_params, **network):
+    """Our PQN on `(env, env_params)` at the purejaxql configuration `pjq` (its geometry,
+    budget, schedules and step sizes: the module docstring's mapping, part 3), with the
+    `PQNConfig` fields of its network in `network`: `(agent, hparams)`."""
     from rlsuite.agents import pqn
 
-    pjq = purejaxql_config(args)
-    env, env_params = envs.make(f"gymnax/{args.game}-MinAtar")
     config = pqn.PQNConfig(
         num_envs=pjq["NUM_ENVS"],
         num_steps=pjq["NUM_STEPS"],
         num_minibatches=pjq["NUM_MINIBATCHES"],
         update_epochs=pjq["NUM_EPOCHS"],
-        total_timesteps=args.minatar_timesteps,
-        hidden_sizes=hidden_sizes,
+        total_timesteps=pjq["TOTAL_TIMESTEPS"],
         anneal_lr=bool(pjq["LR_LINEAR_DECAY"]),
-        torso=torso,
+        **network,
     )
     agent = pqn.make(config, env, env_params)
     hp = agent.default_hparams.replace(
@@ -431,6 +448,15 @@ def pqn_minatar_ours(args: Args, torso: str, hidden_sizes: tuple[int, ...]):
         max_grad_norm=pjq["MAX_GRAD_NORM"],
         reward_scale=pjq.get("REW_SCALE", 1.0),
     )
+    return agent, hp
+
+
+def pqn_minatar_ours(args: Args, torso: str, hidden_sizes: tuple[int, ...]):
+    """Our PQN on `--game` at purejaxql's MinAtar configuration with the given network:
+    `(env, env_params, agent, hparams, purejaxql's config)`."""
+    pjq = purejaxql_config(args)
+    env, env_params = envs.make(f"gymnax/{args.game}-MinAtar")
+    agent, hp = pqn_purejaxql_made(pjq, env, env_params, hidden_sizes=hidden_sizes, torso=torso)
     return env, env_params, agent, hp, pjq
 
 
@@ -529,6 +555,7 @@ def bench(args: Args, part: Part, save: Callable[[list[dict]], None]) -> list[di
                 anchor.params(out),
                 key_eval,
                 args.eval_episodes,
+                anchor.initial,
             )
         for side in sides.values():
             side_by_side.summarise(side, n, steps_per_update, num_updates)
@@ -558,6 +585,12 @@ def bench(args: Args, part: Part, save: Callable[[list[dict]], None]) -> list[di
 def main(args: Args) -> dict:
     check_args(args, choices={"algos": ALGOS, "game": GAMES})
     parts = {algo: PARTS[algo](args) for algo in args.algos}  # checked before the first runs
+    return run(args, parts)
+
+
+def run(args, parts: dict[str, Part]) -> dict:
+    """Every part's rows (`bench`), the JSON at `args.out` rewritten after each row (marked
+    partial) and at the end, the anchors' versions recorded and the tables shown."""
     console, machine = side_by_side.set_up(args)
     start = time.perf_counter()
     rows = {}
