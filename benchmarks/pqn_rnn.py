@@ -36,9 +36,10 @@ memory of that step); before training it steps every env NUM_STEPS + MEMORY_WIND
 random to fill its first window (2,176 env steps per seed on both tasks, done by its timed
 call and not counted in its env steps/s). purejaxql's GRU initialises its recurrent kernel
 orthogonally inside the vmapped `train`, a batched QR that can deadlock XLA's CPU thread pool
-(DESIGN.md); here that initialiser runs once per seed (`rl2.mapped_orthogonal`: the same
-values), through the module's `nn` name; its file is otherwise run unmodified
-(`value_based.load_purejaxql`, with `PureJaxQLLog` for its `LogWrapper`, the name it imports).
+(docs/design.md section 7); here that initialiser runs once per seed
+(`rl2.mapped_orthogonal`: the same values), through the module's `nn` name; its file is
+otherwise run unmodified (`value_based.load_purejaxql`, with `PureJaxQLLog` for its
+`LogWrapper`, the name it imports).
 
 Measured as value_based's parts (`value_based.bench`): for each N of `--seeds`, both sides
 train N seeds in one vmapped call (`jit(vmap(make_train(config)))` of raw keys on purejaxql's
