@@ -8,8 +8,10 @@ DQN's learner with the categorical value head (`rlsuite.agents.value_heads.categ
 same loop, replay (n-step items), epsilon-greedy acting on the expected values, double-Q choice of
 the bootstrap action, dueling streams per atom, target updates and hyperparameters
 (`dqn.DQNHparams`). The defaults are CleanRL's `c51_jax.py` CartPole settings: 101 atoms on
-[-100, 100] and DQN's CleanRL values otherwise (CleanRL's Adam epsilon is 0.01 / batch size; ours
-is optax's 1e-8). The math is `rlsuite.ops.distributional`'s.
+[-100, 100] and DQN's CleanRL values otherwise, with two differences: CleanRL's Adam epsilon is
+0.01 / batch size (ours optax's 1e-8), and CleanRL bootstraps from the target network's own best
+action where ours chooses it with the online network (double-Q, DQN's default; `--no-double` is
+CleanRL's). The math is `rlsuite.ops.distributional`'s.
 """
 
 from __future__ import annotations
